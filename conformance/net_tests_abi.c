@@ -1,0 +1,247 @@
+/* Net tests, first group: loading, exported symbols and tables per version, init, devices and
+ * properties, bad device indexes. */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net_suite.h"
+#include "net_tests.h"
+
+static conf_result t_loads(void* arg) {
+  (void)arg;
+  conf_stage_set("dlopen (constructors)");
+  void* dl = dlopen(nt_ctx->path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) return conf_fail("dlopen(RTLD_NOW|RTLD_LOCAL) failed: %s", dlerror());
+  return CONF_PASS;
+}
+
+static conf_result t_exports(void* arg) {
+  (void)arg;
+  if (nt_ctx->exported == 0) {
+    if (nt_ctx->other_symbols[0])
+      return conf_fail("no ncclNetPlugin_v6..v11 symbol; exports only %s (not a version weft or "
+                       "NCCL 2.28 loads)",
+                       nt_ctx->other_symbols);
+    return conf_fail("no ncclNetPlugin_v6..v11 symbol is exported");
+  }
+  if (nt_ctx->requested_version && !(nt_ctx->exported & (1u << nt_ctx->requested_version)))
+    return conf_fail("--abi v%d was asked for but ncclNetPlugin_v%d is not exported",
+                     nt_ctx->requested_version, nt_ctx->requested_version);
+  return CONF_PASS;
+}
+
+static conf_result table_complete(int v) {
+  if (!(nt_ctx->exported & (1u << v)))
+    return conf_skip("the plugin does not export ncclNetPlugin_v%d", v);
+  weft_net_view view;
+  char why[256];
+  if (net_shim_adapt(nt_ctx->raw[v], v, &view, why, sizeof why) != ncclSuccess)
+    return conf_fail("ncclNetPlugin_v%d: %s", v, why);
+  net_shim_release(&view);
+  const char* name = *(const char* const*)nt_ctx->raw[v];
+  size_t len = strnlen(name, 65);
+  if (len == 0) return conf_fail("ncclNetPlugin_v%d: name is empty", v);
+  if (len > 64) return conf_fail("ncclNetPlugin_v%d: name longer than 64 characters", v);
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (!isgraph(c))
+      return conf_fail("ncclNetPlugin_v%d: name \"%s\" has a space or control character at %zu "
+                       "(NCCL_NET must be able to name it)",
+                       v, name, i);
+  }
+  return CONF_PASS;
+}
+
+static conf_result t_table_v6(void* a) { (void)a; return table_complete(6); }
+static conf_result t_table_v7(void* a) { (void)a; return table_complete(7); }
+static conf_result t_table_v8(void* a) { (void)a; return table_complete(8); }
+static conf_result t_table_v9(void* a) { (void)a; return table_complete(9); }
+static conf_result t_table_v10(void* a) { (void)a; return table_complete(10); }
+static conf_result t_table_v11(void* a) { (void)a; return table_complete(11); }
+
+static conf_result t_init(void* arg) {
+  (void)arg;
+  nt_plugin p;
+  CONF_TRY(nt_open(&p));
+  conf_note("%d device(s), %d log call(s) during init", p.ndev, p.log_calls);
+  return nt_close(&p);
+}
+
+static conf_result t_devices(void* arg) {
+  (void)arg;
+  nt_plugin p;
+  CONF_TRY(nt_open(&p));
+  int again = -1;
+  NT_CALL("devices", p.api->devices(&again));
+  if (again != p.ndev)
+    return conf_fail("devices reported %d, then %d on a second call", p.ndev, again);
+  return nt_close(&p);
+}
+
+static conf_result check_props(const nt_plugin* p, int dev, const ncclNetProperties_v11_t* q) {
+  int v = nt_ctx->version;
+  if (q->name == NULL || q->name[0] == '\0') return conf_fail("dev %d: name is NULL or empty", dev);
+  if (q->pciPath) {
+    if (q->pciPath[0] != '/')
+      return conf_fail("dev %d: pciPath \"%s\" is not an absolute path (NULL for a virtual NIC)",
+                       dev, q->pciPath);
+    if (access(q->pciPath, F_OK) != 0)
+      return conf_fail("dev %d: pciPath \"%s\" does not exist (NULL for a virtual NIC)", dev,
+                       q->pciPath);
+  }
+  if (!(q->ptrSupport & NCCL_PTR_HOST))
+    return conf_fail("dev %d: ptrSupport 0x%x lacks NCCL_PTR_HOST", dev, q->ptrSupport);
+  if (q->ptrSupport & ~(NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF))
+    return conf_fail("dev %d: ptrSupport 0x%x has unknown bits", dev, q->ptrSupport);
+  if (q->speed <= 0) return conf_fail("dev %d: speed %d Mb/s is not > 0", dev, q->speed);
+  if (!isfinite(q->latency) || q->latency < 0)
+    return conf_fail("dev %d: latency %g us is not a finite value >= 0", dev, q->latency);
+  if (q->maxComms < 1) return conf_fail("dev %d: maxComms %d is not >= 1", dev, q->maxComms);
+  if (q->maxRecvs < 1 || q->maxRecvs > 8)
+    return conf_fail("dev %d: maxRecvs %d is not within 1..8", dev, q->maxRecvs);
+  if (v >= 7) {
+    if (q->netDeviceType != NCCL_NET_DEVICE_HOST && q->netDeviceType != NCCL_NET_DEVICE_UNPACK)
+      return conf_fail("dev %d: netDeviceType %d is neither HOST (0) nor UNPACK (1)", dev,
+                       (int)q->netDeviceType);
+    if (q->netDeviceType == NCCL_NET_DEVICE_UNPACK &&
+        q->netDeviceVersion != NCCL_NET_DEVICE_UNPACK_VERSION)
+      return conf_fail("dev %d: UNPACK device with netDeviceVersion 0x%x (must be 0x%x)", dev,
+                       q->netDeviceVersion, NCCL_NET_DEVICE_UNPACK_VERSION);
+  }
+  if (v >= 8 && q->regIsGlobal != 0 && q->regIsGlobal != 1)
+    return conf_fail("dev %d: regIsGlobal %d is not 0 or 1", dev, q->regIsGlobal);
+  if (v >= 9) {
+    if (q->forceFlush != 0 && q->forceFlush != 1)
+      return conf_fail("dev %d: forceFlush %d is not 0 or 1", dev, q->forceFlush);
+    if (q->maxP2pBytes == 0 || q->maxP2pBytes > (size_t)NCCL_MAX_NET_SIZE_BYTES)
+      return conf_fail("dev %d: maxP2pBytes %zu is not within 1..%zu", dev, q->maxP2pBytes,
+                       (size_t)NCCL_MAX_NET_SIZE_BYTES);
+    if (q->maxCollBytes == 0 || q->maxCollBytes > (size_t)NCCL_MAX_NET_SIZE_BYTES)
+      return conf_fail("dev %d: maxCollBytes %zu is not within 1..%zu", dev, q->maxCollBytes,
+                       (size_t)NCCL_MAX_NET_SIZE_BYTES);
+    if (q->vProps.ndevs < 1 || q->vProps.ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V11)
+      return conf_fail("dev %d: vProps.ndevs %d is not within 1..%d", dev, q->vProps.ndevs,
+                       NCCL_NET_MAX_DEVS_PER_NIC_V11);
+    for (int i = 0; i < q->vProps.ndevs; i++)
+      if (q->vProps.devs[i] < 0 || q->vProps.devs[i] >= p->ndev)
+        return conf_fail("dev %d: vProps.devs[%d] = %d is not a device index (0..%d)", dev, i,
+                         q->vProps.devs[i], p->ndev - 1);
+  }
+  if (v >= 11 && q->maxMultiRequestSize < 1)
+    return conf_fail("dev %d: maxMultiRequestSize %d is not >= 1", dev, q->maxMultiRequestSize);
+  return CONF_PASS;
+}
+
+static conf_result t_props(void* arg) {
+  (void)arg;
+  nt_plugin p;
+  CONF_TRY(nt_open(&p));
+  for (int d = 0; d < p.ndev; d++) {
+    ncclNetProperties_v11_t q;
+    memset(&q, 0, sizeof q);
+    NT_CALL("getProperties", p.api->getProperties(d, &q));
+    CONF_TRY(check_props(&p, d, &q));
+    conf_note("dev %d: %s speed %d Mb/s ptr 0x%x maxComms %d maxRecvs %d guid 0x%llx", d, q.name,
+              q.speed, q.ptrSupport, q.maxComms, q.maxRecvs, (unsigned long long)q.guid);
+  }
+  return nt_close(&p);
+}
+
+static conf_result t_props_stable(void* arg) {
+  (void)arg;
+  nt_plugin p;
+  CONF_TRY(nt_open(&p));
+  for (int d = 0; d < p.ndev; d++) {
+    ncclNetProperties_v11_t a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0x5A, sizeof b);
+    NT_CALL("getProperties", p.api->getProperties(d, &a));
+    NT_CALL("getProperties", p.api->getProperties(d, &b));
+    const char* diff = NULL;
+    if ((a.name == NULL) != (b.name == NULL) || (a.name && strcmp(a.name, b.name) != 0))
+      diff = "name";
+    else if (a.guid != b.guid) diff = "guid";
+    else if (a.ptrSupport != b.ptrSupport) diff = "ptrSupport";
+    else if (a.speed != b.speed) diff = "speed";
+    else if (a.port != b.port) diff = "port";
+    else if (a.maxComms != b.maxComms) diff = "maxComms";
+    else if (a.maxRecvs != b.maxRecvs) diff = "maxRecvs";
+    else if (a.maxP2pBytes != b.maxP2pBytes) diff = "maxP2pBytes";
+    if (diff) return conf_fail("dev %d: %s differs between two getProperties calls", d, diff);
+  }
+  return nt_close(&p);
+}
+
+static conf_result t_bad_dev(void* arg) {
+  (void)arg;
+  nt_plugin p;
+  CONF_TRY(nt_open(&p));
+  ncclNetProperties_v11_t q;
+  ncclResult_t r;
+  int bad[2] = {p.ndev, -1};
+  for (int i = 0; i < 2; i++) {
+    NT_CALL_RES("getProperties", p.api->getProperties(bad[i], &q), r);
+    if (r == ncclSuccess)
+      return conf_fail("getProperties(%d) with %d device(s) returned ncclSuccess", bad[i], p.ndev);
+  }
+  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lcomm = NULL;
+  NT_CALL_RES("listen", p.api->listen(p.nctx, p.ndev, handle, &lcomm), r);
+  if (r == ncclSuccess) {
+    if (lcomm) p.api->closeListen(lcomm);
+    return conf_fail("listen on device %d with %d device(s) returned ncclSuccess", p.ndev, p.ndev);
+  }
+  return nt_close(&p);
+}
+
+static conf_result t_init_twice(void* arg) {
+  (void)arg;
+  nt_plugin a, b;
+  CONF_TRY(nt_open(&a));
+  CONF_TRY(nt_open(&b));
+  void *s, *r, *l;
+  CONF_TRY(nt_connect_local(&a, &s, &r, &l));
+  NT_CALL("closeSend", a.api->closeSend(s));
+  NT_CALL("closeRecv", a.api->closeRecv(r));
+  NT_CALL("closeListen", a.api->closeListen(l));
+  CONF_TRY(nt_close(&a));
+  /* The second communicator's context keeps working after the first one's finalize. */
+  CONF_TRY(nt_connect_local(&b, &s, &r, &l));
+  void* buf;
+  CONF_TRY(nt_alloc(4096, &buf));
+  void *smh, *rmh;
+  CONF_TRY(nt_reg(&b, s, buf, 4096, &smh));
+  CONF_TRY(nt_reg(&b, r, buf, 4096, &rmh));
+  void *sreq, *rreq;
+  CONF_TRY(nt_irecv(&b, r, buf, 4096, 1, rmh, &rreq));
+  CONF_TRY(nt_isend(&b, s, buf, 4096, 1, smh, &sreq));
+  CONF_TRY(nt_wait(&b, sreq, NULL, 4096, "isend"));
+  CONF_TRY(nt_wait(&b, rreq, NULL, 4096, "irecv"));
+  CONF_TRY(nt_dereg(&b, s, smh));
+  CONF_TRY(nt_dereg(&b, r, rmh));
+  NT_CALL("closeSend", b.api->closeSend(s));
+  NT_CALL("closeRecv", b.api->closeRecv(r));
+  NT_CALL("closeListen", b.api->closeListen(l));
+  return nt_close(&b);
+}
+
+const conf_test net_tests_abi[] = {
+    {"net_plugin_loads_with_rtld_now_local", t_loads, 0},
+    {"net_plugin_exports_a_supported_version", t_exports, 0},
+    {"net_v6_table_has_name_and_mandatory_entries", t_table_v6, 0},
+    {"net_v7_table_has_name_and_mandatory_entries", t_table_v7, 0},
+    {"net_v8_table_has_name_and_mandatory_entries", t_table_v8, 0},
+    {"net_v9_table_has_name_and_mandatory_entries", t_table_v9, 0},
+    {"net_v10_table_has_name_and_mandatory_entries", t_table_v10, 0},
+    {"net_v11_table_has_name_and_mandatory_entries", t_table_v11, 0},
+    {"net_init_with_logger_succeeds", t_init, 0},
+    {"net_devices_reports_at_least_one", t_devices, 0},
+    {"net_properties_are_sane_for_the_version", t_props, 0},
+    {"net_properties_are_stable_across_calls", t_props_stable, 0},
+    {"net_bad_device_index_returns_error", t_bad_dev, 0},
+    {"net_init_twice_gives_independent_contexts", t_init_twice, 0},
+};
+const int net_tests_abi_count = sizeof net_tests_abi / sizeof net_tests_abi[0];

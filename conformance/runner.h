@@ -1,0 +1,69 @@
+/* The test runner of weft-conformance: a table of named tests, each run in a child process of
+ * its own (its own process group) under a timeout, so a plugin that crashes or hangs yields a
+ * failed test naming the signal or the timeout instead of a dead suite. Prints one line per test
+ * (PASS/FAIL/SKIP), a closing count, and optionally a JSON report.
+ *
+ * Inside a test (the child), conf_fail/conf_skip record the reason (the first one wins; safe
+ * from several threads) and return the matching result, so a test body reads
+ * `if (bad) return conf_fail("…", …);`. */
+#ifndef WEFT_CONF_RUNNER_H
+#define WEFT_CONF_RUNNER_H
+
+#include <stddef.h>
+
+typedef enum { CONF_PASS = 0, CONF_FAIL = 1, CONF_SKIP = 2 } conf_result;
+
+/* Propagate a non-PASS result (FAIL or SKIP) from a helper. */
+#define CONF_TRY(call)                      \
+  do {                                      \
+    conf_result r_ = (call);                \
+    if (r_ != CONF_PASS) return r_;         \
+  } while (0)
+
+typedef struct {
+  const char* name;           /* behaviour, e.g. net_isend_returns_promptly_under_backpressure */
+  conf_result (*fn)(void* ctx);
+  double timeout_factor;      /* × the base timeout; 0 means 1 */
+} conf_test;
+
+typedef struct {
+  const char* filter;    /* comma-separated globs; a leading '!' excludes; NULL: all */
+  const char* json_path; /* NULL: no report */
+  double timeout_s;      /* base per-test timeout */
+  int verbose;
+  int list_only;         /* print the names that the filter selects, run nothing */
+} conf_options;
+
+/* Runs every selected test of the table in its own child. ctx is passed to each test (the child
+ * inherits it). setup, when not NULL, runs in the parent before each test and may skip it by
+ * returning CONF_SKIP with a reason in why (e.g. "plugin failed to load"). extra_json, when not
+ * NULL, is a JSON object body ("key": value, …) added to the report. Returns the process exit
+ * status: 0 when nothing failed, 1 otherwise. */
+typedef conf_result (*conf_gate_fn)(void* ctx, const conf_test* t, char* why, size_t whylen);
+int conf_run(const char* suite, const char* plugin, const conf_test* tests, int ntests, void* ctx,
+             conf_gate_fn gate, const conf_options* opt, const char* extra_json);
+
+/* Inside a test: record why and return CONF_FAIL / CONF_SKIP. */
+conf_result conf_fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+conf_result conf_skip(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The reason recorded so far ("" when none). */
+const char* conf_reason(void);
+/* Replace the recorded reason (used to prefix a peer's reason). */
+void conf_set_reason(const char* text);
+
+/* "SIGSEGV (Segmentation fault)" for a signal number. */
+const char* conf_signal_name(int sig, char* buf, size_t len);
+
+/* True when name is selected by the filter (NULL filter selects all). */
+int conf_filter_match(const char* filter, const char* name);
+
+/* dlopen(path, RTLD_NOW|RTLD_LOCAL) in a throw-away child, so a plugin whose constructors crash
+ * or hang cannot take the runner with it. Returns 1 when it succeeded, else 0 with why. */
+int conf_probe_dlopen(const char* path, char* why, size_t len);
+
+/* Verbose notes from a test, printed on stderr with the test's name. */
+void conf_note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int conf_verbose;
+extern const char* conf_current_test;
+
+#endif

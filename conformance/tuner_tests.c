@@ -1,0 +1,357 @@
+/* The tuner suite: exported versions (v2..v5) and their tables, init and teardown over a few
+ * communicator shapes, and getCollInfo's answers (v3+: cells marked NCCL_ALGO_PROTO_IGNORE stay
+ * -1 and at least one usable cell remains; v2: the algorithm and protocol are valid indexes the
+ * communicator supports; every version: 0 <= nChannels <= 64). */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nccl_tuner.h"
+#include "runner.h"
+#include "stage.h"
+#include "tuner_tests.h"
+
+#define TUNER_MIN 2
+#define TUNER_MAX 5
+#define TUNER_MAX_CHANNELS 64
+
+typedef struct {
+  const char* path;
+  void* dl;
+  char load_error[512];
+  unsigned exported;
+  const void* raw[TUNER_MAX + 1];
+  char other_symbols[256];
+} tuner_ctx;
+
+static tuner_ctx tc;
+
+static void tuner_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+                         const char* fmt, ...) {
+  (void)level, (void)flags, (void)file, (void)line, (void)fmt;
+}
+
+static const struct {
+  size_t nranks, nnodes;
+} shapes[] = {{1, 1}, {2, 1}, {8, 1}, {16, 2}, {64, 8}, {1024, 128}};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* Plausible cost-model constants for v5's init (the plugin may rewrite them). */
+static void fill_constants(ncclTunerConstants_v5_t* c) {
+  memset(c, 0, sizeof *c);
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      c->baseLatencies[a][p] = 6.8 + a + p;
+      for (int h = 0; h < NCCL_NUM_HW_LINKS_V5; h++) c->hwLatencies[h][a][p] = 0.6 + h + 0.1 * p;
+    }
+  for (int g = 0; g < NCCL_NUM_COMPCAPS_V5; g++)
+    for (int s = 0; s < NCCL_NUM_TUNING_SCALES_V5; s++) {
+      c->llMaxBws[g][s] = 40.0 + 10 * g;
+      c->perChMaxRingLL128Bws[g][s] = 20.0 + 5 * g;
+      c->perChMaxTreeLL128Bws[g][s] = 18.0 + 5 * g;
+      c->perChMaxTreeBws[g][s] = 24.0 + 5 * g;
+      c->perChMaxNVLSTreeBws[g][s] = 30.0 + 5 * g;
+    }
+}
+
+static conf_result constants_sane(const ncclTunerConstants_v5_t* c) {
+  const double* d = (const double*)c;
+  for (size_t i = 0; i < sizeof *c / sizeof(double); i++)
+    if (!isfinite(d[i]) || d[i] < 0)
+      return conf_fail("v5 init left constant #%zu at %g (must be finite and >= 0)", i, d[i]);
+  return CONF_PASS;
+}
+
+/* init / teardown of one version; ctx out. */
+static conf_result t_init(int v, size_t nranks, size_t nnodes, void** ctx) {
+  ncclResult_t r = ncclInvalidUsage;
+  *ctx = NULL;
+  conf_stage_set("init");
+  switch (v) {
+    case 2: r = ((const ncclTuner_v2_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
+    case 3: r = ((const ncclTuner_v3_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
+    case 4: r = ((const ncclTuner_v4_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
+    case 5: {
+      static ncclNvlDomainInfo_v5_t nvl;
+      static ncclTunerConstants_v5_t constants;
+      nvl.nNvlDomains = (int)nnodes;
+      nvl.minRanksPerNvlDomain = nvl.maxRanksPerNvlDomain = (int)(nranks / nnodes);
+      fill_constants(&constants);
+      r = ((const ncclTuner_v5_t*)tc.raw[v])
+              ->init(ctx, 0x1234 + nranks, nranks, nnodes, tuner_logger, &nvl, &constants);
+      if (r == ncclSuccess) CONF_TRY(constants_sane(&constants));
+      break;
+    }
+  }
+  if (r != ncclSuccess)
+    return conf_fail("v%d init(nRanks %zu, nNodes %zu) returned %d", v, nranks, nnodes, (int)r);
+  return CONF_PASS;
+}
+
+static conf_result t_fini(int v, void* ctx) {
+  ncclResult_t r = ncclInvalidUsage;
+  conf_stage_set(v == 5 ? "finalize" : "destroy");
+  switch (v) {
+    case 2: r = ((const ncclTuner_v2_t*)tc.raw[v])->destroy(ctx); break;
+    case 3: r = ((const ncclTuner_v3_t*)tc.raw[v])->destroy(ctx); break;
+    case 4: r = ((const ncclTuner_v4_t*)tc.raw[v])->destroy(ctx); break;
+    case 5: r = ((const ncclTuner_v5_t*)tc.raw[v])->finalize(ctx); break;
+  }
+  if (r != ncclSuccess) return conf_fail("v%d %s returned %d", v, v == 5 ? "finalize" : "destroy", (int)r);
+  return CONF_PASS;
+}
+
+static conf_result t_loads(void* x) {
+  (void)x;
+  conf_stage_set("dlopen (constructors)");
+  if (!dlopen(tc.path, RTLD_NOW | RTLD_LOCAL))
+    return conf_fail("dlopen(RTLD_NOW|RTLD_LOCAL) failed: %s", dlerror());
+  return CONF_PASS;
+}
+
+static conf_result t_exports(void* x) {
+  (void)x;
+  if (tc.exported) return CONF_PASS;
+  if (tc.other_symbols[0])
+    return conf_fail("no ncclTunerPlugin_v2..v5 symbol; exports only %s", tc.other_symbols);
+  return conf_fail("no ncclTunerPlugin_v2..v5 symbol is exported");
+}
+
+static conf_result table(int v) {
+  if (!(tc.exported & (1u << v))) return conf_skip("the plugin does not export ncclTunerPlugin_v%d", v);
+  /* name, init, getCollInfo, destroy/finalize: the same four slots in every version. */
+  const struct {
+    const char* name;
+    void *init, *get, *fini;
+  }* t = tc.raw[v];
+  if (!t->name || !t->name[0]) return conf_fail("ncclTunerPlugin_v%d: name is NULL or empty", v);
+  if (!t->init) return conf_fail("ncclTunerPlugin_v%d: init is NULL", v);
+  if (!t->get) return conf_fail("ncclTunerPlugin_v%d: getCollInfo is NULL", v);
+  if (!t->fini)
+    return conf_fail("ncclTunerPlugin_v%d: %s is NULL", v, v == 5 ? "finalize" : "destroy");
+  return CONF_PASS;
+}
+
+static conf_result t_table_v2(void* x) { (void)x; return table(2); }
+static conf_result t_table_v3(void* x) { (void)x; return table(3); }
+static conf_result t_table_v4(void* x) { (void)x; return table(4); }
+static conf_result t_table_v5(void* x) { (void)x; return table(5); }
+
+static int usable_version(int v) { return (tc.exported & (1u << v)) && table(v) == CONF_PASS; }
+
+static conf_result t_shapes(void* x) {
+  (void)x;
+  int tested = 0;
+  for (int v = TUNER_MIN; v <= TUNER_MAX; v++) {
+    if (!usable_version(v)) continue;
+    tested++;
+    for (int i = 0; i < NSHAPES; i++) {
+      void* ctx;
+      CONF_TRY(t_init(v, shapes[i].nranks, shapes[i].nnodes, &ctx));
+      CONF_TRY(t_fini(v, ctx));
+    }
+    /* Two communicators at once, torn down in the order they were made. */
+    void *a, *b;
+    CONF_TRY(t_init(v, 8, 1, &a));
+    CONF_TRY(t_init(v, 16, 2, &b));
+    CONF_TRY(t_fini(v, a));
+    CONF_TRY(t_fini(v, b));
+  }
+  if (!tested) return conf_skip("no usable ncclTunerPlugin version");
+  return CONF_PASS;
+}
+
+static const size_t sizes[] = {1, 4096, 1 << 20, 256u << 20, (size_t)4 << 30};
+enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+
+/* Masks of usable cells: all, two, and a scattered third. */
+static int cell_usable(int mask, int a, int p) {
+  switch (mask) {
+    case 0: return 1;
+    case 1: return (a == NCCL_ALGO_RING && p == NCCL_PROTO_SIMPLE) ||
+                   (a == NCCL_ALGO_TREE && p == NCCL_PROTO_LL);
+    default: return ((a * 3 + p) * 5) % 7 < 3;
+  }
+}
+
+static conf_result t_cost_table(void* x) {
+  (void)x;
+  int tested = 0;
+  for (int v = 3; v <= TUNER_MAX; v++) {
+    if (!usable_version(v)) continue;
+    tested++;
+    void* ctx;
+    CONF_TRY(t_init(v, 16, 2, &ctx));
+    for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+      for (int si = 0; si < NSIZES; si++)
+        for (int mask = 0; mask < 3; mask++)
+          for (int pipe = 1; pipe <= 4; pipe *= 4)
+            for (int reg = 0; reg <= (v >= 4); reg++) {
+              float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+              for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++) {
+                for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
+                  cost[a][p] = cell_usable(mask, a, p) ? 10.0f + (float)(a * 3 + p)
+                                                       : (float)NCCL_ALGO_PROTO_IGNORE;
+              }
+              /* NCCL passes the table as float** that is really float[7][3]. */
+              float** table_arg = (float**)(void*)cost;
+              int nch = 0;
+              ncclResult_t r = ncclInvalidUsage;
+              conf_stage_set("getCollInfo");
+              if (v == 3)
+                r = ((const ncclTuner_v3_t*)tc.raw[v])
+                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
+                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, &nch);
+              else if (v == 4)
+                r = ((const ncclTuner_v4_t*)tc.raw[v])
+                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
+                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, reg, &nch);
+              else
+                r = ((const ncclTuner_v5_t*)tc.raw[v])
+                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
+                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, reg, &nch);
+              char what[128];
+              snprintf(what, sizeof what, "v%d getCollInfo(coll %d, %zu bytes, mask %d, pipeOps %d, regBuff %d)",
+                       v, coll, sizes[si], mask, pipe, reg);
+              if (r != ncclSuccess) return conf_fail("%s returned %d", what, (int)r);
+              int left = 0;
+              for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+                for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+                  float c = cost[a][p];
+                  if (!cell_usable(mask, a, p)) {
+                    if (c != (float)NCCL_ALGO_PROTO_IGNORE)
+                      return conf_fail("%s changed ignored cell [algo %d][proto %d] from -1 to %g",
+                                       what, a, p, c);
+                    continue;
+                  }
+                  if (!isfinite(c) || (c < 0 && c != (float)NCCL_ALGO_PROTO_IGNORE))
+                    return conf_fail("%s left cell [algo %d][proto %d] at %g", what, a, p, c);
+                  if (c >= 0) left++;
+                }
+              if (!left) return conf_fail("%s marked every usable cell as ignored", what);
+              if (nch < 0 || nch > TUNER_MAX_CHANNELS)
+                return conf_fail("%s set nChannels to %d (0..%d)", what, nch, TUNER_MAX_CHANNELS);
+            }
+    CONF_TRY(t_fini(v, ctx));
+  }
+  if (!tested) return conf_skip("the plugin exports no cost-table version (v3..v5)");
+  return CONF_PASS;
+}
+
+static conf_result t_v2_choice(void* x) {
+  (void)x;
+  if (!usable_version(2)) return conf_skip("the plugin does not export a usable ncclTunerPlugin_v2");
+  const ncclTuner_v2_t* t = tc.raw[2];
+  void* ctx;
+  CONF_TRY(t_init(2, 16, 2, &ctx));
+  for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+    for (int si = 0; si < NSIZES; si++)
+      for (int cn = 0; cn <= 1; cn++)
+        for (int nvls = 0; nvls <= 1; nvls++) {
+          int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF, nch = 0;
+          conf_stage_set("getCollInfo");
+          ncclResult_t r = t->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], cn, nvls, 1, &algo,
+                                          &proto, &nch);
+          char what[128];
+          snprintf(what, sizeof what, "v2 getCollInfo(coll %d, %zu bytes, collNet %d, nvls %d)",
+                   coll, sizes[si], cn, nvls);
+          if (r != ncclSuccess) return conf_fail("%s returned %d", what, (int)r);
+          if (algo < NCCL_ALGO_UNDEF || algo >= NCCL_NUM_ALGORITHMS)
+            return conf_fail("%s chose algorithm %d", what, algo);
+          if (proto < NCCL_PROTO_UNDEF || proto >= NCCL_NUM_PROTOCOLS)
+            return conf_fail("%s chose protocol %d", what, proto);
+          if (!cn && (algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN))
+            return conf_fail("%s chose CollNet without collNet support", what);
+          if (!nvls && (algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE))
+            return conf_fail("%s chose NVLS without NVLS support", what);
+          if (nch < 0 || nch > TUNER_MAX_CHANNELS)
+            return conf_fail("%s set nChannels to %d (0..%d)", what, nch, TUNER_MAX_CHANNELS);
+        }
+  return t_fini(2, ctx);
+}
+
+static const conf_test tuner_tests[] = {
+    {"tuner_plugin_loads_with_rtld_now_local", t_loads, 0},
+    {"tuner_plugin_exports_a_supported_version", t_exports, 0},
+    {"tuner_v2_table_has_name_and_entries", t_table_v2, 0},
+    {"tuner_v3_table_has_name_and_entries", t_table_v3, 0},
+    {"tuner_v4_table_has_name_and_entries", t_table_v4, 0},
+    {"tuner_v5_table_has_name_and_entries", t_table_v5, 0},
+    {"tuner_init_and_teardown_work_across_shapes", t_shapes, 0},
+    {"tuner_cost_table_keeps_ignored_cells_and_sane_channels", t_cost_table, 0},
+    {"tuner_v2_choice_is_a_valid_supported_index", t_v2_choice, 0},
+};
+
+static conf_result tuner_gate(void* ctx, const conf_test* t, char* why, size_t len) {
+  (void)ctx;
+  if (strcmp(t->name, "tuner_plugin_loads_with_rtld_now_local") == 0) return CONF_PASS;
+  if (!tc.dl) {
+    snprintf(why, len, "the plugin could not be loaded (%s)", tc.load_error);
+    return CONF_SKIP;
+  }
+  return CONF_PASS;
+}
+
+int tuner_suite_main(int argc, char** argv) {
+  conf_options opt = {.timeout_s = 30};
+  if (argc < 1) return 2;
+  tc.path = argv[0];
+  for (int i = 1; i < argc; i++) {
+    const char* next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(argv[i], "--filter") == 0 && next) {
+      opt.filter = next;
+      i++;
+    } else if (strcmp(argv[i], "--json") == 0 && next) {
+      opt.json_path = next;
+      i++;
+    } else if (strcmp(argv[i], "--timeout") == 0 && next) {
+      opt.timeout_s = atof(next);
+      i++;
+    } else if (strcmp(argv[i], "--list") == 0) {
+      opt.list_only = 1;
+    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+      opt.verbose = 1;
+    } else {
+      fprintf(stderr, "weft-conformance tuner: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (opt.timeout_s <= 0) return 2;
+  conf_stage_init();
+  if (!opt.list_only && conf_probe_dlopen(tc.path, tc.load_error, sizeof tc.load_error)) {
+    tc.dl = dlopen(tc.path, RTLD_NOW | RTLD_LOCAL);
+    if (!tc.dl) snprintf(tc.load_error, sizeof tc.load_error, "%s", dlerror());
+  }
+  if (tc.dl) {
+    for (int v = 0; v <= 99; v++) {
+      char sym[32];
+      snprintf(sym, sizeof sym, "ncclTunerPlugin_v%d", v);
+      void* p = dlsym(tc.dl, sym);
+      if (!p) continue;
+      if (v >= TUNER_MIN && v <= TUNER_MAX) {
+        tc.exported |= 1u << v;
+        tc.raw[v] = p;
+      } else {
+        size_t used = strlen(tc.other_symbols);
+        snprintf(tc.other_symbols + used, sizeof tc.other_symbols - used, "%s%s",
+                 used ? ", " : "", sym);
+      }
+    }
+  }
+  char extra[128] = "";
+  if (!opt.list_only) {
+    char list[64] = "";
+    for (int v = TUNER_MIN; v <= TUNER_MAX; v++)
+      if (tc.exported & (1u << v)) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", v);
+      }
+    snprintf(extra, sizeof extra, "\"exported\": [%s]", list);
+    printf("# weft-conformance tuner %s: %s\n", tc.path,
+           tc.dl ? (tc.exported ? "loaded" : "no supported version") : "not loadable");
+  }
+  return conf_run("tuner", tc.path, tuner_tests, sizeof tuner_tests / sizeof tuner_tests[0], &tc,
+                  tuner_gate, &opt, extra);
+}

@@ -1,0 +1,29 @@
+/* Helpers for the exported API: the export macro and argument checks. Every exported nccl*
+ * function is a weak alias of a strong pnccl* twin (the PMPI pattern NCCL uses), so profilers
+ * can interpose on ncclX and call pncclX. */
+#ifndef WEFT_API_H
+#define WEFT_API_H
+
+#include "comm/comm.h"
+#include "nccl.h"
+#include "weft.h"
+
+/* WEFT_API(ret, ncclFoo, args…) declares the strong pncclFoo as an alias of ncclFoo and makes
+ * ncclFoo itself weak; follow it with the definition of ncclFoo. */
+#define WEFT_API(ret, func, ...)                                                     \
+  __attribute__((visibility("default"), alias(#func))) ret p##func(__VA_ARGS__);     \
+  __attribute__((visibility("default"), weak)) ret func(__VA_ARGS__)
+
+#define WEFT_EXT __attribute__((visibility("default")))
+
+/* ncclInvalidUsage with a WARN: the call is valid but weft does not do it yet. */
+ncclResult_t api_not_available(const char* fn, const char* what);
+
+/* Argument checks: each WARNs naming the function, the argument and its value. */
+ncclResult_t arg_check_datatype(const char* fn, ncclDataType_t type);
+ncclResult_t arg_check_op(const char* fn, const struct ncclComm* comm, ncclRedOp_t op);
+ncclResult_t arg_check_root(const char* fn, const struct ncclComm* comm, const char* what,
+                            int root);
+ncclResult_t arg_check_buffer(const char* fn, const char* what, const void* ptr, size_t count);
+
+#endif

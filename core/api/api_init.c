@@ -1,0 +1,141 @@
+/* Communicator creation entry points: GetVersion, GetUniqueId, CommInitRank(Config),
+ * CommInitRankScalable and CommInitAll. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "group/group.h"
+#include "util/check.h"
+#include "util/param.h"
+
+WEFT_API(ncclResult_t, ncclGetVersion, int* version);
+ncclResult_t ncclGetVersion(int* version) {
+  WEFT_ARG_NONNULL("ncclGetVersion", version);
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+WEFT_API(ncclResult_t, ncclGetUniqueId, ncclUniqueId* uniqueId);
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  WEFT_ARG_NONNULL("ncclGetUniqueId", uniqueId);
+  comm_print_banner();
+  /* With NCCL_COMM_ID the id names a fixed address; rank 0 starts the root inside init. */
+  if (param_is_set(WEFT_PARAM_COMM_ID)) return bootstrap_id_from_env(-1, uniqueId);
+  return bootstrap_get_unique_id(uniqueId);
+}
+
+/* Validate, build the shell and start (or defer, inside a group) one rank's init. */
+static ncclResult_t init_rank(const char* fn, ncclComm_t* out, int nranks, ncclUniqueId id,
+                              int rank, const ncclConfig_t* config, int dev) {
+  WEFT_ARG_NONNULL(fn, out);
+  if (nranks < 1) {
+    WARN("%s: nranks = %d must be at least 1", fn, nranks);
+    return ncclInvalidArgument;
+  }
+  if (rank < 0 || rank >= nranks) {
+    WARN("%s: rank = %d is out of range [0, %d)", fn, rank, nranks);
+    return ncclInvalidArgument;
+  }
+  ncclConfig_t c;
+  WEFT_CHECK(comm_config_resolve(config, fn, &c));
+  if (param_is_set(WEFT_PARAM_COMM_ID)) WEFT_CHECK(bootstrap_id_from_env(rank, &id));
+  weft_bootstrap_id decoded;
+  if (bootstrap_id_decode(&id, &decoded) != ncclSuccess) {
+    WARN("%s: rank %d: the unique id is not one made by ncclGetUniqueId", fn, rank);
+    return ncclInvalidArgument;
+  }
+  weft_mode mode;
+  int cuda_dev;
+  WEFT_CHECK(comm_choose_mode(dev, &mode, &cuda_dev));
+  struct ncclComm* comm;
+  WEFT_CHECK(comm_alloc(nranks, rank, &c, cuda_dev, &comm));
+  if (group_depth() > 0) {
+    ncclResult_t res = group_defer_init(comm, &id);
+    if (res != ncclSuccess) {
+      comm_free(comm);
+      return res;
+    }
+    *out = comm;
+    return ncclSuccess;
+  }
+  ncclResult_t res = comm_init_start(comm, &id);
+  if (res != ncclSuccess && res != ncclInProgress) {
+    comm_free(comm);
+    return res;
+  }
+  *out = comm;
+  return res;
+}
+
+WEFT_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
+         int rank);
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return init_rank("ncclCommInitRank", comm, nranks, commId, rank, NULL, -1);
+}
+
+WEFT_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
+         ncclUniqueId commId, int rank, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                    ncclConfig_t* config) {
+  return init_rank("ncclCommInitRankConfig", comm, nranks, commId, rank, config, -1);
+}
+
+/* Several roots only spread the check-in load; every root can serve all ranks, so weft
+ * checks in with the first. */
+WEFT_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* newcomm, int nranks, int myrank,
+         int nId, ncclUniqueId* commIds, ncclConfig_t* config);
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                      ncclUniqueId* commIds, ncclConfig_t* config) {
+  const char* fn = "ncclCommInitRankScalable";
+  WEFT_ARG_NONNULL(fn, commIds);
+  if (nId < 1) {
+    WARN("%s: nId = %d must be at least 1", fn, nId);
+    return ncclInvalidArgument;
+  }
+  if (nId > 1) INFO(NCCL_INIT, "%s: %d ids given, checking in with the first", fn, nId);
+  return init_rank(fn, newcomm, nranks, commIds[0], myrank, config, -1);
+}
+
+WEFT_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const char* fn = "ncclCommInitAll";
+  WEFT_ARG_NONNULL(fn, comms);
+  if (ndev < 1) {
+    WARN("%s: ndev = %d must be at least 1", fn, ndev);
+    return ncclInvalidArgument;
+  }
+  if (devlist) {
+    for (int i = 0; i < ndev; i++) {
+      if (devlist[i] < 0) {
+        WARN("%s: devlist[%d] = %d is not a device number", fn, i, devlist[i]);
+        return ncclInvalidArgument;
+      }
+      for (int j = 0; j < i; j++)
+        if (devlist[j] == devlist[i]) {
+          WARN("%s: devlist[%d] and devlist[%d] both name device %d", fn, j, i, devlist[i]);
+          return ncclInvalidUsage;
+        }
+    }
+  }
+  ncclUniqueId id;
+  WEFT_CHECK(bootstrap_get_unique_id(&id));
+  ncclComm_t* made = calloc((size_t)ndev, sizeof *made);
+  if (!made) {
+    WARN("%s: out of memory for %d communicators", fn, ndev);
+    return ncclSystemError;
+  }
+  ncclResult_t res = ncclSuccess;
+  group_start();
+  for (int i = 0; i < ndev && res == ncclSuccess; i++)
+    res = init_rank(fn, &made[i], ndev, id, i, NULL, devlist ? devlist[i] : i);
+  ncclResult_t end = group_end();
+  if (res == ncclSuccess) res = end;
+  if (res != ncclSuccess) {
+    for (int i = 0; i < ndev; i++)
+      if (made[i]) comm_abort(made[i]);
+  } else {
+    memcpy(comms, made, (size_t)ndev * sizeof *made);
+  }
+  free(made);
+  return res;
+}

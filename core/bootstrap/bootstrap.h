@@ -1,0 +1,65 @@
+/* Bootstrap: the out-of-band TCP network among the ranks of one communicator, used during init
+ * (and by split, policy agreement and debug checks) before any data transport exists.
+ *
+ * The unique id carries the root's address, a random magic and a random secret. Every
+ * connection (rank→root, rank→rank) opens with a handshake that carries magic and secret; a
+ * connection that fails it (stray client, port scanner, garbage) is closed and ignored, and the
+ * init in progress carries on. Nothing read from the network sizes an allocation without a
+ * bound check. Every wait is bounded; on an init timeout the error names the ranks that never
+ * checked in. All functions log their own failures with rank and peer. */
+#ifndef WEFT_BOOTSTRAP_H
+#define WEFT_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl.h"
+#include "util/socket.h"
+
+/* What the first bytes of an ncclUniqueId hold (the rest is zero). */
+typedef struct {
+  uint64_t magic;     /* random, or WEFT_COMM_ID_MAGIC for NCCL_COMM_ID */
+  weft_sockaddr addr; /* the root's listener */
+  uint64_t secret;    /* random per id; NCCL_COMM_ID ids derive it from the address */
+} weft_bootstrap_id;
+
+#define WEFT_COMM_ID_MAGIC 0x0280028002800280ull
+
+typedef struct weft_bootstrap weft_bootstrap;
+
+/* ncclGetUniqueId: pick an interface, start a root listener thread in this process, fill id.
+ * The root thread exits once every rank of one init has checked in (or the init timed out). */
+ncclResult_t bootstrap_get_unique_id(ncclUniqueId* id);
+
+/* NCCL_COMM_ID=host:port: build the id from it; rank 0 also starts the root on that address
+ * (call with the rank). Returns ncclInvalidArgument on a bad value. */
+ncclResult_t bootstrap_id_from_env(int rank, ncclUniqueId* id);
+
+/* Decode/validate an id received from the user (ncclInvalidArgument when it is not one). */
+ncclResult_t bootstrap_id_decode(const ncclUniqueId* id, weft_bootstrap_id* out);
+
+/* Join the ranks of id: check in with the root, learn every rank's address, connect the ring.
+ * Blocks at most timeout_ms; on timeout the error names the ranks that never arrived. The abort
+ * flag (may be NULL) is polled: when it becomes non-zero the call returns ncclRemoteError. */
+ncclResult_t bootstrap_init(const ncclUniqueId* id, int rank, int nranks, int timeout_ms,
+                            volatile uint32_t* abort_flag, weft_bootstrap** out);
+
+/* Every rank contributes size bytes at data + rank*size; afterwards all hold all. */
+ncclResult_t bootstrap_allgather(weft_bootstrap* b, void* data, size_t size);
+ncclResult_t bootstrap_barrier(weft_bootstrap* b);
+/* Tagged point-to-point messages; a receive must name the exact size the sender sent (a
+ * different size is ncclInternalError naming both sizes). Messages with other (peer, tag) that
+ * arrive meanwhile are queued. */
+ncclResult_t bootstrap_send(weft_bootstrap* b, int peer, int tag, const void* data, size_t size);
+ncclResult_t bootstrap_recv(weft_bootstrap* b, int peer, int tag, void* data, size_t size);
+
+int bootstrap_rank(const weft_bootstrap* b);
+int bootstrap_nranks(const weft_bootstrap* b);
+/* Set the bound on later waits (init uses the init timeout; afterwards the op timeout). */
+void bootstrap_set_timeout(weft_bootstrap* b, int timeout_ms);
+
+/* Make every wait in progress or to come return promptly with an error (from any thread). */
+void bootstrap_abort(weft_bootstrap* b);
+/* Close connections and free; safe after abort. */
+void bootstrap_close(weft_bootstrap* b);
+
+#endif

@@ -1,0 +1,242 @@
+/* The root: a detached thread that serves one init. Ranks connect, say hello with their rank,
+ * nranks and their own listener's address, and the root closes that connection. When every rank
+ * has checked in, the root connects back to each one and hands it the address of rank+1 (the
+ * ranks then build the ring and allgather the rest); when the init cannot complete in time it
+ * connects back to those that came and names the ranks that did not. Then it closes everything
+ * and ends. Holding no connection per rank keeps the root within a default fd limit at scale.
+ *
+ * Deadlines: before the first check-in the root waits WEFT_INIT_TIMEOUT_MS (an id nobody uses
+ * costs one thread and one fd for that long). Each check-in says how much longer that rank will
+ * wait; the root gives its verdict a little before the most impatient rank gives up, so the
+ * ranks hear why the init failed instead of only that it did. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap_internal.h"
+#include "util/check.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/param.h"
+
+#define ROOT_CONNECT_MS 2000 /* connecting back to one rank */
+#define ROOT_DELIVER_MS 10000 /* connecting back to all of them */
+
+typedef struct {
+  weft_bootstrap_id id;
+  int listen_fd;
+  char name[WEFT_SOCKADDR_STRLEN + 24];
+  uint64_t idle_deadline; /* while nobody has checked in */
+  uint64_t deadline;      /* after the first check-in */
+  uint64_t first_ms;
+  int nranks; /* 0 until the first check-in */
+  int count;
+  unsigned char* present;
+  weft_sockaddr* addrs;
+  bs_pending_set pending;
+} root_state;
+
+static int live_roots;
+
+int bs_root_threads_live(void) { return __atomic_load_n(&live_roots, __ATOMIC_ACQUIRE); }
+
+/* How long before a rank's own deadline the root answers: enough for the answer to arrive. */
+static int64_t verdict_margin_ms(int64_t rank_wait_ms) {
+  int64_t m = rank_wait_ms / 10;
+  if (m < 100) m = 100;
+  if (m > 1000) m = 1000;
+  if (m > rank_wait_ms / 2) m = rank_wait_ms / 2;
+  return m;
+}
+
+/* Connect back to a rank's listener and send it a verdict. Failures are logged, not fatal:
+ * the other ranks still get theirs. */
+static void send_verdict(root_state* s, int rank, int rank_nranks, const weft_sockaddr* to,
+                         const bs_verdict* v, const bs_range* ranges, int connect_ms) {
+  char a[WEFT_SOCKADDR_STRLEN];
+  unsigned char buf[sizeof(bs_hello) + sizeof(bs_verdict) + BS_MAX_RANGES * sizeof(bs_range)];
+  bs_hello h;
+  bs_hello_init(&h, &s->id, BS_KIND_VERDICT, rank, rank_nranks);
+  size_t len = 0;
+  memcpy(buf, &h, sizeof h);
+  len += sizeof h;
+  memcpy(buf + len, v, sizeof *v);
+  len += sizeof *v;
+  memcpy(buf + len, ranges, v->nranges * sizeof(bs_range));
+  len += v->nranges * sizeof(bs_range);
+  int fd = -1;
+  if (socket_connect(to, connect_ms, &fd) != ncclSuccess) {
+    WARN("%s: cannot reach rank %d at %s to give it the init verdict", s->name, rank,
+         socket_addr_str(to, a, sizeof a));
+    return;
+  }
+  if (socket_send_all(fd, buf, len, ROOT_CONNECT_MS) != ncclSuccess)
+    WARN("%s: sending the init verdict to rank %d at %s failed", s->name, rank,
+         socket_addr_str(to, a, sizeof a));
+  close(fd);
+}
+
+static void reject(root_state* s, const bs_hello* h, uint32_t status) {
+  bs_verdict v;
+  memset(&v, 0, sizeof v);
+  v.status = status;
+  v.root_nranks = s->nranks;
+  send_verdict(s, h->rank, h->nranks, &h->addr, &v, NULL, ROOT_CONNECT_MS);
+}
+
+static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from) {
+  root_state* s = ctx;
+  char a[WEFT_SOCKADDR_STRLEN];
+  (void)fd;
+  if (h->kind != BS_KIND_CHECKIN) {
+    INFO(NCCL_BOOTSTRAP, "%s: dropped connection from %s: not a check-in (kind %u)", s->name,
+         socket_addr_str(from, a, sizeof a), h->kind);
+    return 0;
+  }
+  uint64_t now = clock_ms();
+  if (s->nranks == 0) {
+    /* nranks is bounded by bs_hello_check before it sizes anything. */
+    s->present = calloc((size_t)h->nranks, 1);
+    s->addrs = calloc((size_t)h->nranks, sizeof *s->addrs);
+    if (!s->present || !s->addrs) {
+      WARN("%s: out of memory for %d ranks", s->name, h->nranks);
+      free(s->present);
+      free(s->addrs);
+      s->present = NULL;
+      s->addrs = NULL;
+      return 0;
+    }
+    s->nranks = h->nranks;
+    s->first_ms = now;
+    s->deadline = UINT64_MAX;
+  } else if (h->nranks != s->nranks) {
+    WARN("%s: rank %d checked in with nranks %d, but the first check-in said %d: rejected",
+         s->name, h->rank, h->nranks, s->nranks);
+    reject(s, h, BS_VERDICT_NRANKS);
+    return 0;
+  }
+  if (s->present[h->rank]) {
+    WARN("%s: rank %d checked in twice (from %s): rejected", s->name, h->rank,
+         socket_addr_str(from, a, sizeof a));
+    reject(s, h, BS_VERDICT_DUPLICATE);
+    return 0;
+  }
+  s->present[h->rank] = 1;
+  s->addrs[h->rank] = h->addr;
+  s->count++;
+  int64_t wait = h->timeout_ms;
+  uint64_t cand = now + (uint64_t)(wait - verdict_margin_ms(wait));
+  if (cand < s->deadline) s->deadline = cand;
+  INFO(NCCL_BOOTSTRAP, "%s: rank %d/%d checked in (%d of %d)", s->name, h->rank, h->nranks,
+       s->count, s->nranks);
+  return 0; /* the check-in connection has done its job */
+}
+
+static void deliver_ok(root_state* s) {
+  uint64_t end = clock_ms() + ROOT_DELIVER_MS;
+  for (int r = 0; r < s->nranks; r++) {
+    bs_verdict v;
+    memset(&v, 0, sizeof v);
+    v.status = BS_VERDICT_OK;
+    v.root_nranks = s->nranks;
+    v.next = s->addrs[(r + 1) % s->nranks];
+    uint64_t now = clock_ms();
+    int ms = now >= end ? 0 : (int)(end - now < ROOT_CONNECT_MS ? end - now : ROOT_CONNECT_MS);
+    send_verdict(s, r, s->nranks, &s->addrs[r], &v, NULL, ms);
+  }
+  INFO(NCCL_BOOTSTRAP, "%s: all %d ranks checked in after %llu ms", s->name, s->nranks,
+       (unsigned long long)(clock_ms() - s->first_ms));
+}
+
+static void deliver_timeout(root_state* s) {
+  bs_verdict v;
+  bs_range ranges[BS_MAX_RANGES];
+  memset(&v, 0, sizeof v);
+  v.status = BS_VERDICT_TIMEOUT;
+  v.root_nranks = s->nranks;
+  v.nranges = (uint32_t)bs_missing_ranges(s->present, s->nranks, ranges, BS_MAX_RANGES,
+                                          &v.nmissing);
+  v.waited_ms = (uint32_t)(clock_ms() - s->first_ms);
+  char list[512];
+  bs_format_ranges(ranges, (int)v.nranges, v.nmissing, list, sizeof list);
+  /* Logged before the verdicts go out, so that in a process that is also a rank the rank's own
+   * error is the last one. */
+  WARN("%s: init timed out after %u ms: %s never checked in (%d of %d did)", s->name,
+       v.waited_ms, list, s->count, s->nranks);
+  uint64_t end = clock_ms() + ROOT_DELIVER_MS;
+  for (int r = 0; r < s->nranks; r++) {
+    if (!s->present[r]) continue;
+    uint64_t now = clock_ms();
+    int ms = now >= end ? 0 : (int)(end - now < ROOT_CONNECT_MS ? end - now : ROOT_CONNECT_MS);
+    send_verdict(s, r, s->nranks, &s->addrs[r], &v, ranges, ms);
+  }
+}
+
+static void* root_main(void* arg) {
+  root_state* s = arg;
+  struct pollfd pfd[1 + BS_MAX_PENDING];
+  pthread_setname_np(pthread_self(), "weft-bs-root");
+  for (;;) {
+    uint64_t now = clock_ms();
+    if (s->nranks > 0 && s->count == s->nranks) {
+      deliver_ok(s);
+      break;
+    }
+    uint64_t deadline = s->nranks > 0 ? s->deadline : s->idle_deadline;
+    if (now >= deadline) {
+      if (s->nranks > 0)
+        deliver_timeout(s);
+      else
+        INFO(NCCL_BOOTSTRAP, "%s: no rank checked in within %lld ms; closing", s->name,
+             (long long)param_int(WEFT_PARAM_INIT_TIMEOUT_MS));
+      break;
+    }
+    pfd[0].fd = s->listen_fd;
+    pfd[0].events = POLLIN;
+    pfd[0].revents = 0;
+    int n = 1 + bs_pending_pollfds(&s->pending, pfd + 1);
+    uint64_t wake = bs_pending_next_deadline(&s->pending);
+    if (deadline < wake) wake = deadline;
+    int ms = wake <= now ? 0 : (wake - now > 1000 ? 1000 : (int)(wake - now));
+    if (poll(pfd, (nfds_t)n, ms) < 0) continue; /* EINTR: the loop re-reads the clock */
+    bs_pending_advance(&s->pending, pfd + 1, s->id.magic, s->id.secret, s->name, on_checkin, s);
+    if (pfd[0].revents) bs_pending_accept(&s->pending, s->listen_fd, s->name);
+  }
+  bs_pending_close_all(&s->pending);
+  close(s->listen_fd);
+  free(s->present);
+  free(s->addrs);
+  free(s);
+  __atomic_fetch_sub(&live_roots, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd) {
+  root_state* s = calloc(1, sizeof *s);
+  if (!s) {
+    WARN("bootstrap root: out of memory");
+    return ncclSystemError;
+  }
+  char a[WEFT_SOCKADDR_STRLEN];
+  s->id = *id;
+  s->listen_fd = listen_fd;
+  snprintf(s->name, sizeof s->name, "bootstrap root %s",
+           socket_addr_str(&id->addr, a, sizeof a));
+  s->idle_deadline = clock_ms() + (uint64_t)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
+  pthread_attr_t attr;
+  pthread_t t;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  __atomic_fetch_add(&live_roots, 1, __ATOMIC_ACQ_REL);
+  int rc = pthread_create(&t, &attr, root_main, s);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    __atomic_fetch_sub(&live_roots, 1, __ATOMIC_ACQ_REL);
+    free(s);
+    WARN("bootstrap root: cannot start its thread: %s", strerror(rc));
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}

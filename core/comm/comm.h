@@ -1,0 +1,104 @@
+/* The communicator: what one rank knows about its group of ranks. Everything a communicator
+ * owns hangs off this struct and is freed by comm_free; no other global state refers to it. */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "bootstrap/bootstrap.h"
+#include "nccl.h"
+
+#define WEFT_COMM_MAGIC_START 0x77656674636f6d6dull /* "weftcomm" */
+#define WEFT_COMM_MAGIC_END 0x6d6d6f6374666577ull
+
+typedef enum { WEFT_MODE_HOST = 0, WEFT_MODE_DEVICE = 1 } weft_mode;
+
+/* Lifecycle, in order. Finalized comms accept only destroy. */
+typedef enum {
+  WEFT_COMM_INITIALIZING = 0,
+  WEFT_COMM_READY,
+  WEFT_COMM_FINALIZED,
+  WEFT_COMM_FAILED
+} weft_comm_state;
+
+/* What each rank publishes at init; compared across ranks (version, mode). */
+typedef struct {
+  char weft_version[32];
+  int nccl_version;
+  int mode;
+  int cuda_dev;
+  int pid;
+  uint64_t host_hash;
+  char host[64];
+} weft_rank_info;
+
+struct ncclComm {
+  uint64_t magic_start;
+  int rank, nranks;
+  int cuda_dev; /* -1 in host mode */
+  weft_mode mode;
+  uint64_t comm_hash; /* identifies this communicator (plugins get it as commId) */
+  ncclConfig_t config; /* resolved: no UNDEF fields left except pointers */
+  char name[64];       /* config.commName copy, for logs */
+  weft_bootstrap* bootstrap;
+  weft_rank_info* peers; /* nranks entries */
+
+  volatile uint32_t abort_flag;
+  volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
+  volatile int state;       /* weft_comm_state */
+  int split_count;          /* splits done from this comm (tags bootstrap messages) */
+
+  /* Non-blocking init/split run on this thread; joined by GetAsyncError, destroy or abort. */
+  pthread_t init_thread;
+  int init_thread_live;
+  pthread_mutex_t lock;
+  uint64_t magic_end;
+};
+
+/* Arguments of one init, owned by the job until it runs (non-blocking and group inits). */
+typedef struct {
+  struct ncclComm* comm;
+  ncclUniqueId id;
+  int nranks, rank;
+} weft_init_job;
+
+/* ---- comm_config.c ---- */
+/* Copy a user config honouring its size/version (NULL: defaults), validate, apply defaults and
+ * environment overrides. ncclInvalidArgument with a WARN naming the field on bad input. */
+ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclConfig_t* out);
+
+/* ---- comm_init.c ---- */
+/* Allocate a communicator shell (not yet connected) for rank of nranks. */
+ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cuda_dev,
+                        struct ncclComm** out);
+/* Connect the shell: bootstrap, exchange rank info, check versions. Sets state/async_error. */
+ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id);
+/* Blocking: run now. Non-blocking: start the init thread and return ncclInProgress. */
+ncclResult_t comm_init_start(struct ncclComm* comm, const ncclUniqueId* id);
+/* Wait for a non-blocking init thread (if any) and reap it. */
+void comm_join_init(struct ncclComm* comm);
+void comm_free(struct ncclComm* comm);
+
+/* ---- comm_check.c ---- */
+/* A usable communicator handle: non-NULL, magics intact, not finalized/failed. */
+ncclResult_t comm_check(const struct ncclComm* comm, const char* fn);
+/* A handle that is at least structurally valid (destroy/abort/queries accept more states). */
+ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn);
+
+/* ---- comm_split.c ---- */
+ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclConfig_t* config,
+                        struct ncclComm** out);
+
+/* ---- comm_destroy.c ---- */
+ncclResult_t comm_finalize(struct ncclComm* comm);
+ncclResult_t comm_destroy(struct ncclComm* comm);
+ncclResult_t comm_abort(struct ncclComm* comm);
+
+/* ---- comm_mode.c ---- */
+/* Host or device executor for a new comm (WEFT_DEVICE, then whether a CUDA device is usable),
+ * and the CUDA device to use (the current one, or devlist entry); -1 in host mode. */
+ncclResult_t comm_choose_mode(int requested_dev, weft_mode* mode, int* cuda_dev);
+/* The INFO banner on first init: weft version, NCCL version answered to, CUDA versions. */
+void comm_print_banner(void);
+
+#endif

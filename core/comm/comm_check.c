@@ -1,0 +1,37 @@
+/* Handle validation: a communicator pointer from the user is checked by its magics before any
+ * field is trusted, so a freed or corrupted handle is an error, not a crash (as far as the
+ * memory is still mapped). */
+#include "comm/comm.h"
+#include "util/check.h"
+
+ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn) {
+  if (comm == NULL) {
+    WARN("%s: comm is NULL", fn);
+    return ncclInvalidArgument;
+  }
+  if (comm->magic_start != WEFT_COMM_MAGIC_START || comm->magic_end != WEFT_COMM_MAGIC_END) {
+    WARN("%s: comm %p is not a valid communicator (destroyed or corrupted)", fn, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
+  switch (state) {
+    case WEFT_COMM_READY: return ncclSuccess;
+    case WEFT_COMM_INITIALIZING:
+      WARN("%s: comm %p (rank %d) is still initializing; poll ncclCommGetAsyncError first", fn,
+           (void*)comm, comm->rank);
+      return ncclInvalidUsage;
+    case WEFT_COMM_FINALIZED:
+      WARN("%s: comm %p (rank %d) was finalized; only ncclCommDestroy is allowed", fn,
+           (void*)comm, comm->rank);
+      return ncclInvalidUsage;
+    default:
+      WARN("%s: comm %p (rank %d) failed earlier (%s); abort or destroy it", fn, (void*)comm,
+           comm->rank, ncclGetErrorString((ncclResult_t)comm->async_error));
+      return ncclInvalidUsage;
+  }
+}

@@ -1,0 +1,104 @@
+/* ncclConfig_t resolution: copy what the caller's struct holds (its size and version say how
+ * much of it is meaningful), validate, fill defaults, then let the environment override, as
+ * NCCL does. */
+#include <stddef.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "util/check.h"
+#include "util/param.h"
+
+#define UNDEF NCCL_CONFIG_UNDEF_INT
+
+/* Fields a caller's header predates are reset to undefined (it never set them). */
+static void reset_newer_fields(ncclConfig_t* c) {
+  unsigned v = c->version;
+  if (v < (unsigned)NCCL_VERSION(2, 14, 0)) c->blocking = UNDEF;
+  if (v < (unsigned)NCCL_VERSION(2, 17, 0)) {
+    c->cgaClusterSize = UNDEF;
+    c->minCTAs = UNDEF;
+    c->maxCTAs = UNDEF;
+    c->netName = NULL;
+  }
+  if (v < (unsigned)NCCL_VERSION(2, 18, 0)) c->splitShare = UNDEF;
+  if (v < (unsigned)NCCL_VERSION(2, 19, 0)) c->commName = NULL;
+  if (v < (unsigned)NCCL_VERSION(2, 25, 0)) c->trafficClass = UNDEF;
+  if (v < (unsigned)NCCL_VERSION(2, 27, 0)) {
+    c->collnetEnable = UNDEF;
+    c->CTAPolicy = UNDEF;
+    c->shrinkShare = UNDEF;
+    c->nvlsCTAs = UNDEF;
+  }
+  if (v < (unsigned)NCCL_VERSION(2, 28, 0)) {
+    c->nChannelsPerNetPeer = UNDEF;
+    c->nvlinkCentricSched = UNDEF;
+  }
+}
+
+/* An env override (when set) replaces the field; then undefined becomes the default. */
+static void apply_int(int* field, weft_param_id id) {
+  if (param_is_set(id) || *field == UNDEF) *field = (int)param_int(id);
+}
+
+static ncclResult_t check_range(const char* fn, const char* field, int v, int lo, int hi) {
+  if (v == UNDEF) return ncclSuccess;
+  if (v < lo || v > hi) {
+    WARN("%s: config.%s = %d is out of range [%d, %d]", fn, field, v, lo, hi);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclConfig_t* out) {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  if (user != NULL) {
+    if (user->size < offsetof(ncclConfig_t, blocking)) {
+      WARN("%s: config.size = %zu is too small (did you start from NCCL_CONFIG_INITIALIZER?)",
+           fn, user->size);
+      return ncclInvalidArgument;
+    }
+    if (user->magic != 0xcafebeef) {
+      WARN("%s: config.magic = 0x%x, expected 0xcafebeef (start from NCCL_CONFIG_INITIALIZER)",
+           fn, user->magic);
+      return ncclInvalidArgument;
+    }
+    size_t n = user->size < sizeof c ? user->size : sizeof c;
+    memcpy(&c, user, n);
+    c.size = sizeof c;
+    reset_newer_fields(&c);
+  }
+  WEFT_CHECK(check_range(fn, "blocking", c.blocking, 0, 1));
+  WEFT_CHECK(check_range(fn, "cgaClusterSize", c.cgaClusterSize, 0, 8));
+  WEFT_CHECK(check_range(fn, "minCTAs", c.minCTAs, 1, 64));
+  WEFT_CHECK(check_range(fn, "maxCTAs", c.maxCTAs, 1, 64));
+  WEFT_CHECK(check_range(fn, "splitShare", c.splitShare, 0, 1));
+  WEFT_CHECK(check_range(fn, "collnetEnable", c.collnetEnable, 0, 1));
+  WEFT_CHECK(check_range(fn, "CTAPolicy", c.CTAPolicy, 0, 2));
+  WEFT_CHECK(check_range(fn, "shrinkShare", c.shrinkShare, 0, 1));
+  WEFT_CHECK(check_range(fn, "nvlsCTAs", c.nvlsCTAs, 1, 64));
+  WEFT_CHECK(check_range(fn, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, 64));
+  WEFT_CHECK(check_range(fn, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1));
+  if (c.trafficClass != UNDEF && c.trafficClass < 0) {
+    WARN("%s: config.trafficClass = %d must be >= 0", fn, c.trafficClass);
+    return ncclInvalidArgument;
+  }
+  if (c.minCTAs != UNDEF && c.maxCTAs != UNDEF && c.minCTAs > c.maxCTAs) {
+    WARN("%s: config.minCTAs = %d is larger than config.maxCTAs = %d", fn, c.minCTAs, c.maxCTAs);
+    return ncclInvalidArgument;
+  }
+
+  apply_int(&c.blocking, WEFT_PARAM_COMM_BLOCKING);
+  apply_int(&c.cgaClusterSize, WEFT_PARAM_CGA_CLUSTER_SIZE);
+  apply_int(&c.minCTAs, WEFT_PARAM_MIN_CTAS);
+  apply_int(&c.maxCTAs, WEFT_PARAM_MAX_CTAS);
+  apply_int(&c.splitShare, WEFT_PARAM_SPLIT_SHARE);
+  if (c.maxCTAs < c.minCTAs) c.maxCTAs = c.minCTAs;
+  if (param_is_set(WEFT_PARAM_NET)) c.netName = param_str(WEFT_PARAM_NET);
+  if (c.collnetEnable == UNDEF) c.collnetEnable = 0;
+  if (c.CTAPolicy == UNDEF) c.CTAPolicy = NCCL_CTA_POLICY_DEFAULT;
+  if (c.shrinkShare == UNDEF) c.shrinkShare = 0;
+  if (c.nvlinkCentricSched == UNDEF) c.nvlinkCentricSched = 0;
+  /* trafficClass, nvlsCTAs and nChannelsPerNetPeer stay UNDEF: "auto" for the layers below. */
+  *out = c;
+  return ncclSuccess;
+}

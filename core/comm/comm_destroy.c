@@ -1,0 +1,42 @@
+/* Finalize, destroy and abort. Abort never waits without a bound: it raises the abort flag,
+ * which every bootstrap wait polls, before it joins anything. */
+#include <stdlib.h>
+
+#include "comm/comm.h"
+#include "util/check.h"
+
+ncclResult_t comm_finalize(struct ncclComm* comm) {
+  comm_join_init(comm);
+  int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
+  if (state == WEFT_COMM_FINALIZED) {
+    WARN("ncclCommFinalize: comm %p (rank %d) is already finalized", (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
+  if (state != WEFT_COMM_READY) {
+    WARN("ncclCommFinalize: comm %p (rank %d) is not initialized (%s)", (void*)comm, comm->rank,
+         ncclGetErrorString((ncclResult_t)comm->async_error));
+    return ncclInvalidUsage;
+  }
+  /* No operations can be outstanding yet (no data path): the comm is quiescent now. */
+  __atomic_store_n(&comm->state, WEFT_COMM_FINALIZED, __ATOMIC_RELEASE);
+  INFO(NCCL_INIT, "comm %p rank %d finalized", (void*)comm, comm->rank);
+  return ncclSuccess;
+}
+
+ncclResult_t comm_destroy(struct ncclComm* comm) {
+  comm_join_init(comm);
+  INFO(NCCL_INIT, "comm %p rank %d nranks %d - Destroy COMPLETE", (void*)comm, comm->rank,
+       comm->nranks);
+  comm_free(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t comm_abort(struct ncclComm* comm) {
+  __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
+  comm_join_init(comm); /* a non-blocking init polls the flag and returns promptly */
+  if (comm->bootstrap) bootstrap_abort(comm->bootstrap);
+  INFO(NCCL_INIT, "comm %p rank %d nranks %d - Abort COMPLETE", (void*)comm, comm->rank,
+       comm->nranks);
+  comm_free(comm);
+  return ncclSuccess;
+}

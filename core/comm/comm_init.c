@@ -1,0 +1,157 @@
+/* Communicator init: allocate the shell, join the bootstrap network, exchange rank info and
+ * check that every rank runs the same weft and executor. Blocking inits run on the caller's
+ * thread; non-blocking ones on a thread of the communicator that GetAsyncError, destroy or
+ * abort reaps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "util/check.h"
+#include "util/param.h"
+
+static uint64_t hash_bytes(const void* p, size_t n, uint64_t h) {
+  const unsigned char* b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cuda_dev,
+                        struct ncclComm** out) {
+  struct ncclComm* c = calloc(1, sizeof *c);
+  if (!c) {
+    WARN("rank %d: out of memory allocating a communicator", rank);
+    return ncclSystemError;
+  }
+  c->magic_start = WEFT_COMM_MAGIC_START;
+  c->magic_end = WEFT_COMM_MAGIC_END;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->config = *config;
+  c->cuda_dev = cuda_dev;
+  c->mode = cuda_dev >= 0 ? WEFT_MODE_DEVICE : WEFT_MODE_HOST;
+  c->state = WEFT_COMM_INITIALIZING;
+  c->async_error = ncclInProgress;
+  if (config->commName) snprintf(c->name, sizeof c->name, "%s", config->commName);
+  pthread_mutex_init(&c->lock, NULL);
+  *out = c;
+  return ncclSuccess;
+}
+
+static void fill_rank_info(const struct ncclComm* comm, weft_rank_info* info) {
+  memset(info, 0, sizeof *info);
+  const char* fake = param_str(WEFT_PARAM_FAKE_VERSION);
+  snprintf(info->weft_version, sizeof info->weft_version, "%s",
+           *fake ? fake : WEFT_VERSION_STRING);
+  info->nccl_version = NCCL_VERSION_CODE;
+  info->mode = comm->mode;
+  info->cuda_dev = comm->cuda_dev;
+  info->pid = (int)getpid();
+  gethostname(info->host, sizeof info->host - 1);
+  info->host_hash = hash_bytes(info->host, strlen(info->host), 0xcbf29ce484222325ull);
+}
+
+/* Every rank must run the same weft build and executor; the classic cause of random
+ * multi-node hangs is a mixed installation, so name the ranks and what they run. */
+static ncclResult_t check_peers_agree(const struct ncclComm* comm) {
+  const weft_rank_info* p = comm->peers;
+  for (int r = 1; r < comm->nranks; r++) {
+    if (strcmp(p[r].weft_version, p[0].weft_version) != 0 ||
+        p[r].nccl_version != p[0].nccl_version) {
+      WARN("rank %d: weft version mismatch: rank 0 (%s pid %d) runs weft %s (NCCL %d), "
+           "rank %d (%s pid %d) runs weft %s (NCCL %d)",
+           comm->rank, p[0].host, p[0].pid, p[0].weft_version, p[0].nccl_version, r, p[r].host,
+           p[r].pid, p[r].weft_version, p[r].nccl_version);
+      return ncclInvalidUsage;
+    }
+    if (p[r].mode != p[0].mode) {
+      WARN("rank %d: executor mismatch: rank 0 runs in %s mode, rank %d in %s mode "
+           "(set WEFT_DEVICE the same everywhere)",
+           comm->rank, p[0].mode ? "device" : "host", r, p[r].mode ? "device" : "host");
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
+  ncclResult_t res;
+  weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
+  comm_print_banner();
+  comm->comm_hash = hash_bytes(id, sizeof *id, 0xcbf29ce484222325ull);
+  int timeout = (int)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
+  WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
+                                 &comm->bootstrap),
+                  res, fail);
+  comm->peers = calloc((size_t)comm->nranks, sizeof *comm->peers);
+  if (!comm->peers) {
+    WARN("rank %d: out of memory for %d rank infos", comm->rank, comm->nranks);
+    res = ncclSystemError;
+    goto fail;
+  }
+  fill_rank_info(comm, &comm->peers[comm->rank]);
+  WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, comm->peers, sizeof *comm->peers), res,
+                  fail);
+  WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
+  bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
+  INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",
+       (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
+       comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
+       (unsigned long long)comm->comm_hash);
+  __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
+  __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
+  return ncclSuccess;
+fail:
+  __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
+  __atomic_store_n(&comm->async_error, res, __ATOMIC_RELEASE);
+  return res;
+}
+
+typedef struct {
+  struct ncclComm* comm;
+  ncclUniqueId id;
+} init_thread_args;
+
+static void* init_thread_main(void* arg) {
+  init_thread_args* a = arg;
+  comm_init_run(a->comm, &a->id);
+  free(a);
+  return NULL;
+}
+
+ncclResult_t comm_init_start(struct ncclComm* comm, const ncclUniqueId* id) {
+  if (comm->config.blocking) return comm_init_run(comm, id);
+  init_thread_args* a = malloc(sizeof *a);
+  if (!a) {
+    WARN("rank %d: out of memory starting a non-blocking init", comm->rank);
+    return ncclSystemError;
+  }
+  a->comm = comm;
+  a->id = *id;
+  int rc = pthread_create(&comm->init_thread, NULL, init_thread_main, a);
+  if (rc != 0) {
+    free(a);
+    WARN("rank %d: cannot start the init thread: %s", comm->rank, strerror(rc));
+    return ncclSystemError;
+  }
+  comm->init_thread_live = 1;
+  return ncclInProgress;
+}
+
+void comm_join_init(struct ncclComm* comm) {
+  pthread_mutex_lock(&comm->lock);
+  if (comm->init_thread_live) {
+    pthread_join(comm->init_thread, NULL);
+    comm->init_thread_live = 0;
+  }
+  pthread_mutex_unlock(&comm->lock);
+}
+
+void comm_free(struct ncclComm* comm) {
+  if (comm->bootstrap) bootstrap_close(comm->bootstrap);
+  free(comm->peers);
+  pthread_mutex_destroy(&comm->lock);
+  comm->magic_start = comm->magic_end = 0; /* a stale handle now fails comm_check */
+  free(comm);
+}

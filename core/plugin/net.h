@@ -1,0 +1,66 @@
+/* The core's door to the network: which net plugin a communicator uses, opened and closed per
+ * communicator.
+ *
+ * Candidates, in order: the libraries named by NCCL_NET_PLUGIN (comma list of at most 14 names
+ * or paths; unset: libnccl-net.so; `none`: no external library), then the built-in socket net
+ * ("Socket"). A communicator gets the first candidate whose name matches the requested one
+ * (config netName, else NCCL_NET; case-insensitive; any when neither is set), whose init
+ * succeeds, whose devices() is > 0 and whose device 0 is a host (non-offload) device.
+ *
+ * A library that cannot be used (no ncclNetPlugin_v11..v6 symbol, a mandatory entry NULL, init
+ * failing, 0 devices, …) is skipped for the rest of the process with one WARN naming the file and
+ * the reason. While one external library serves a communicator the other external libraries are
+ * not used (as in NCCL); the built-in socket always remains. An external library is dlclose'd
+ * when its last communicator closes (as in NCCL 2.28) and loaded again when next needed; for a
+ * v6..v10 plugin that means its init runs again then. */
+#ifndef WEFT_PLUGIN_NET_H
+#define WEFT_PLUGIN_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nccl_net.h"
+
+/* The most names NCCL_NET_PLUGIN may list (NCCL_NET_MAX_PLUGINS less IB and Socket). */
+#define NET_MAX_EXTERNAL_PLUGINS 14
+
+/* One communicator's network: the plugin and this communicator's context in it. */
+typedef struct weft_net {
+  const ncclNet_v11_t* api; /* current view; every entry non-NULL (NULL optionals are stubs) */
+  void* ctx;                /* this communicator's context, from api->init */
+  int ndev;                 /* api->devices() when opened */
+  const char* name;         /* the plugin's name ("Socket", "IB", …) */
+  const char* path;         /* library file it came from; "built-in" for the internal socket */
+  int version;              /* the plugin's ABI version, 6..11 */
+  /* the loader's own */
+  int refs;      /* communicators sharing this handle (net_retain) */
+  int cand;      /* registry index */
+} weft_net;
+
+/* Pick and initialise the net for a new communicator. net_name: config->netName, or NULL to
+ * use NCCL_NET. traffic_class: config->trafficClass (NCCL_CONFIG_UNDEF_INT or
+ * NCCL_NET_TRAFFIC_CLASS_UNDEF when unset; the plugin sees the latter).
+ * Returns ncclInvalidUsage (with a WARN listing what is available) when nothing matches;
+ * *out is written only on success. Thread-safe; serialises with other opens and closes. */
+ncclResult_t net_open_for_comm(const char* net_name, uint64_t comm_id, int traffic_class,
+                               weft_net** out);
+
+/* A child communicator (split, shrink) shares its parent's net and context: take a reference;
+ * each holder calls net_close_for_comm once. */
+void net_retain(weft_net* net);
+
+/* Drop a reference; the last one finalizes the communicator's context (v11: the plugin's
+ * finalize; v6..v10: the shim's count) and frees net. NULL is a no-op. */
+void net_close_for_comm(weft_net* net);
+
+/* The file of the external net library currently serving a communicator (the tuner loader
+ * falls back to it, as NCCL does). Returns 1 and writes buf, or 0 when none is open. */
+int net_external_library(char* buf, size_t len);
+
+/* The built-in socket net's table; NULL in a build without plugins/net-socket. */
+const ncclNet_v11_t* net_builtin_socket(void);
+
+/* Forget NCCL_NET_PLUGIN as read and every skip decision, so the next open reads the settings
+ * again (tests, weft-policy explain). ncclInvalidUsage while any communicator holds a net. */
+ncclResult_t net_loader_reset(void);
+
+#endif

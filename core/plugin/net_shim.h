@@ -1,0 +1,54 @@
+/* A net plugin of any supported ABI version (v6..v11), seen through the current (v11) view.
+ * One small shim file per old version (net_shim_v6.c … net_shim_v10.c) adapts that version's
+ * struct; v11 passes through with stubs for NULL optional entries. Used by the core's loader
+ * and by the conformance suite (which links these files as the static library weft_netshim).
+ *
+ * What the view does for an old plugin (as NCCL's own compatibility layer does):
+ *  - init/finalize: the plugin's init runs once, when the first communicator calls the view's
+ *    init; later ones only count. The count drops in finalize; the next init after it reached 0
+ *    runs the plugin's init again. The ctx handed out carries the comm config (v10 connect gets
+ *    it from there).
+ *  - getProperties: fields the version lacks get NCCL's defaults: regIsGlobal = forceFlush = 0,
+ *    netDeviceType HOST (v6), vProps = {1, {dev}}, maxP2pBytes 1 GiB and maxCollBytes 512 MiB
+ *    (v6..v8), maxMultiRequestSize 1.
+ *  - sizes: a size_t above INT_MAX for an int-sized entry (regMr v6/v7, isend/irecv v6..v8) is
+ *    refused with ncclInvalidArgument (and a WARN) before the plugin sees it.
+ *  - irecv: the NCCL_NET_OPTIONAL_RECV_COMPLETION hint in *request is cleared for v6..v8.
+ *  - v6 connect/accept: no device handle; *devComm is set to NULL.
+ *
+ * Limit: an old-ABI entry such as devices() or getProperties() receives no context, so the
+ * shim of version N keeps the plugin struct it adapts in one guarded per-version slot. One raw
+ * struct per old version can be adapted at a time (adapting the same struct again shares the
+ * slot); a second, different v8 struct is refused until the first view is released. NCCL has
+ * the same limit. v11 views hold no shared state. */
+#ifndef WEFT_PLUGIN_NET_SHIM_H
+#define WEFT_PLUGIN_NET_SHIM_H
+
+#include <stddef.h>
+#include "nccl_net.h"
+
+#define WEFT_NET_MIN_VERSION 6
+#define WEFT_NET_MAX_VERSION 11
+
+typedef struct {
+  ncclNet_v11_t api; /* every entry non-NULL: optional ones are stubs returning ncclInvalidUsage */
+  int version;       /* the plugin's own ABI version, 6..11 */
+  const void* raw;   /* the plugin's exported struct (ncclNet_vN_t*) */
+} weft_net_view;
+
+/* "ncclNetPlugin_v11" … "ncclNetPlugin_v6"; NULL outside [6, 11]. */
+const char* net_shim_symbol(int version);
+
+/* Check the raw struct of that version (mandatory entries non-NULL, name non-NULL) and build the
+ * view. On failure returns ncclInvalidUsage and writes the reason (e.g. "isend is NULL") to why;
+ * logs nothing (the caller names the file). Mandatory: name, init, devices, getProperties,
+ * listen, connect, accept, regMr, deregMr, isend, irecv, iflush, test, closeSend, closeRecv,
+ * closeListen, and for v11 also finalize (NCCL calls it unconditionally). */
+ncclResult_t net_shim_adapt(const void* raw, int version, weft_net_view* out, char* why,
+                            size_t whylen);
+
+/* Give back what net_shim_adapt took (the per-version slot of v6..v10). Call once per
+ * successful adapt, after the last use of the view; a no-op for v11. */
+void net_shim_release(weft_net_view* view);
+
+#endif

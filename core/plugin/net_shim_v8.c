@@ -1,0 +1,113 @@
+/* Adapts a v8 net plugin (ncclNetPlugin_v8) to the current view. Against the view, v8 lacks the
+ * per-comm context, has int sizes in isend/irecv (regMr is size_t since v8), and properties
+ * without forceFlush, vProps and the byte limits. Entries with the current signature pass
+ * through. */
+#include "plugin/net_shim_impl.h"
+
+static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
+#define RAW ((const ncclNet_v8_t*)slot.raw)
+
+static ncclResult_t first_init(const void* raw, ncclDebugLogger_t log,
+                               ncclProfilerCallback_t prof) {
+  (void)prof;
+  return ((const ncclNet_v8_t*)raw)->init(log);
+}
+
+static ncclResult_t v8_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
+                            ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
+  (void)comm_id;
+  return net_shim_old_init(&slot, first_init, ctx, config, log, prof);
+}
+
+static ncclResult_t v8_finalize(void* ctx) { return net_shim_old_finalize(&slot, ctx); }
+
+static ncclResult_t v8_getProperties(int dev, ncclNetProperties_v11_t* props) {
+  ncclNetProperties_v8_t p;
+  ncclResult_t res = RAW->getProperties(dev, &p);
+  if (res != ncclSuccess) return res;
+  net_shim_props_defaults(props, dev);
+  props->name = p.name;
+  props->pciPath = p.pciPath;
+  props->guid = p.guid;
+  props->ptrSupport = p.ptrSupport;
+  props->regIsGlobal = p.regIsGlobal;
+  props->speed = p.speed;
+  props->port = p.port;
+  props->latency = p.latency;
+  props->maxComms = p.maxComms;
+  props->maxRecvs = p.maxRecvs;
+  props->netDeviceType = p.netDeviceType;
+  props->netDeviceVersion = p.netDeviceVersion;
+  return ncclSuccess;
+}
+
+static ncclResult_t v8_listen(void* ctx, int dev, void* handle, void** listen_comm) {
+  (void)ctx;
+  return RAW->listen(dev, handle, listen_comm);
+}
+
+static ncclResult_t v8_connect(void* ctx, int dev, void* handle, void** send_comm,
+                               ncclNetDeviceHandle_v11_t** dev_comm) {
+  (void)ctx;
+  return RAW->connect(dev, handle, send_comm, dev_comm);
+}
+
+static ncclResult_t v8_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
+                             void* phandle, void** request) {
+  (void)phandle;
+  int n;
+  ncclResult_t res = net_shim_int_size(8, "isend", size, &n);
+  if (res != ncclSuccess) return res;
+  return RAW->isend(send_comm, data, n, tag, mhandle, request);
+}
+
+static ncclResult_t v8_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
+                             void** mhandles, void** phandles, void** request) {
+  (void)phandles;
+  int isizes[NET_SHIM_MAX_RECVS];
+  ncclResult_t res = net_shim_int_sizes(8, n, sizes, isizes);
+  if (res != ncclSuccess) return res;
+  net_shim_clear_recv_hint(request);
+  return RAW->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
+}
+
+ncclResult_t net_shim_adapt_v8(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v8_t* raw = rawp;
+  const char* missing;
+  NET_SHIM_MANDATORY(raw, missing);
+  if (missing) return net_shim_missing(missing, why, whylen);
+  ncclResult_t res = net_shim_slot_bind(&slot, raw, 8, why, whylen);
+  if (res != ncclSuccess) return res;
+  *out = (weft_net_view){
+      .version = 8,
+      .raw = raw,
+      .api =
+          {
+              .name = raw->name,
+              .init = v8_init,
+              .devices = raw->devices,
+              .getProperties = v8_getProperties,
+              .listen = v8_listen,
+              .connect = v8_connect,
+              .accept = raw->accept,
+              .regMr = raw->regMr,
+              .regMrDmaBuf = raw->regMrDmaBuf ? raw->regMrDmaBuf : net_stub_regMrDmaBuf,
+              .deregMr = raw->deregMr,
+              .isend = v8_isend,
+              .irecv = v8_irecv,
+              .iflush = raw->iflush,
+              .test = raw->test,
+              .closeSend = raw->closeSend,
+              .closeRecv = raw->closeRecv,
+              .closeListen = raw->closeListen,
+              .getDeviceMr = raw->getDeviceMr ? raw->getDeviceMr : net_stub_getDeviceMr,
+              .irecvConsumed = raw->irecvConsumed ? raw->irecvConsumed : net_stub_irecvConsumed,
+              .makeVDevice = net_stub_makeVDevice,
+              .finalize = v8_finalize,
+              .setNetAttr = net_stub_setNetAttr,
+          },
+  };
+  return ncclSuccess;
+}
+
+void net_shim_release_v8(void) { net_shim_slot_unbind(&slot); }

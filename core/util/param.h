@@ -1,0 +1,62 @@
+/* Parameters: the table in params.def, read through one path. Lookup order for a name is the
+ * process environment as it was when weft first looked, then the policy file, then
+ * NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf, then the declared default. The conf
+ * files and the policy are applied into the environment (so plugins reading getenv see them),
+ * never overriding a variable the user set. */
+#ifndef WEFT_UTIL_PARAM_H
+#define WEFT_UTIL_PARAM_H
+
+#include <stdint.h>
+#include "nccl.h"
+
+typedef enum {
+#define WEFT_PARAM(id, name, kind, def, min, max, help) WEFT_PARAM_##id,
+#include "util/params.def"
+#undef WEFT_PARAM
+  WEFT_PARAM_COUNT
+} weft_param_id;
+
+typedef enum { WEFT_PARAM_INT, WEFT_PARAM_STR } weft_param_kind;
+
+typedef struct {
+  const char* name;
+  weft_param_kind kind;
+  const char* def;
+  int64_t min, max;
+  const char* help;
+} weft_param_info;
+
+typedef enum {
+  WEFT_SRC_DEFAULT = 0,
+  WEFT_SRC_CONF_ETC,  /* /etc/nccl.conf */
+  WEFT_SRC_CONF_USER, /* NCCL_CONF_FILE or ~/.nccl.conf */
+  WEFT_SRC_POLICY,
+  WEFT_SRC_ENV
+} weft_param_source;
+
+/* The declared table (for docs, weft-policy schema). */
+const weft_param_info* param_table(int* count);
+const weft_param_info* param_info(weft_param_id id);
+/* Lookup by name; NULL when the name is not declared. */
+const weft_param_info* param_find(const char* name);
+
+/* Current value. A value that does not parse or is out of range warns once and yields the
+ * default. */
+int64_t param_int(weft_param_id id);
+/* Never NULL: the set value or the default. */
+const char* param_str(weft_param_id id);
+/* True when set by any source other than the default. */
+int param_is_set(weft_param_id id);
+weft_param_source param_source_of(const char* name);
+const char* param_source_name(weft_param_source src);
+
+/* Parse an integer with the same rules param_int uses (whole string, base 0). */
+int param_parse_int(const char* s, int64_t* out);
+
+/* Apply the conf files once per process (idempotent, thread-safe). */
+void param_load_conf_files(void);
+/* Policy settings: applied unless the user's environment set the name. Returns 1 when applied,
+ * 0 when the environment wins. */
+int param_apply_policy(const char* name, const char* value);
+
+#endif

@@ -1,0 +1,27 @@
+/* ncclNetPlugin_v11: the implementation itself (NCCL 2.28+). */
+#include "plugin_exports.h"
+
+NS_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
+    .name = "Socket",
+    .init = net_socket_init,
+    .devices = net_socket_devices,
+    .getProperties = net_socket_get_properties,
+    .listen = net_socket_listen,
+    .connect = net_socket_connect,
+    .accept = net_socket_accept,
+    .regMr = net_socket_reg_mr,
+    .regMrDmaBuf = net_socket_reg_mr_dmabuf,
+    .deregMr = net_socket_dereg_mr,
+    .isend = net_socket_isend,
+    .irecv = net_socket_irecv,
+    .iflush = net_socket_iflush,
+    .test = net_socket_test,
+    .closeSend = net_socket_close_send,
+    .closeRecv = net_socket_close_recv,
+    .closeListen = net_socket_close_listen,
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,
+    .finalize = net_socket_finalize,
+    .setNetAttr = net_socket_set_net_attr,
+};

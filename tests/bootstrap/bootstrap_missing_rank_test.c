@@ -1,0 +1,117 @@
+/* Inits that cannot complete fail in time and say why:
+ *  - nranks 3, only ranks 0 and 1 start: both fail within the 2000 ms bound, naming rank 2;
+ *  - a rank with a different nranks is rejected at once; the first one times out naming it;
+ *  - a second process claiming rank 0 is rejected; the real ranks 0 and 1 still succeed;
+ *  - nothing listens at the root's address: the error names that address;
+ *  - the root accepts but never answers: the error says so. */
+#include <string.h>
+#include <unistd.h>
+
+#include "bs_testutil.h"
+
+#define TMO 2000
+
+typedef struct {
+  ncclUniqueId id;
+  int case_no;
+} ctx;
+
+static int missing(int rank, int n, ncclUniqueId* u, void* arg) {
+  (void)n;
+  (void)u;
+  ctx* c = arg;
+  uint64_t t0 = bs_now_ms();
+  weft_bootstrap* b = NULL;
+  ncclResult_t r = bootstrap_init(&c->id, rank, 3, TMO, NULL, &b);
+  uint64_t took = bs_now_ms() - t0;
+  EXPECT(r != ncclSuccess);
+  EXPECT(b == NULL);
+  fprintf(stderr, "rank %d failed after %llu ms\n", rank, (unsigned long long)took);
+  EXPECT(took <= TMO + 200);
+  EXPECT(bs_last_error_has("missing", "rank 2 never checked in", "timed out", NULL));
+  return 0;
+}
+
+static int nranks_mismatch(int rank, int n, ncclUniqueId* u, void* arg) {
+  (void)n;
+  (void)u;
+  ctx* c = arg;
+  weft_bootstrap* b = NULL;
+  if (rank == 0) {
+    EXPECT_RES(bootstrap_init(&c->id, 0, 2, TMO, NULL, &b), ncclRemoteError);
+    EXPECT(bs_last_error_has("first", "rank 1 never checked in", NULL));
+  } else {
+    bs_sleep_ms(300);
+    uint64_t t0 = bs_now_ms();
+    EXPECT_RES(bootstrap_init(&c->id, 1, 3, TMO, NULL, &b), ncclInvalidUsage);
+    EXPECT(bs_now_ms() - t0 < 1000);
+    EXPECT(bs_last_error_has("second", "nranks 3", "2 in the first", NULL));
+  }
+  return 0;
+}
+
+static int duplicate(int proc, int n, ncclUniqueId* u, void* arg) {
+  (void)n;
+  (void)u;
+  ctx* c = arg;
+  weft_bootstrap* b = NULL;
+  int rank = proc == 2 ? 1 : 0;
+  bs_sleep_ms(300 * proc);
+  if (proc == 1) {
+    EXPECT_RES(bootstrap_init(&c->id, 0, 2, 5000, NULL, &b), ncclInvalidUsage);
+    EXPECT(bs_last_error_has("duplicate", "already checked in", NULL));
+    return 0;
+  }
+  EXPECT_OK(bootstrap_init(&c->id, rank, 2, 5000, NULL, &b));
+  EXPECT_OK(bootstrap_barrier(b));
+  bootstrap_close(b);
+  return 0;
+}
+
+int main(void) {
+  test_require_weft_lib();
+  ctx c;
+  EXPECT_OK(bootstrap_get_unique_id(&c.id));
+  EXPECT_EQ_INT(test_fork_plain(2, missing, &c, 20), 0);
+  EXPECT(bs_wait_settled(-1, 3000));
+  fprintf(stderr, "missing rank: ok\n");
+
+  EXPECT_OK(bootstrap_get_unique_id(&c.id));
+  EXPECT_EQ_INT(test_fork_plain(2, nranks_mismatch, &c, 20), 0);
+  EXPECT(bs_wait_settled(-1, 3000));
+  fprintf(stderr, "nranks mismatch: ok\n");
+
+  EXPECT_OK(bootstrap_get_unique_id(&c.id));
+  EXPECT_EQ_INT(test_fork_plain(3, duplicate, &c, 20), 0);
+  EXPECT(bs_wait_settled(-1, 3000));
+  fprintf(stderr, "duplicate rank: ok\n");
+
+  /* Nobody at the root's address. */
+  weft_bootstrap_id fake;
+  memset(&fake, 0, sizeof fake);
+  fake.magic = 0x1234567812345678ull;
+  fake.secret = 42;
+  int port = test_free_port();
+  char text[64];
+  snprintf(text, sizeof text, "127.0.0.1:%d", port);
+  EXPECT_OK(socket_parse_hostport(text, &fake.addr));
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  memcpy(id.internal, &fake, sizeof fake);
+  weft_bootstrap* b = NULL;
+  uint64_t t0 = bs_now_ms();
+  EXPECT_RES(bootstrap_init(&id, 0, 2, 1000, NULL, &b), ncclRemoteError);
+  EXPECT(bs_now_ms() - t0 <= 1200);
+  EXPECT(bs_last_error_has("no root", "could not reach the bootstrap root", text, NULL));
+
+  /* A root that listens but never answers. */
+  int lfd = -1;
+  weft_sockaddr bound;
+  EXPECT_OK(socket_listen(&fake.addr, &lfd, &bound));
+  t0 = bs_now_ms();
+  EXPECT_RES(bootstrap_init(&id, 0, 2, 1000, NULL, &b), ncclRemoteError);
+  EXPECT(bs_now_ms() - t0 <= 1200);
+  EXPECT(bs_last_error_has("silent root", "never answered", text, NULL));
+  close(lfd);
+  return 0;
+}

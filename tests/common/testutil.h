@@ -1,0 +1,67 @@
+/* Shared test helpers: assertions that name what failed, the check that weft's libnccl is the
+ * one loaded, forking N ranks, and resource counters for leak checks. */
+#ifndef WEFT_TESTUTIL_H
+#define WEFT_TESTUTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "nccl.h"
+
+#define TEST_SKIP_RC 77
+
+#define EXPECT(cond)                                                                  \
+  do {                                                                                \
+    if (!(cond)) {                                                                    \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);             \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+#define EXPECT_EQ_INT(a, b)                                                           \
+  do {                                                                                \
+    long long a_ = (long long)(a), b_ = (long long)(b);                               \
+    if (a_ != b_) {                                                                   \
+      fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, \
+              #a, a_, #b, b_);                                                        \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+#define EXPECT_RES(call, want)                                                        \
+  do {                                                                                \
+    ncclResult_t r_ = (call);                                                         \
+    if (r_ != (want)) {                                                               \
+      fprintf(stderr, "%s:%d: %s returned %d (%s), expected %s\n", __FILE__,          \
+              __LINE__, #call, (int)r_, ncclGetErrorString(r_), #want);               \
+      exit(1);                                                                        \
+    }                                                                                 \
+  } while (0)
+
+#define EXPECT_OK(call) EXPECT_RES(call, ncclSuccess)
+
+/* Exit(1) unless ncclGetVersion resolves into weft's build/lib. Call first in main(). */
+void test_require_weft_lib(void);
+
+/* Fork n ranks; each runs fn(rank, nranks, &id, arg) with one shared unique id that rank 0
+ * creates and hands to the others through a pipe. Returns 0 when every child exited 0 within
+ * timeout_s, else prints which rank failed and how, kills the rest and returns 1. */
+typedef int (*test_rank_fn)(int rank, int nranks, ncclUniqueId* id, void* arg);
+int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s);
+
+/* Fork n children running fn(rank, nranks, NULL, arg) with no id exchange. Same result rules. */
+int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
+
+/* Resource counts of this process, for leak checks. */
+int test_count_fds(void);
+int test_count_threads(void);
+long test_rss_kb(void);
+
+/* Deterministic per-test random numbers (xorshift); seed from WEFT_TEST_SEED or the given one. */
+uint64_t test_seed(uint64_t fallback);
+uint64_t test_rand(uint64_t* state);
+
+/* A free TCP port on 127.0.0.1 (bound then released). */
+int test_free_port(void);
+
+#endif

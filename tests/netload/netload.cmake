@@ -1,0 +1,63 @@
+# Net plugin loader tests (label: plugin). The loader and shims (core/plugin/*.c) are linked
+# from a static helper so these tests reach internal functions without going through api/.
+# Test plugins are built as libnccl-net-<x>.so into one directory; each case runs in its own
+# process because NCCL_NET_PLUGIN is read once per process.
+
+set(NETLOAD_DIR ${PROJECT_BINARY_DIR}/tests/netload)
+set(NETLOAD_SRC ${CMAKE_CURRENT_LIST_DIR})
+
+file(GLOB NETLOAD_CORE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/core/plugin/*.c)
+add_library(weft_netload_core STATIC ${NETLOAD_CORE_SOURCES})
+target_link_libraries(weft_netload_core PUBLIC weft_net_socket_impl weft_util)
+
+# short name | compile options (comma list) | plugin name
+set(NETLOAD_PLUGINS
+  "eight|TESTNET_V8|Eight"
+  "eleven|TESTNET_V11|Eleven"
+  "ten|TESTNET_V10|Ten"
+  "both|TESTNET_V6,TESTNET_V11,TESTNET_V6_OLD|Both"
+  "nosym||NoSym"
+  "nullisend|TESTNET_V8,TESTNET_NULL_ISEND|NullIsend"
+  "initfail|TESTNET_V11,TESTNET_INIT_FAIL|InitFail"
+  "zerodev|TESTNET_V8,TESTNET_ZERO_DEVS|ZeroDev")
+set(NETLOAD_PLUGIN_TARGETS)
+foreach(spec ${NETLOAD_PLUGINS})
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 short)
+  list(GET parts 1 opts)
+  list(GET parts 2 pname)
+  string(REPLACE "," ";" opts "${opts}")
+  set(t netload_plugin_${short})
+  add_library(${t} SHARED ${NETLOAD_SRC}/testnet_plugin.c)
+  target_compile_definitions(${t} PRIVATE TESTNET_NAME="${pname}" ${opts})
+  set_target_properties(${t} PROPERTIES PREFIX "lib" OUTPUT_NAME "nccl-net-${short}"
+    LIBRARY_OUTPUT_DIRECTORY ${NETLOAD_DIR} C_VISIBILITY_PRESET hidden)
+  list(APPEND NETLOAD_PLUGIN_TARGETS ${t})
+endforeach()
+
+function(netload_case prog src casename)
+  set(name ${prog}_${casename})
+  weft_add_test(NAME ${name} SOURCES ${NETLOAD_SRC}/${src} LABELS plugin TIMEOUT 60
+    LIBS weft_netload_core ARGS ${casename}
+    ENV "LD_LIBRARY_PATH=${NETLOAD_DIR}")
+  target_compile_definitions(${name} PRIVATE NETLOAD_PLUGIN_DIR="${NETLOAD_DIR}")
+  add_dependencies(${name} ${NETLOAD_PLUGIN_TARGETS})
+endfunction()
+
+foreach(c select_by_net_name select_by_path_and_short_name none_uses_builtin_socket
+          default_library_absent_is_silent old_abi_init_once_v11_per_comm
+          old_properties_get_defaults shims_convert_sizes v6_shim v11_wins_over_v6
+          skips_broken_with_one_warn list_longer_than_14_is_cut)
+  netload_case(netload netload_test.c ${c})
+endforeach()
+foreach(c mandatory_null optional_stubs one_struct_per_old_version versions init_once)
+  netload_case(netshim netshim_test.c ${c})
+endforeach()
+
+# weft's own socket plugin library, when built, loaded like any external plugin.
+netload_case(netload netload_test.c weft_socket_library_all_versions)
+if(TARGET nccl-net-socket)
+  target_compile_definitions(netload_weft_socket_library_all_versions PRIVATE
+    NETLOAD_SOCKET_LIB="$<TARGET_FILE:nccl-net-socket>")
+  add_dependencies(netload_weft_socket_library_all_versions nccl-net-socket)
+endif()
