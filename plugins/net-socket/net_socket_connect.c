@@ -201,6 +201,7 @@ ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_c
   h.nthreads = (uint16_t)lc->nthreads;
   h.version = NS_PROTO_VERSION;
   h.stage = 0;
+  memset(handle, 0, NCCL_NET_HANDLE_MAXSIZE); /* the whole handle travels: no stale bytes */
   handle_write(handle, &h);
   *listen_comm = lc;
   NS_INFO(NCCL_NET, "NET/Socket: listening on %s (dev %d %s), %d data sockets, %d threads",

@@ -99,8 +99,8 @@ static void* thread_main(void* arg) {
           int err = errno;
           if (net_socket_comm_fail(c, r)) /* later failures are consequences: no WARN */
             NS_WARN("NET/Socket: %s data socket %d of the connection %s %s failed: %s",
-                    send_dir ? "sending on" : "receiving on", s, send_dir ? "to" : "from",
-                    c->peer, err ? strerror(err) : "closed by the peer");
+                    send_dir ? "sending on" : "receiving on", s, send_dir ? "to" : "from", c->peer,
+                    err ? strerror(err) : "closed by the peer");
           break;
         }
         if (task->done < task->total) break;

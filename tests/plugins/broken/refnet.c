@@ -1,6 +1,7 @@
 /* refnet (see refnet.h). Wire format per message: a 20-byte header {u32 tag, u64 reported size,
  * u64 payload bytes} and the payload. A send comm posts at most NCCL_NET_MAX_REQUESTS x 8
- * requests, a recv comm NCCL_NET_MAX_REQUESTS; past that isend/irecv return a NULL request.
+ * requests, a recv comm NCCL_NET_MAX_REQUESTS; past that isend/irecv return a NULL request, and
+ * isend also does while REFNET_SOFT_QUEUE sends wait for the socket.
  * Requests progress in post order; a receive of n slots completes when one message per slot has
  * landed, each in the first free slot carrying its tag (any slot when n is 1). */
 #include "refnet.h"
@@ -20,6 +21,7 @@
 #define REFNET_SEND_REQS (NCCL_NET_MAX_REQUESTS * REFNET_MAX_RECVS)
 #define REFNET_RECV_REQS NCCL_NET_MAX_REQUESTS
 #define REFNET_CHUNK (4u << 20)
+#define REFNET_SOFT_QUEUE 8 /* queued sends past which isend returns NULL */
 
 typedef struct {
   uint64_t magic;
@@ -374,7 +376,11 @@ ncclResult_t refnet_isend_sized(void* sendComm, void* data, size_t payload, size
                                 int tag, void** request) {
   refnet_comm* c = sendComm;
   *request = NULL;
+  progress(c);
   if (c->error) return ncclSystemError;
+  /* Back-pressure: while the socket is full and several sends queue behind it, ask the caller
+   * to retry (NCCL's contract allows a NULL request at any time). */
+  if (c->count >= REFNET_SOFT_QUEUE) return ncclSuccess;
   refnet_req* r = req_alloc(c);
   if (!r) return ncclSuccess; /* window full: retry */
   r->n = 1;

@@ -1,0 +1,52 @@
+/* NCCL_ALGO / NCCL_PROTO with NCCL's grammar, and the choice of algorithm, protocol and
+ * channel count for one operation.
+ *
+ * Grammar: entries `[func:]elem[,elem…]` joined by ';'; only the first entry may omit the
+ * function prefix (it then applies to every collective); a leading '^' in an element list
+ * negates it (everything except…); names are case-insensitive. Functions: Broadcast, Reduce,
+ * AllGather, ReduceScatter, AllReduce. Algorithms: Tree, Ring, CollNetDirect, CollNetChain,
+ * NVLS, NVLSTree, PAT. Protocols: LL, LL128, Simple. An unknown name is ncclInvalidUsage with a
+ * WARN naming the token. */
+#ifndef WEFT_TUNE_ALGO_PROTO_H
+#define WEFT_TUNE_ALGO_PROTO_H
+
+#include <stddef.h>
+#include "nccl.h"
+#include "nccl_common.h"
+
+/* Per collective (ncclFuncBroadcast … ncclFuncAllReduce, indexes 0..4), a bit mask of allowed
+ * algorithms (bit NCCL_ALGO_x) and protocols (bit NCCL_PROTO_x). */
+#define WEFT_NUM_COLL_FUNCS 5
+typedef struct {
+  unsigned algo[WEFT_NUM_COLL_FUNCS];
+  unsigned proto[WEFT_NUM_COLL_FUNCS];
+} weft_algo_proto_mask;
+
+/* Parse NCCL_ALGO (algo_spec) and NCCL_PROTO (proto_spec); NULL or "" allows everything. */
+ncclResult_t tune_parse_masks(const char* algo_spec, const char* proto_spec,
+                              weft_algo_proto_mask* out);
+
+/* What the executors implement (host: Ring/Tree × Simple/LL; device adds LL128). */
+typedef struct {
+  unsigned algos;   /* bits of NCCL_ALGO_x */
+  unsigned protos;  /* bits of NCCL_PROTO_x */
+  int max_channels;
+} weft_exec_caps;
+
+typedef struct {
+  int algo;     /* NCCL_ALGO_x */
+  int proto;    /* NCCL_PROTO_x */
+  int nchannels;
+} weft_choice;
+
+/* Choose for one collective of nbytes (the per-rank buffer size nccl-tests calls "size") on a
+ * communicator of nranks. Only combinations allowed by both mask and caps are considered; Tree
+ * only for AllReduce; with nothing allowed returns ncclInvalidUsage naming the collective and the
+ * settings that excluded everything. */
+ncclResult_t tune_choose(const weft_algo_proto_mask* mask, const weft_exec_caps* caps,
+                         ncclFunc_t func, size_t nbytes, int nranks, weft_choice* out);
+
+const char* tune_algo_name(int algo);
+const char* tune_proto_name(int proto);
+
+#endif

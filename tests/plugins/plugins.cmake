@@ -1,0 +1,116 @@
+# Plugin tests (label `plugin`): weft-conformance against the plugins weft builds, and against
+# deliberately broken plugins (tests/plugins/broken/), each of which must fail exactly the
+# tests that catch its defect. The broken plugins are built into build/tests/plugins/ as
+# libnccl-net-broken-<what>.so (libnccl-net-refnet.so is their correct baseline).
+
+set(WEFT_TEST_PLUGIN_DIR ${PROJECT_BINARY_DIR}/tests/plugins)
+set(WEFT_BROKEN_DIR ${CMAKE_CURRENT_LIST_DIR}/broken)
+
+add_library(weft_refnet OBJECT ${WEFT_BROKEN_DIR}/refnet.c)
+set_target_properties(weft_refnet PROPERTIES C_VISIBILITY_PRESET hidden)
+
+# weft_test_net_plugin(<what> <source>): libnccl-net-<what>.so from refnet + one file.
+function(weft_test_net_plugin what src)
+  add_library(nccl-net-${what} SHARED ${WEFT_BROKEN_DIR}/${src} $<TARGET_OBJECTS:weft_refnet>)
+  target_include_directories(nccl-net-${what} PRIVATE ${WEFT_BROKEN_DIR})
+  set_target_properties(nccl-net-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+  target_link_options(nccl-net-${what} PRIVATE -Wl,-z,defs)
+endfunction()
+
+weft_test_net_plugin(refnet good.c)
+foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs truncate sizereport
+        fdleak blockingaccept badprops deadpeer)
+  weft_test_net_plugin(broken-${what} ${what}.c)
+endforeach()
+
+# weft_conformance_test(NAME n PLUGIN file [ARGS a|b] [EXPECT_FAIL x,y] [EXPECT_PASS …]
+#                       [EXPECT_REASON name=text,…] [ALL_PASS] [TIMEOUT s] [SUITE net|tuner])
+function(weft_conformance_test)
+  cmake_parse_arguments(C "ALL_PASS" "NAME;PLUGIN;ARGS;EXPECT_FAIL;EXPECT_PASS;EXPECT_REASON;TIMEOUT;SUITE" "" ${ARGN})
+  if(NOT C_SUITE)
+    set(C_SUITE net)
+  endif()
+  if(NOT C_TIMEOUT)
+    set(C_TIMEOUT 120)
+  endif()
+  add_test(NAME ${C_NAME} COMMAND ${CMAKE_COMMAND}
+    -DCONF=$<TARGET_FILE:weft-conformance> -DSUITE=${C_SUITE} -DPLUGIN=${C_PLUGIN}
+    "-DARGS=${C_ARGS}" -DJSON=${PROJECT_BINARY_DIR}/tests/plugins/${C_NAME}.json
+    "-DEXPECT_FAIL=${C_EXPECT_FAIL}" "-DEXPECT_PASS=${C_EXPECT_PASS}"
+    "-DEXPECT_REASON=${C_EXPECT_REASON}" -DALL_PASS=${C_ALL_PASS}
+    -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scripts/expect_conformance.cmake)
+  set_tests_properties(${C_NAME} PROPERTIES LABELS plugin TIMEOUT ${C_TIMEOUT}
+    ENVIRONMENT "NCCL_DEBUG=WARN")
+endfunction()
+
+# ---- plugins that must pass ----
+if(TARGET nccl-net-socket)
+  # The whole suite, newest ABI: the CI gate for the socket plugin.
+  add_test(NAME conformance_net_socket
+    COMMAND weft-conformance net $<TARGET_FILE:nccl-net-socket>
+      --json ${PROJECT_BINARY_DIR}/tests/plugins/conformance_net_socket.json)
+  set_tests_properties(conformance_net_socket PROPERTIES LABELS plugin TIMEOUT 900
+    ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  # The old ABI views through the shim, on the data path only.
+  foreach(v 6 8 9 10)
+    add_test(NAME conformance_net_socket_v${v}
+      COMMAND weft-conformance net $<TARGET_FILE:nccl-net-socket> --abi v${v}
+        --filter "net_init*,net_properties*,net_connect_and_accept*,net_message_of_4096*,net_message_of_1MiB*,net_recv_larger*,net_full_request_window*,net_messages_keep*,net_grouped*,net_regmr_twice*")
+    set_tests_properties(conformance_net_socket_v${v} PROPERTIES LABELS plugin TIMEOUT 300
+      ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+endif()
+
+weft_conformance_test(NAME conformance_net_refnet_passes
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-refnet.so
+  ARGS "--filter|!net_message_of_1GiB*" ALL_PASS TIMEOUT 600)
+
+# ---- broken plugins: each must fail the tests that name its defect ----
+set(B ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-broken)
+weft_conformance_test(NAME conformance_flags_missing_symbol PLUGIN ${B}-nosymbol.so
+  EXPECT_FAIL net_plugin_exports_a_supported_version
+  EXPECT_PASS net_plugin_loads_with_rtld_now_local)
+weft_conformance_test(NAME conformance_flags_unknown_version PLUGIN ${B}-oldversion.so
+  EXPECT_FAIL net_plugin_exports_a_supported_version
+  EXPECT_REASON "net_plugin_exports_a_supported_version=ncclNetPlugin_v5,net_plugin_exports_a_supported_version=ncclNetPlugin_v99")
+weft_conformance_test(NAME conformance_flags_null_isend PLUGIN ${B}-nullisend.so
+  EXPECT_FAIL net_v11_table_has_name_and_mandatory_entries
+  EXPECT_REASON "net_v11_table_has_name_and_mandatory_entries=isend is NULL")
+weft_conformance_test(NAME conformance_flags_init_failure PLUGIN ${B}-initfails.so
+  ARGS "--filter|net_init*,net_devices*,net_message_of_1_byte*"
+  EXPECT_FAIL net_init_with_logger_succeeds,net_devices_reports_at_least_one,net_message_of_1_byte_arrives_intact
+  EXPECT_REASON "net_init_with_logger_succeeds=init returned")
+weft_conformance_test(NAME conformance_flags_isend_crash PLUGIN ${B}-isendcrash.so
+  ARGS "--filter|net_message_of_1_byte*,net_connect_and_accept_complete_in_bounded_polls"
+  EXPECT_FAIL net_message_of_1_byte_arrives_intact,net_connect_and_accept_complete_in_bounded_polls
+  EXPECT_REASON "net_message_of_1_byte_arrives_intact=SIGSEGV,net_connect_and_accept_complete_in_bounded_polls=SIGSEGV")
+weft_conformance_test(NAME conformance_flags_test_never_completing PLUGIN ${B}-testhangs.so
+  ARGS "--filter|net_message_of_4096*,net_init*|--timeout|15"
+  EXPECT_FAIL net_message_of_4096_bytes_arrives_intact
+  EXPECT_PASS net_init_with_logger_succeeds
+  EXPECT_REASON "net_message_of_4096_bytes_arrives_intact=not complete")
+weft_conformance_test(NAME conformance_flags_truncated_data PLUGIN ${B}-truncate.so
+  ARGS "--filter|net_message_of_4096*,net_message_of_1MiB*"
+  EXPECT_FAIL net_message_of_4096_bytes_arrives_intact,net_message_of_1MiB_plus_1_arrives_intact
+  EXPECT_REASON "net_message_of_4096_bytes_arrives_intact=differ")
+weft_conformance_test(NAME conformance_flags_misreported_size PLUGIN ${B}-sizereport.so
+  ARGS "--filter|net_recv_larger*,net_message_of_4096*"
+  EXPECT_FAIL net_recv_larger_than_send_reports_sent_size
+  EXPECT_PASS net_message_of_4096_bytes_arrives_intact)
+weft_conformance_test(NAME conformance_flags_fd_leak PLUGIN ${B}-fdleak.so
+  ARGS "--filter|net_connect_close_cycles*,net_message_of_1_byte*"
+  EXPECT_FAIL net_connect_close_cycles_do_not_leak_fds
+  EXPECT_PASS net_message_of_1_byte_arrives_intact)
+weft_conformance_test(NAME conformance_flags_blocking_accept PLUGIN ${B}-blockingaccept.so
+  ARGS "--filter|net_accept_before_connect*"
+  EXPECT_FAIL net_accept_before_connect_returns_null_promptly
+  EXPECT_REASON "net_accept_before_connect_returns_null_promptly=accept took")
+weft_conformance_test(NAME conformance_flags_bad_properties PLUGIN ${B}-badprops.so
+  ARGS "--filter|net_properties_are_sane*"
+  EXPECT_FAIL net_properties_are_sane_for_the_version
+  EXPECT_REASON "net_properties_are_sane_for_the_version=speed 0")
+weft_conformance_test(NAME conformance_flags_hang_on_dead_peer PLUGIN ${B}-deadpeer.so
+  ARGS "--filter|net_sender_exit*,net_receiver_exit*|--timeout|30"
+  EXPECT_FAIL net_sender_exit_mid_transfer_fails_receiver_test,net_receiver_exit_mid_transfer_fails_sender_test
+  EXPECT_REASON "net_sender_exit_mid_transfer_fails_receiver_test=still pending")
