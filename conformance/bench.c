@@ -47,7 +47,11 @@ static conf_result p_stream(nt_side* s, size_t len, int iters, int send) {
   nt_plugin* p = &s->plugin;
   void* req[WINDOW] = {0};
   int posted = 0, done_count = 0;
+  double deadline = nt_now() + nt_wait_bound(len * (size_t)iters);
   while (done_count < iters) {
+    if (nt_now() > deadline)
+      return conf_fail("%d of %d messages of %zu bytes moved after %.0f s", done_count, iters,
+                       len, nt_wait_bound(len * (size_t)iters));
     for (int k = 0; k < WINDOW && posted < iters; k++) {
       if (req[k]) continue;
       if (send)
@@ -59,7 +63,8 @@ static conf_result p_stream(nt_side* s, size_t len, int iters, int send) {
     for (int k = 0; k < WINDOW; k++) {
       if (!req[k]) continue;
       int done = 0;
-      NT_CALL("test", p->api->test(req[k], &done, NULL));
+      int size[1];
+      NT_CALL("test", p->api->test(req[k], &done, size));
       if (done) {
         req[k] = NULL;
         done_count++;

@@ -93,7 +93,9 @@ int net_suite_main(int argc, char** argv) {
     usage();
     return 2;
   }
-  ctx.path = argv[0];
+  /* A bare name means libnccl-net-<name>.so on the loader path, as NCCL_NET_PLUGIN does. */
+  static char libname[256];
+  ctx.path = conf_plugin_path(argv[0], "net", libname, sizeof libname);
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;

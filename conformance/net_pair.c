@@ -33,7 +33,7 @@ static int peer_reaped;
 
 static conf_result peer_death_reason(int status) {
   char sig[96], stage[160];
-  conf_stage_describe(stage, sizeof stage);
+  conf_stage_describe_peer(stage, sizeof stage);
   if (WIFSIGNALED(status))
     return conf_fail("peer killed by %s%s", conf_signal_name(WTERMSIG(status), sig, sizeof sig),
                      stage);
@@ -53,6 +53,19 @@ conf_result nt_peer_alive(nt_side* s) {
   if (peer_reaped) {
     int state = shared ? __atomic_load_n(&shared->peer_state, __ATOMIC_ACQUIRE) : PEER_CLOSED;
     if (WIFSIGNALED(peer_status) || state < PEER_FN_DONE) return peer_death_reason(peer_status);
+  }
+  return CONF_PASS;
+}
+
+conf_result nt_wait_peer_exit(nt_side* s) {
+  double deadline = nt_now() + nt_ctx->wait_s;
+  while (!peer_reaped) {
+    if (waitpid(s->peer_pid, &peer_status, WNOHANG) == s->peer_pid) {
+      peer_reaped = 1;
+      break;
+    }
+    if (nt_now() > deadline) return conf_fail("the peer did not exit within %.0f s", nt_ctx->wait_s);
+    usleep(1000);
   }
   return CONF_PASS;
 }
@@ -150,11 +163,11 @@ static conf_result close_side(nt_side* s) {
   nt_plugin* p = &s->plugin;
   if (p->api == NULL) return CONF_PASS;
   for (int i = 0; i < NT_MAX_CONNS; i++) {
-    if (s->send[i]) NT_CALL("closeSend", p->api->closeSend(s->send[i]));
+    if (s->send[i]) NT_CALL_SETUP("closeSend", p->api->closeSend(s->send[i]));
     s->send[i] = NULL;
-    if (s->recv[i]) NT_CALL("closeRecv", p->api->closeRecv(s->recv[i]));
+    if (s->recv[i]) NT_CALL_SETUP("closeRecv", p->api->closeRecv(s->recv[i]));
     s->recv[i] = NULL;
-    if (s->listen[i]) NT_CALL("closeListen", p->api->closeListen(s->listen[i]));
+    if (s->listen[i]) NT_CALL_SETUP("closeListen", p->api->closeListen(s->listen[i]));
     s->listen[i] = NULL;
   }
   return nt_close(p);
@@ -177,7 +190,7 @@ static void run_peer(nt_side* s, const nt_pair_opts* o, nt_side_fn fn, pid_t par
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
   if (conf_result_fd >= 0) close(conf_result_fd);
-  conf_stage_set_role("peer");
+  conf_stage_become_peer();
   s->is_peer = 1;
   int n = o->nconns > 0 ? o->nconns : 1;
   conf_result r = nt_open(&s->plugin);
@@ -205,26 +218,32 @@ static void kill_peer(nt_side* s) {
   peer_reaped = 1;
 }
 
-/* The child's reason, with the peer's when it failed too (its failure is often the cause). */
+/* The child's reason, with the peer's fate when it failed too: a peer that crashed is usually
+ * the cause (the child then sees a closed connection), so its signal leads. Waits up to a second
+ * for a peer that has not reported yet, then ends it. */
 static conf_result child_failed(nt_side* s, conf_result r) {
   char mine[1024];
   snprintf(mine, sizeof mine, "%s", conf_reason());
+  double deadline = nt_now() + 1.0;
+  while (!peer_reaped && __atomic_load_n(&shared->peer_state, __ATOMIC_ACQUIRE) < PEER_FN_DONE &&
+         nt_now() < deadline) {
+    if (waitpid(s->peer_pid, &peer_status, WNOHANG) == s->peer_pid) peer_reaped = 1;
+    else usleep(2000);
+  }
   int state = __atomic_load_n(&shared->peer_state, __ATOMIC_ACQUIRE);
-  char peer[1100] = "";
-  if (state >= PEER_FN_DONE && shared->peer_result == CONF_FAIL &&
-      strstr(mine, shared->peer_reason) == NULL) {
-    snprintf(peer, sizeof peer, "; peer: %s", shared->peer_reason);
-  } else if (state < PEER_FN_DONE) {
-    if (!peer_reaped && waitpid(s->peer_pid, &peer_status, WNOHANG) == s->peer_pid)
-      peer_reaped = 1;
-    char sig[96];
-    if (peer_reaped && WIFSIGNALED(peer_status) && strstr(mine, "peer killed") == NULL)
-      snprintf(peer, sizeof peer, "; peer killed by %s",
-               conf_signal_name(WTERMSIG(peer_status), sig, sizeof sig));
+  char text[2300];
+  char sig[96], stage[160];
+  if (peer_reaped && WIFSIGNALED(peer_status) && strstr(mine, "peer killed") == NULL) {
+    conf_stage_describe_peer(stage, sizeof stage);
+    snprintf(text, sizeof text, "peer killed by %s%s; then here: %s",
+             conf_signal_name(WTERMSIG(peer_status), sig, sizeof sig), stage, mine);
+  } else if (state >= PEER_FN_DONE && shared->peer_result == CONF_FAIL &&
+             strstr(mine, shared->peer_reason) == NULL) {
+    snprintf(text, sizeof text, "%s; peer: %s", mine, shared->peer_reason);
+  } else {
+    snprintf(text, sizeof text, "%s", mine);
   }
   kill_peer(s);
-  char text[2200];
-  snprintf(text, sizeof text, "%s%s", mine, peer);
   conf_set_reason(text);
   return r;
 }

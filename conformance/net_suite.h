@@ -60,30 +60,34 @@ ncclResult_t nt_profiler(void** eHandle, int type, void* pHandle, int64_t plugin
 
 const char* nt_result_str(ncclResult_t r);
 double nt_now(void);
-/* Time a plugin call: records the stage, fails when it took longer than the call limit or
- * returned anything but ncclSuccess. */
-#define NT_CALL(what, call)                                                               \
-  do {                                                                                    \
-    conf_stage_set(what);                                                                 \
-    double t0_ = nt_now();                                                                \
-    ncclResult_t r_ = (call);                                                             \
-    double dt_ = nt_now() - t0_;                                                          \
-    if (dt_ > nt_ctx->call_limit_s)                                                       \
-      return conf_fail("%s took %.2f s (no call may block; limit %.1f s)", what, dt_,     \
-                       nt_ctx->call_limit_s);                                             \
-    if (r_ != ncclSuccess) return conf_fail("%s returned %s", what, nt_result_str(r_));  \
-  } while (0)
-/* Same timing, but the result goes to *res for the caller to judge. */
-#define NT_CALL_RES(what, call, res)                                                      \
+/* Time a plugin call: records the stage, fails when it took longer than the limit or returned
+ * anything but ncclSuccess. NT_CALL is for the calls the ABI says never block (listen, connect,
+ * accept, isend, irecv, iflush, test): limit call_limit_s. NT_CALL_SETUP is for calls that may
+ * legitimately take a while (init, devices, getProperties, regMr — pinning a GiB takes time —,
+ * deregMr, close*, finalize): limit 10 x call_limit_s. */
+#define NT_CALL_LIMITED(what, call, limit, res)                                           \
   do {                                                                                    \
     conf_stage_set(what);                                                                 \
     double t0_ = nt_now();                                                                \
     (res) = (call);                                                                       \
     double dt_ = nt_now() - t0_;                                                          \
-    if (dt_ > nt_ctx->call_limit_s)                                                       \
-      return conf_fail("%s took %.2f s (no call may block; limit %.1f s)", what, dt_,     \
-                       nt_ctx->call_limit_s);                                             \
+    if (dt_ > (limit))                                                                    \
+      return conf_fail("%s took %.2f s (limit %.1f s: %s)", what, dt_, (double)(limit),  \
+                       (limit) > nt_ctx->call_limit_s ? "a setup call must not hang"      \
+                                                      : "this call must never block");    \
   } while (0)
+#define NT_CALL_CHECKED(what, call, limit)                                                \
+  do {                                                                                    \
+    ncclResult_t r2_;                                                                     \
+    NT_CALL_LIMITED(what, call, limit, r2_);                                              \
+    if (r2_ != ncclSuccess) return conf_fail("%s returned %s", what, nt_result_str(r2_)); \
+  } while (0)
+#define NT_CALL(what, call) NT_CALL_CHECKED(what, call, nt_ctx->call_limit_s)
+#define NT_CALL_SETUP(what, call) NT_CALL_CHECKED(what, call, 10 * nt_ctx->call_limit_s)
+/* Same timing, but the result goes to res for the caller to judge. */
+#define NT_CALL_RES(what, call, res) NT_CALL_LIMITED(what, call, nt_ctx->call_limit_s, res)
+#define NT_CALL_SETUP_RES(what, call, res) \
+  NT_CALL_LIMITED(what, call, 10 * nt_ctx->call_limit_s, res)
 
 /* ---- waits ---- */
 
@@ -169,6 +173,8 @@ conf_result nt_run_pair(const nt_pair_opts* o, nt_side_fn child_fn, nt_side_fn p
 /* Control messages between the two sides (bounded by the test's wait bound). */
 conf_result nt_ctl_send(nt_side* s, const void* buf, size_t len);
 conf_result nt_ctl_recv(nt_side* s, void* buf, size_t len);
+/* In the child: wait (bounded) until the peer process has exited, whatever the way. */
+conf_result nt_wait_peer_exit(nt_side* s);
 /* In the child: FAIL when the peer died by a signal (unless peer_may_exit). */
 conf_result nt_peer_alive(nt_side* s);
 

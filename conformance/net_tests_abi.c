@@ -75,7 +75,7 @@ static conf_result t_devices(void* arg) {
   nt_plugin p;
   CONF_TRY(nt_open(&p));
   int again = -1;
-  NT_CALL("devices", p.api->devices(&again));
+  NT_CALL_SETUP("devices", p.api->devices(&again));
   if (again != p.ndev)
     return conf_fail("devices reported %d, then %d on a second call", p.ndev, again);
   return nt_close(&p);
@@ -142,7 +142,7 @@ static conf_result t_props(void* arg) {
   for (int d = 0; d < p.ndev; d++) {
     ncclNetProperties_v11_t q;
     memset(&q, 0, sizeof q);
-    NT_CALL("getProperties", p.api->getProperties(d, &q));
+    NT_CALL_SETUP("getProperties", p.api->getProperties(d, &q));
     CONF_TRY(check_props(&p, d, &q));
     conf_note("dev %d: %s speed %d Mb/s ptr 0x%x maxComms %d maxRecvs %d guid 0x%llx", d, q.name,
               q.speed, q.ptrSupport, q.maxComms, q.maxRecvs, (unsigned long long)q.guid);
@@ -158,8 +158,8 @@ static conf_result t_props_stable(void* arg) {
     ncclNetProperties_v11_t a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0x5A, sizeof b);
-    NT_CALL("getProperties", p.api->getProperties(d, &a));
-    NT_CALL("getProperties", p.api->getProperties(d, &b));
+    NT_CALL_SETUP("getProperties", p.api->getProperties(d, &a));
+    NT_CALL_SETUP("getProperties", p.api->getProperties(d, &b));
     const char* diff = NULL;
     if ((a.name == NULL) != (b.name == NULL) || (a.name && strcmp(a.name, b.name) != 0))
       diff = "name";
@@ -183,7 +183,7 @@ static conf_result t_bad_dev(void* arg) {
   ncclResult_t r;
   int bad[2] = {p.ndev, -1};
   for (int i = 0; i < 2; i++) {
-    NT_CALL_RES("getProperties", p.api->getProperties(bad[i], &q), r);
+    NT_CALL_SETUP_RES("getProperties", p.api->getProperties(bad[i], &q), r);
     if (r == ncclSuccess)
       return conf_fail("getProperties(%d) with %d device(s) returned ncclSuccess", bad[i], p.ndev);
   }
@@ -204,27 +204,32 @@ static conf_result t_init_twice(void* arg) {
   CONF_TRY(nt_open(&b));
   void *s, *r, *l;
   CONF_TRY(nt_connect_local(&a, &s, &r, &l));
-  NT_CALL("closeSend", a.api->closeSend(s));
-  NT_CALL("closeRecv", a.api->closeRecv(r));
-  NT_CALL("closeListen", a.api->closeListen(l));
+  NT_CALL_SETUP("closeSend", a.api->closeSend(s));
+  NT_CALL_SETUP("closeRecv", a.api->closeRecv(r));
+  NT_CALL_SETUP("closeListen", a.api->closeListen(l));
   CONF_TRY(nt_close(&a));
   /* The second communicator's context keeps working after the first one's finalize. */
   CONF_TRY(nt_connect_local(&b, &s, &r, &l));
-  void* buf;
-  CONF_TRY(nt_alloc(4096, &buf));
+  void *sbuf, *rbuf;
+  CONF_TRY(nt_alloc(4096, &sbuf));
+  CONF_TRY(nt_alloc(4096, &rbuf));
+  nt_fill(sbuf, 4096, 77);
   void *smh, *rmh;
-  CONF_TRY(nt_reg(&b, s, buf, 4096, &smh));
-  CONF_TRY(nt_reg(&b, r, buf, 4096, &rmh));
+  CONF_TRY(nt_reg(&b, s, sbuf, 4096, &smh));
+  CONF_TRY(nt_reg(&b, r, rbuf, 4096, &rmh));
   void *sreq, *rreq;
-  CONF_TRY(nt_irecv(&b, r, buf, 4096, 1, rmh, &rreq));
-  CONF_TRY(nt_isend(&b, s, buf, 4096, 1, smh, &sreq));
+  int got[1] = {-1};
+  CONF_TRY(nt_irecv(&b, r, rbuf, 4096, 1, rmh, &rreq));
+  CONF_TRY(nt_isend(&b, s, sbuf, 4096, 1, smh, &sreq));
   CONF_TRY(nt_wait(&b, sreq, NULL, 4096, "isend"));
-  CONF_TRY(nt_wait(&b, rreq, NULL, 4096, "irecv"));
+  CONF_TRY(nt_wait(&b, rreq, got, 4096, "irecv"));
+  if (got[0] != 4096) return conf_fail("test reported %d bytes received, 4096 sent", got[0]);
+  CONF_TRY(nt_check(rbuf, 4096, 77, "message on the second context"));
   CONF_TRY(nt_dereg(&b, s, smh));
   CONF_TRY(nt_dereg(&b, r, rmh));
-  NT_CALL("closeSend", b.api->closeSend(s));
-  NT_CALL("closeRecv", b.api->closeRecv(r));
-  NT_CALL("closeListen", b.api->closeListen(l));
+  NT_CALL_SETUP("closeSend", b.api->closeSend(s));
+  NT_CALL_SETUP("closeRecv", b.api->closeRecv(r));
+  NT_CALL_SETUP("closeListen", b.api->closeListen(l));
   return nt_close(&b);
 }
 

@@ -252,7 +252,8 @@ static conf_result fifo_send(nt_side* s) {
     for (int k = 0; k < depth; k++) {
       if (!req[k]) continue;
       int done = 0;
-      NT_CALL("test", p->api->test(req[k], &done, NULL));
+      int size[1];
+      NT_CALL("test", p->api->test(req[k], &done, size));
       if (done) {
         req[k] = NULL;
         done_count++;
@@ -328,7 +329,8 @@ static conf_result bp_send(nt_side* s) {
     }
     for (int i = 0; i < posted; i++) {
       if (done_flags[i]) continue;
-      NT_CALL("test", p->api->test(req[i], &done_flags[i], NULL));
+      int size[1];
+      NT_CALL("test", p->api->test(req[i], &done_flags[i], size));
       if (done_flags[i]) done_count++;
     }
     struct timespec ts = {0, 1000000};

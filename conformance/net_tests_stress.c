@@ -122,13 +122,34 @@ static conf_result t_threads(void* x) {
   return nt_run_pair(&o, th_recv, th_send);
 }
 
-/* ---- a peer that leaves mid-transfer ---- */
+/* ---- a peer that leaves mid-transfer ----
+ * The side that stays posts its half of one large transfer; the side that leaves posts the other
+ * half, polls a little and exits. Only then does the staying side poll test(), so the transfer
+ * cannot have completed: at most the kernel's socket buffers' worth moved (the message is sized
+ * well past them). test() must then report an error within the wait bound. */
 
-enum { EXIT_LEN = 64 << 20 };
+/* Third field of a /proc/sys/net/ipv4/tcp_[rw]mem file (the autotuning maximum), 0 if unknown. */
+static size_t tcp_mem_max(const char* path) {
+  FILE* f = fopen(path, "r");
+  unsigned long long a = 0, b = 0, c = 0;
+  if (f) {
+    if (fscanf(f, "%llu %llu %llu", &a, &b, &c) != 3) c = 0;
+    fclose(f);
+  }
+  return (size_t)c;
+}
+
+static size_t exit_len(void) {
+  size_t buffers = tcp_mem_max("/proc/sys/net/ipv4/tcp_rmem") +
+                   tcp_mem_max("/proc/sys/net/ipv4/tcp_wmem");
+  size_t len = (size_t)64 << 20;
+  while (len < 4 * buffers && len < ((size_t)1 << 30)) len *= 2;
+  return len;
+}
 
 /* Poll test() on req until it reports an error (PASS), or fail when it reports done or stays
  * pending for the wait bound. */
-static conf_result expect_error(nt_plugin* p, void* req, const char* what) {
+static conf_result expect_error(nt_plugin* p, void* req, size_t len, const char* what) {
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   for (;;) {
@@ -140,9 +161,9 @@ static conf_result expect_error(nt_plugin* p, void* req, const char* what) {
       return CONF_PASS;
     }
     if (done)
-      return conf_fail("%s: test reported done (%d bytes) although the peer left before %d bytes "
-                       "could move",
-                       what, size, EXIT_LEN);
+      return conf_fail("%s: test reported done (%d bytes) although the peer left before %zu "
+                       "bytes could move",
+                       what, size, len);
     if (nt_now() > deadline)
       return conf_fail("%s: test still pending %.0f s after the peer left (a dead peer must "
                        "surface as an error)",
@@ -151,42 +172,45 @@ static conf_result expect_error(nt_plugin* p, void* req, const char* what) {
   }
 }
 
-/* The side that leaves: posts its half of a 64 MiB transfer, polls a little, and exits. */
 static conf_result leave_midway(nt_side* s, int send) {
   nt_plugin* p = &s->plugin;
+  size_t len = exit_len();
   void *buf, *mh, *req;
   void* comm = send ? s->send[0] : s->recv[0];
-  CONF_TRY(nt_alloc(EXIT_LEN, &buf));
-  CONF_TRY(nt_reg(p, comm, buf, EXIT_LEN, &mh));
+  CONF_TRY(nt_alloc(len, &buf));
+  CONF_TRY(nt_reg(p, comm, buf, len, &mh));
   char ready;
   CONF_TRY(nt_ctl_recv(s, &ready, 1)); /* the other side has posted */
   if (send)
-    CONF_TRY(nt_isend(p, comm, buf, EXIT_LEN, 5, mh, &req));
+    CONF_TRY(nt_isend(p, comm, buf, len, 5, mh, &req));
   else
-    CONF_TRY(nt_irecv(p, comm, buf, EXIT_LEN, 5, mh, &req));
+    CONF_TRY(nt_irecv(p, comm, buf, len, 5, mh, &req));
   for (int i = 0; i < 3; i++) {
     int done = 0;
-    p->api->test(req, &done, NULL);
+    int size[1];
+    p->api->test(req, &done, size);
   }
   _exit(0);
 }
 
 static conf_result stay(nt_side* s, int send) {
   nt_plugin* p = &s->plugin;
+  size_t len = exit_len();
   s->peer_may_exit = 1;
   void *buf, *mh, *req;
   void* comm = send ? s->send[0] : s->recv[0];
-  CONF_TRY(nt_alloc(EXIT_LEN, &buf));
-  CONF_TRY(nt_reg(p, comm, buf, EXIT_LEN, &mh));
+  CONF_TRY(nt_alloc(len, &buf));
+  CONF_TRY(nt_reg(p, comm, buf, len, &mh));
   if (send) {
-    nt_fill(buf, EXIT_LEN, 1);
-    CONF_TRY(nt_isend(p, comm, buf, EXIT_LEN, 5, mh, &req));
+    nt_fill(buf, len, 1);
+    CONF_TRY(nt_isend(p, comm, buf, len, 5, mh, &req));
   } else {
-    CONF_TRY(nt_irecv(p, comm, buf, EXIT_LEN, 5, mh, &req));
+    CONF_TRY(nt_irecv(p, comm, buf, len, 5, mh, &req));
   }
   char ready = 1;
   CONF_TRY(nt_ctl_send(s, &ready, 1));
-  CONF_TRY(expect_error(p, req, send ? "isend" : "irecv"));
+  CONF_TRY(nt_wait_peer_exit(s));
+  CONF_TRY(expect_error(p, req, len, send ? "isend" : "irecv"));
   /* The comm is broken; deregistering and closing it must still work (NCCL's abort path). */
   CONF_TRY(nt_dereg(p, comm, mh));
   return CONF_PASS;

@@ -67,18 +67,18 @@ conf_result nt_open(nt_plugin* p) {
   /* NCCL keeps the config alive for the communicator's life. */
   static ncclNetCommConfig_v11_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
   uint64_t comm_id = ((uint64_t)getpid() << 32) ^ (uint64_t)(nt_now() * 1e9);
-  NT_CALL("init", p->api->init(&p->nctx, comm_id, &config, nt_logger, nt_profiler));
-  NT_CALL("devices", p->api->devices(&p->ndev));
+  NT_CALL_SETUP("init", p->api->init(&p->nctx, comm_id, &config, nt_logger, nt_profiler));
+  NT_CALL_SETUP("devices", p->api->devices(&p->ndev));
   if (p->ndev < 1)
     return conf_fail("devices reported %d after a successful init (must be >= 1)", p->ndev);
-  NT_CALL("getProperties", p->api->getProperties(p->dev, &p->props));
+  NT_CALL_SETUP("getProperties", p->api->getProperties(p->dev, &p->props));
   p->log_calls = log_calls;
   return CONF_PASS;
 }
 
 conf_result nt_close(nt_plugin* p) {
   if (p->api == NULL) return CONF_PASS;
-  NT_CALL("finalize", p->api->finalize(p->nctx));
+  NT_CALL_SETUP("finalize", p->api->finalize(p->nctx));
   net_shim_release(&p->view);
   p->api = NULL;
   return CONF_PASS;
@@ -105,6 +105,9 @@ conf_result nt_wait(nt_plugin* p, void* req, int* sizes, size_t bytes, const cha
   double deadline = nt_now() + nt_wait_bound(bytes);
   nt_backoff b = {0};
   int done = 0;
+  /* NCCL hands test() a sizes array for sends and receives alike. */
+  int dummy[NCCL_NET_MAX_REQUESTS];
+  if (sizes == NULL) sizes = dummy;
   for (unsigned i = 0;; i++) {
     NT_CALL("test", p->api->test(req, &done, sizes));
     if (done) return CONF_PASS;
@@ -219,12 +222,12 @@ size_t nt_mem_available(void) {
 
 conf_result nt_reg(nt_plugin* p, void* comm, void* buf, size_t len, void** mh) {
   *mh = NULL;
-  NT_CALL("regMr", p->api->regMr(comm, buf, len, NCCL_PTR_HOST, mh));
+  NT_CALL_SETUP("regMr", p->api->regMr(comm, buf, len, NCCL_PTR_HOST, mh));
   return CONF_PASS;
 }
 
 conf_result nt_dereg(nt_plugin* p, void* comm, void* mh) {
-  NT_CALL("deregMr", p->api->deregMr(comm, mh));
+  NT_CALL_SETUP("deregMr", p->api->deregMr(comm, mh));
   return CONF_PASS;
 }
 

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -375,3 +374,11 @@ int conf_probe_dlopen(const char* path, char* why, size_t len) {
   return 1;
 }
 
+
+const char* conf_plugin_path(const char* arg, const char* kind, char* buf, size_t len) {
+  size_t n = strlen(arg);
+  if (strchr(arg, '/') || (n >= 3 && strcmp(arg + n - 3, ".so") == 0) || strstr(arg, ".so."))
+    return arg;
+  snprintf(buf, len, "libnccl-%s-%s.so", kind, arg);
+  return buf;
+}

@@ -61,6 +61,10 @@ int conf_filter_match(const char* filter, const char* name);
  * or hang cannot take the runner with it. Returns 1 when it succeeded, else 0 with why. */
 int conf_probe_dlopen(const char* path, char* why, size_t len);
 
+/* The library to open for a command-line argument: the argument itself when it holds a '/' or
+ * ends in ".so", else "libnccl-<kind>-<arg>.so" (looked up on the loader path), in buf. */
+const char* conf_plugin_path(const char* arg, const char* kind, char* buf, size_t len);
+
 /* Verbose notes from a test, printed on stderr with the test's name. */
 void conf_note(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 extern int conf_verbose;

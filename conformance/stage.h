@@ -1,5 +1,6 @@
-/* Where a test child is: the last plugin call it entered, kept on a page shared with the runner,
- * so a crash or a timeout can be reported as "killed by SIGSEGV (last plugin call: isend)". */
+/* Where a test is: the last plugin call the test process and its peer (if any) entered, kept on
+ * a page shared with the runner, so a crash or a timeout reads "killed by SIGSEGV (last plugin
+ * call: isend)". */
 #ifndef WEFT_CONF_STAGE_H
 #define WEFT_CONF_STAGE_H
 
@@ -12,10 +13,13 @@ extern int conf_result_fd;
 void conf_stage_init(void);
 /* Forget the previous test's stage (runner, before each test). */
 void conf_stage_reset(void);
-/* Record the plugin call about to be made ("isend"); role names the process ("peer"). */
+/* Record the plugin call about to be made ("isend"), in this process's slot. */
 void conf_stage_set(const char* call);
-void conf_stage_set_role(const char* role);
-/* " (last plugin call: peer isend)" or "" when nothing was recorded. */
+/* Make this process the peer: its calls go to the peer's slot. */
+void conf_stage_become_peer(void);
+/* " (last plugin call: isend; peer's: test)", " (last plugin call: isend)" or "". */
 void conf_stage_describe(char* buf, size_t len);
+/* " (last plugin call: isend)" for the peer alone, or "". */
+void conf_stage_describe_peer(char* buf, size_t len);
 
 #endif

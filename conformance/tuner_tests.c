@@ -119,19 +119,28 @@ static conf_result t_exports(void* x) {
   return conf_fail("no ncclTunerPlugin_v2..v5 symbol is exported");
 }
 
-static conf_result table(int v) {
-  if (!(tc.exported & (1u << v))) return conf_skip("the plugin does not export ncclTunerPlugin_v%d", v);
+/* Why version v's table is unusable, or NULL when it is complete (needs it exported). */
+static const char* table_problem(int v, char* buf, size_t len) {
   /* name, init, getCollInfo, destroy/finalize: the same four slots in every version. */
   const struct {
     const char* name;
     void *init, *get, *fini;
   }* t = tc.raw[v];
-  if (!t->name || !t->name[0]) return conf_fail("ncclTunerPlugin_v%d: name is NULL or empty", v);
-  if (!t->init) return conf_fail("ncclTunerPlugin_v%d: init is NULL", v);
-  if (!t->get) return conf_fail("ncclTunerPlugin_v%d: getCollInfo is NULL", v);
-  if (!t->fini)
-    return conf_fail("ncclTunerPlugin_v%d: %s is NULL", v, v == 5 ? "finalize" : "destroy");
-  return CONF_PASS;
+  const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
+                     : !t->init              ? "init is NULL"
+                     : !t->get               ? "getCollInfo is NULL"
+                     : !t->fini              ? (v == 5 ? "finalize is NULL" : "destroy is NULL")
+                                             : NULL;
+  if (!what) return NULL;
+  snprintf(buf, len, "ncclTunerPlugin_v%d: %s", v, what);
+  return buf;
+}
+
+static conf_result table(int v) {
+  if (!(tc.exported & (1u << v))) return conf_skip("the plugin does not export ncclTunerPlugin_v%d", v);
+  char buf[128];
+  const char* why = table_problem(v, buf, sizeof buf);
+  return why ? conf_fail("%s", why) : CONF_PASS;
 }
 
 static conf_result t_table_v2(void* x) { (void)x; return table(2); }
@@ -139,7 +148,10 @@ static conf_result t_table_v3(void* x) { (void)x; return table(3); }
 static conf_result t_table_v4(void* x) { (void)x; return table(4); }
 static conf_result t_table_v5(void* x) { (void)x; return table(5); }
 
-static int usable_version(int v) { return (tc.exported & (1u << v)) && table(v) == CONF_PASS; }
+static int usable_version(int v) {
+  char buf[128];
+  return (tc.exported & (1u << v)) && table_problem(v, buf, sizeof buf) == NULL;
+}
 
 static conf_result t_shapes(void* x) {
   (void)x;
@@ -236,7 +248,7 @@ static conf_result t_cost_table(void* x) {
             }
     CONF_TRY(t_fini(v, ctx));
   }
-  if (!tested) return conf_skip("the plugin exports no cost-table version (v3..v5)");
+  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v5)");
   return CONF_PASS;
 }
 
@@ -297,7 +309,8 @@ static conf_result tuner_gate(void* ctx, const conf_test* t, char* why, size_t l
 int tuner_suite_main(int argc, char** argv) {
   conf_options opt = {.timeout_s = 30};
   if (argc < 1) return 2;
-  tc.path = argv[0];
+  static char libname[256];
+  tc.path = conf_plugin_path(argv[0], "tuner", libname, sizeof libname);
   for (int i = 1; i < argc; i++) {
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(argv[i], "--filter") == 0 && next) {

@@ -163,11 +163,13 @@ static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
          w->tag);
     return ncclInvalidUsage;
   }
+  /* A peer that closed at a message boundary has closed its bootstrap: nothing more will come.
+   * After a break mid-message it may still connect again (its next send does), so wait. */
   bs_peer* p = b->peers[w->peer];
-  if (p && p->recv_fd < 0 && (p->rx_state == BS_RX_CLOSED || p->rx_state == BS_RX_BROKEN)) {
-    WARN("bootstrap rank %d/%d: recv from rank %d (tag %d, %zu bytes): rank %d %s", b->rank,
-         b->nranks, w->peer, w->tag, w->size, w->peer,
-         p->rx_state == BS_RX_CLOSED ? "closed its connection" : "connection broke mid-message");
+  if (p && p->recv_fd < 0 && p->rx_state == BS_RX_CLOSED) {
+    WARN("bootstrap rank %d/%d: recv from rank %d (tag %d, %zu bytes): rank %d closed its "
+         "connection",
+         b->rank, b->nranks, w->peer, w->tag, w->size, w->peer);
     return ncclRemoteError;
   }
   return ncclSuccess;
@@ -189,7 +191,8 @@ ncclResult_t bootstrap_recv(weft_bootstrap* b, int peer, int tag, void* data, si
   if (p && p->recv_fd >= 0 && p->hdr_done == sizeof p->hdr && p->msg == NULL && p->dst)
     bs_rx_lost(b, peer, BS_RX_BROKEN);
   if (b->timed_out)
-    WARN("bootstrap rank %d/%d: %s: nothing arrived within %d ms", b->rank, b->nranks, what,
-         b->timeout_ms);
+    WARN("bootstrap rank %d/%d: %s: nothing arrived within %d ms%s", b->rank, b->nranks, what,
+         b->timeout_ms,
+         p && p->rx_state == BS_RX_BROKEN ? " (its connection had broken mid-message)" : "");
   return r;
 }

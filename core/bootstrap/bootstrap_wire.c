@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap_internal.h"
@@ -120,8 +121,12 @@ void bs_pending_accept(bs_pending_set* s, int listen_fd, const char* who) {
     int fd = accept4(listen_fd, &from.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK)
-        INFO(NCCL_BOOTSTRAP, "%s: accept failed: %s", who, strerror(errno));
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      /* Out of fds or memory: the connection stays in the backlog and poll would report it
+       * again at once, so pause instead of spinning. */
+      INFO(NCCL_BOOTSTRAP, "%s: accept failed: %s", who, strerror(errno));
+      struct timespec ts = {0, 10 * 1000000L};
+      nanosleep(&ts, NULL);
       return;
     }
     if (s->n == BS_MAX_PENDING) { /* a flood: the oldest unanswered client goes first */

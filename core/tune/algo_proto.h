@@ -48,5 +48,7 @@ ncclResult_t tune_choose(const weft_algo_proto_mask* mask, const weft_exec_caps*
 
 const char* tune_algo_name(int algo);
 const char* tune_proto_name(int proto);
+/* "Broadcast" … "AllReduce" for ncclFunc 0..4, "Unknown" otherwise. */
+const char* tune_func_name(int func);
 
 #endif

@@ -211,7 +211,8 @@ void socket_set_nodelay(int fd) {
 
 ncclResult_t socket_listen(const weft_sockaddr* addr, int* fd_out, weft_sockaddr* bound) {
   char buf[WEFT_SOCKADDR_STRLEN];
-  int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  /* Non-blocking: a connection reset between poll and accept must not block accept. */
+  int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     WARN("socket() failed: %s", strerror(errno));
     return ncclSystemError;

@@ -3,12 +3,12 @@
  * the wire format. Everything here is hidden; only plugin_exports_*.c export anything.
  *
  * Wire format, per connection (sender → receiver only; nothing flows back):
- *  - each socket opens with a 40-byte hello {magic, listen secret, connection id, version,
+ *  - each socket opens with a 32-byte hello {magic, listen secret, connection id, version,
  *    socket index (0 = control), data socket count}, checked by accept;
  *  - each isend puts a 16-byte header {size, tag, flags} on the control socket, followed there by
  *    the payload when flags has NS_HDR_INLINE (small messages, or no data sockets); otherwise the
- *    payload is cut into at most nsocks chunks that go round-robin over the data sockets, starting
- *    at a socket index both sides advance identically (ns_chunk_plan). All integers big-endian.
+ *    payload is cut into at most nsocks chunks (net_socket_chunk_size) that go round-robin over
+ *    the data sockets, from a socket index both sides advance alike. Integers are big-endian.
  * Every socket carries its bytes in message order, so matching is FIFO per connection.
  * Naming: functions shared between files are net_socket_*; types and macros of this header are
  * ns_* / NS_* (they never reach a symbol table). */
@@ -217,7 +217,7 @@ ncclResult_t net_socket_threads_start(ns_comm* comm);
 void net_socket_threads_stop(ns_comm* comm);
 /* Queue a chunk on data socket s (the ring never overflows: see NS_TASK_RING). */
 void net_socket_task_push(ns_comm* comm, int s, const ns_task* task);
-/* Number of chunks and chunk size of a striped payload of total bytes. */
+/* Chunk size of a striped payload of total bytes: ≥ NS_MIN_CHUNK, at most nsocks chunks. */
 size_t net_socket_chunk_size(size_t total, int nsocks);
 
 /* net_socket_connect.c */

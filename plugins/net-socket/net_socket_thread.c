@@ -174,9 +174,10 @@ ncclResult_t net_socket_threads_start(ns_comm* c) {
       break;
     }
     t->started = 1;
-    char name[16];
+    char name[32];
     snprintf(name, sizeof name, "weft-sock-%c%u", c->kind == NS_SEND ? 's' : 'r',
              (unsigned)i % 100u);
+    name[15] = '\0'; /* the kernel keeps 15 characters */
     pthread_setname_np(t->tid, name);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -1,6 +1,6 @@
 # core/bootstrap tests. The bootstrap_* functions are internal (hidden in libnccl), so the tests
 # link a static copy of core/bootstrap built here, plus weft_util.
-file(GLOB WEFT_BOOTSTRAP_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/core/bootstrap/*.c)
+file(GLOB WEFT_BOOTSTRAP_TEST_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/core/bootstrap/*.c)
 add_library(weft_bootstrap_test STATIC ${WEFT_BOOTSTRAP_TEST_SOURCES})
 target_link_libraries(weft_bootstrap_test PUBLIC weft_util)
 
@@ -30,3 +30,6 @@ weft_add_test(NAME bootstrap_abort_unblocks_recv
 weft_add_test(NAME bootstrap_init_cycles_leak_no_threads_or_fds
   SOURCES ${BS_DIR}/bootstrap_cycles_test.c ${BS_DIR}/bs_testutil.c
   LABELS unit TIMEOUT 60 LIBS weft_bootstrap_test ENV WEFT_INIT_TIMEOUT_MS=500)
+weft_add_test(NAME bootstrap_p2p_errors_name_the_peer
+  SOURCES ${BS_DIR}/bootstrap_p2p_errors_test.c ${BS_DIR}/bs_testutil.c
+  LABELS mp TIMEOUT 30 LIBS weft_bootstrap_test)

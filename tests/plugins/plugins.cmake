@@ -20,9 +20,23 @@ endfunction()
 
 weft_test_net_plugin(refnet good.c)
 foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs truncate sizereport
-        fdleak blockingaccept badprops deadpeer)
+        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash)
   weft_test_net_plugin(broken-${what} ${what}.c)
 endforeach()
+
+# Tuners: reftuner (correct, v2..v5) and broken ones built from it.
+add_library(weft_reftuner OBJECT ${WEFT_BROKEN_DIR}/reftuner.c)
+set_target_properties(weft_reftuner PROPERTIES C_VISIBILITY_PRESET hidden)
+function(weft_test_tuner_plugin what src)
+  add_library(nccl-tuner-${what} SHARED ${WEFT_BROKEN_DIR}/${src} $<TARGET_OBJECTS:weft_reftuner>)
+  target_include_directories(nccl-tuner-${what} PRIVATE ${WEFT_BROKEN_DIR})
+  set_target_properties(nccl-tuner-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+  target_link_options(nccl-tuner-${what} PRIVATE -Wl,-z,defs)
+endfunction()
+weft_test_tuner_plugin(reftuner tuner_good.c)
+weft_test_tuner_plugin(broken-ignoredcells tuner_ignoredcells.c)
+weft_test_tuner_plugin(broken-nullinit tuner_nullinit.c)
 
 # weft_conformance_test(NAME n PLUGIN file [ARGS a|b] [EXPECT_FAIL x,y] [EXPECT_PASS …]
 #                       [EXPECT_REASON name=text,…] [ALL_PASS] [TIMEOUT s] [SUITE net|tuner])
@@ -86,7 +100,7 @@ weft_conformance_test(NAME conformance_flags_isend_crash PLUGIN ${B}-isendcrash.
   EXPECT_FAIL net_message_of_1_byte_arrives_intact,net_connect_and_accept_complete_in_bounded_polls
   EXPECT_REASON "net_message_of_1_byte_arrives_intact=SIGSEGV,net_connect_and_accept_complete_in_bounded_polls=SIGSEGV")
 weft_conformance_test(NAME conformance_flags_test_never_completing PLUGIN ${B}-testhangs.so
-  ARGS "--filter|net_message_of_4096*,net_init*|--timeout|15"
+  ARGS "--filter|net_message_of_4096*,net_init_with*|--timeout|15"
   EXPECT_FAIL net_message_of_4096_bytes_arrives_intact
   EXPECT_PASS net_init_with_logger_succeeds
   EXPECT_REASON "net_message_of_4096_bytes_arrives_intact=not complete")
@@ -111,6 +125,29 @@ weft_conformance_test(NAME conformance_flags_bad_properties PLUGIN ${B}-badprops
   EXPECT_FAIL net_properties_are_sane_for_the_version
   EXPECT_REASON "net_properties_are_sane_for_the_version=speed 0")
 weft_conformance_test(NAME conformance_flags_hang_on_dead_peer PLUGIN ${B}-deadpeer.so
-  ARGS "--filter|net_sender_exit*,net_receiver_exit*|--timeout|30"
+  ARGS "--filter|net_sender_exit*,net_receiver_exit*|--timeout|15"
   EXPECT_FAIL net_sender_exit_mid_transfer_fails_receiver_test,net_receiver_exit_mid_transfer_fails_sender_test
   EXPECT_REASON "net_sender_exit_mid_transfer_fails_receiver_test=still pending")
+weft_conformance_test(NAME conformance_flags_call_that_never_returns PLUGIN ${B}-listenhangs.so
+  ARGS "--filter|net_listen*,net_init_with*|--timeout|3"
+  EXPECT_FAIL net_listen_returns_comm_and_handle_within_128_bytes
+  EXPECT_PASS net_init_with_logger_succeeds
+  EXPECT_REASON "net_listen_returns_comm_and_handle_within_128_bytes=timed out after 3 s (last plugin call: listen)")
+weft_conformance_test(NAME conformance_flags_crash_on_load PLUGIN ${B}-ctorcrash.so
+  EXPECT_FAIL net_plugin_loads_with_rtld_now_local
+  EXPECT_REASON "net_plugin_loads_with_rtld_now_local=SIGSEGV")
+
+# ---- tuners ----
+weft_conformance_test(NAME conformance_tuner_reftuner_passes SUITE tuner
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner.so ALL_PASS
+  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_v5_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v2_choice_is_a_valid_supported_index)
+weft_conformance_test(NAME conformance_flags_tuner_writing_ignored_cells SUITE tuner
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken-ignoredcells.so
+  EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels
+  EXPECT_PASS tuner_init_and_teardown_work_across_shapes
+  EXPECT_REASON "tuner_cost_table_keeps_ignored_cells_and_sane_channels=ignored cell [algo 4][proto 2]")
+weft_conformance_test(NAME conformance_flags_tuner_null_init SUITE tuner
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken-nullinit.so
+  EXPECT_FAIL tuner_v4_table_has_name_and_entries
+  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_init_and_teardown_work_across_shapes
+  EXPECT_REASON "tuner_v4_table_has_name_and_entries=init is NULL")
