@@ -1,6 +1,6 @@
 /* Memory and registration entry points: MemAlloc/MemFree, CommRegister/Deregister,
- * CommWindowRegister/Deregister, RedOpCreatePreMulSum/RedOpDestroy. These need the device
- * data path; arguments are validated now and each call says what is missing. */
+ * CommWindowRegister/Deregister. These need the device data path; arguments are validated now
+ * and each call says what is missing. (Reduction ops are in api_redop.c.) */
 #include "api/api.h"
 #include "topo/cuda_probe.h"
 #include "util/check.h"
@@ -81,34 +81,5 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   WEFT_CHECK(comm_check_handle(comm, fn));
   WEFT_ARG_NONNULL(fn, win);
   WARN("%s: window %p was not registered on comm %p", fn, (void*)win, (void*)comm);
-  return ncclInvalidArgument;
-}
-
-WEFT_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
-         ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm);
-ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-                                      ncclScalarResidence_t residence, ncclComm_t comm) {
-  const char* fn = "ncclRedOpCreatePreMulSum";
-  WEFT_CHECK(comm_check(comm, fn));
-  WEFT_ARG_NONNULL(fn, op);
-  WEFT_ARG_NONNULL(fn, scalar);
-  WEFT_CHECK(arg_check_datatype(fn, datatype));
-  if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate) {
-    WARN("%s: residence = %d is not ncclScalarDevice or ncclScalarHostImmediate", fn,
-         (int)residence);
-    return ncclInvalidArgument;
-  }
-  return api_not_available(fn, "PreMulSum reductions");
-}
-
-WEFT_API(ncclResult_t, ncclRedOpDestroy, ncclRedOp_t op, ncclComm_t comm);
-ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  const char* fn = "ncclRedOpDestroy";
-  WEFT_CHECK(comm_check_handle(comm, fn));
-  if ((int)op >= 0 && (int)op < ncclNumOps) {
-    WARN("%s: op = %d is a built-in reduction and cannot be destroyed", fn, (int)op);
-    return ncclInvalidArgument;
-  }
-  WARN("%s: op = %d was not created on comm %p", fn, (int)op, (void*)comm);
   return ncclInvalidArgument;
 }

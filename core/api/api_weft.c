@@ -59,16 +59,6 @@ WEFT_EXT ncclResult_t weftMemFreeTyped(void* ptr, weftMemType_t type) {
   }
 }
 
-WEFT_EXT ncclResult_t weftRedOpCreateCustom(ncclRedOp_t* op, weftReduceFn_t fn, void* user,
-                                            ncclComm_t comm) {
-  const char* name = "weftRedOpCreateCustom";
-  (void)user;
-  WEFT_CHECK(comm_check(comm, name));
-  WEFT_ARG_NONNULL(name, op);
-  WEFT_ARG_NONNULL(name, fn);
-  return api_not_available(name, "custom reductions (host data path)");
-}
-
 #define WEFT_OOB_MAX_BYTES (1u << 20)
 
 WEFT_EXT ncclResult_t weftCommOobAllGather(ncclComm_t comm, const void* sendbuf, void* recvbuf,

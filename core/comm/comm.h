@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include "bootstrap/bootstrap.h"
 #include "nccl.h"
+#include "policy/policy.h"
 
 #define WEFT_COMM_MAGIC_START 0x77656674636f6d6dull /* "weftcomm" */
 #define WEFT_COMM_MAGIC_END 0x6d6d6f6374666577ull
@@ -42,6 +43,7 @@ struct ncclComm {
   char name[64];       /* config.commName copy, for logs */
   weft_bootstrap* bootstrap;
   weft_rank_info* peers; /* nranks entries */
+  weft_policy_outcome policy; /* the cluster this rank resolved (policy/policy_comm.c) */
 
   volatile uint32_t abort_flag;
   volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
@@ -52,6 +54,13 @@ struct ncclComm {
   pthread_t init_thread;
   int init_thread_live;
   pthread_mutex_t lock;
+
+  /* Data path (comm_datapath.c sets these up at the end of init, tears them down in free). */
+  struct weft_net* net;             /* net plugin context; shared with split children */
+  struct weft_transport* transport; /* connections (transport/) */
+  struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */
+  struct weft_host* host;           /* host executor: channel workers */
+  struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   uint64_t magic_end;
 };
 
@@ -84,6 +93,15 @@ void comm_free(struct ncclComm* comm);
 ncclResult_t comm_check(const struct ncclComm* comm, const char* fn);
 /* A handle that is at least structurally valid (destroy/abort/queries accept more states). */
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn);
+
+/* ---- comm_datapath.c ---- */
+/* Agree on channels and buffer sizes, open the net, start the executor (host mode). Called at
+ * the end of comm_init_run; an unknown NCCL_ALGO/NCCL_PROTO token fails it (InvalidUsage). */
+ncclResult_t comm_datapath_init(struct ncclComm* comm);
+/* Flush net sends still in flight (bounded; skipped after abort). */
+ncclResult_t comm_datapath_quiesce(struct ncclComm* comm);
+/* Stop threads, close connections and the net. Safe on a partly initialised comm. */
+void comm_datapath_fini(struct ncclComm* comm);
 
 /* ---- comm_split.c ---- */
 ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclConfig_t* config,

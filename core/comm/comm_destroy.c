@@ -17,7 +17,14 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
          ncclGetErrorString((ncclResult_t)comm->async_error));
     return ncclInvalidUsage;
   }
-  /* No operations can be outstanding yet (no data path): the comm is quiescent now. */
+  /* Host operations are complete when their call returns; what may still be in flight are net
+   * sends the proxy has not finished handing to the plugin. */
+  ncclResult_t res = comm_datapath_quiesce(comm);
+  if (res != ncclSuccess) {
+    WARN("ncclCommFinalize: comm %p (rank %d): data still in flight could not be delivered (%s)",
+         (void*)comm, comm->rank, ncclGetErrorString(res));
+    return res;
+  }
   __atomic_store_n(&comm->state, WEFT_COMM_FINALIZED, __ATOMIC_RELEASE);
   INFO(NCCL_INIT, "comm %p rank %d finalized", (void*)comm, comm->rank);
   return ncclSuccess;

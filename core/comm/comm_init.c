@@ -80,6 +80,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
   comm_print_banner();
   comm->comm_hash = hash_bytes(id, sizeof *id, 0xcbf29ce484222325ull);
+  policy_comm_begin(comm); /* before anything below reads a setting */
   int timeout = (int)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
   WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
                                  &comm->bootstrap),
@@ -94,7 +95,9 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, comm->peers, sizeof *comm->peers), res,
                   fail);
   WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
+  WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
+  WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
   INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
@@ -149,6 +152,7 @@ void comm_join_init(struct ncclComm* comm) {
 }
 
 void comm_free(struct ncclComm* comm) {
+  comm_datapath_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);
   free(comm->peers);
   pthread_mutex_destroy(&comm->lock);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "plugin/net.h"
 #include "util/check.h"
 
 typedef struct {
@@ -62,6 +63,10 @@ ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclC
 
   struct ncclComm* child = NULL;
   WEFT_CHECK_GOTO(comm_alloc(m, my_new_rank, config, parent->cuda_dev, &child), res, done);
+  if (parent->net) { /* the child uses its parent's net context (as NCCL does) */
+    net_retain(parent->net);
+    child->net = parent->net;
+  }
   res = comm_init_start(child, &id);
   if (res != ncclSuccess && res != ncclInProgress) {
     comm_free(child);

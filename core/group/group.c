@@ -1,11 +1,13 @@
-/* Group nesting and deferred inits (see group.h). State is per thread: a group belongs to the
- * thread that opened it. Errors are sticky: the first one is what End returns. */
+/* Group nesting, deferred inits and queued operations (see group.h). State is per thread: a
+ * group belongs to the thread that opened it. Errors are sticky: the first one is what End
+ * returns, and a group with an error launches nothing. */
 #include "group/group.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/plan.h"
 #include "util/check.h"
 
 typedef struct deferred_init {
@@ -19,6 +21,9 @@ typedef struct deferred_init {
 static __thread int depth;
 static __thread deferred_init* pending;
 static __thread ncclResult_t sticky;
+/* Communicators with operations queued in the open group, in first-use order. */
+static __thread struct ncclComm** op_comms;
+static __thread int n_op_comms, cap_op_comms;
 
 int group_depth(void) { return depth; }
 
@@ -75,6 +80,54 @@ static ncclResult_t run_deferred(void) {
   return res;
 }
 
+static ncclResult_t remember_comm(struct ncclComm* comm) {
+  if (comm->plan->in_group) return ncclSuccess;
+  if (n_op_comms == cap_op_comms) {
+    int cap = cap_op_comms ? 2 * cap_op_comms : 8;
+    struct ncclComm** grown = realloc(op_comms, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      WARN("rank %d: out of memory adding a communicator to a group", comm->rank);
+      return ncclSystemError;
+    }
+    op_comms = grown;
+    cap_op_comms = cap;
+  }
+  op_comms[n_op_comms++] = comm;
+  comm->plan->in_group = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t group_add_op(struct ncclComm* comm, const weft_op* op) {
+  int implicit = depth == 0;
+  if (implicit) group_start();
+  ncclResult_t res = plan_enqueue(comm, op);
+  if (res == ncclSuccess) res = remember_comm(comm);
+  /* An invalid argument has no effect on the group; anything else poisons it. */
+  if (res != ncclSuccess && res != ncclInvalidArgument && sticky == ncclSuccess) sticky = res;
+  if (!implicit) return res;
+  ncclResult_t end = group_end();
+  return res != ncclSuccess ? res : end;
+}
+
+/* Launch (or, after an error, drop) the operations queued in the group. */
+static ncclResult_t run_ops(ncclResult_t res) {
+  if (n_op_comms == 0) return ncclSuccess;
+  struct ncclComm** comms = op_comms;
+  int n = n_op_comms;
+  op_comms = NULL;
+  n_op_comms = cap_op_comms = 0;
+  /* Nothing touches a comm after its launch returns (an abort may be freeing it then). */
+  for (int i = 0; i < n; i++) comms[i]->plan->in_group = 0;
+  ncclResult_t r = ncclSuccess;
+  if (res == ncclSuccess) {
+    r = plan_launch(comms, n);
+  } else {
+    for (int i = 0; i < n; i++) plan_discard(comms[i]);
+  }
+  free(comms);
+  return r;
+}
+
 ncclResult_t group_end(void) {
   if (depth == 0) {
     WARN("ncclGroupEnd: no matching ncclGroupStart");
@@ -83,6 +136,8 @@ ncclResult_t group_end(void) {
   if (--depth > 0) return ncclSuccess;
   ncclResult_t res = run_deferred();
   if (sticky != ncclSuccess) res = sticky;
+  ncclResult_t ops = run_ops(res);
+  if (res == ncclSuccess) res = ops;
   sticky = ncclSuccess;
   return res;
 }

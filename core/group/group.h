@@ -1,6 +1,9 @@
 /* ncclGroupStart/End: a per-thread nesting depth; only the outermost End launches. Inits made
  * inside a group are deferred and run concurrently at that End (one thread may create the
- * communicators of several ranks this way, as nccl-tests -g does). */
+ * communicators of several ranks this way, as nccl-tests -g does). Operations are queued per
+ * communicator and launched together at that End, which returns once all of them completed
+ * (host executor); one thread may drive several communicators in one group. Outside a group
+ * an operation is a group of one. */
 #ifndef WEFT_GROUP_H
 #define WEFT_GROUP_H
 
@@ -12,5 +15,10 @@ ncclResult_t group_start(void);
 ncclResult_t group_end(void);
 /* Queue an init for the outermost End (takes a copy of id). */
 ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id);
+
+/* Queue an operation (copied) on comm; outside a group, run it now. ncclInvalidArgument leaves
+ * the group as it was; other errors are sticky and returned by the outermost End too. */
+struct weft_op;
+ncclResult_t group_add_op(struct ncclComm* comm, const struct weft_op* op);
 
 #endif

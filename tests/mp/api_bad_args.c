@@ -74,7 +74,8 @@ int main(void) {
   cfg.magic = 1;
   EXPECT_RES(ncclCommSplit(comm, 0, 0, &child, &cfg), ncclInvalidArgument);
 
-  /* Collectives and p2p: bad arguments first, then valid ones report "not available". */
+  /* Collectives and p2p: bad arguments fail; valid ones on a 1-rank comm leave the data as is
+   * (a sum over one rank is the input). */
   float buf[4] = {1, 2, 3, 4};
   EXPECT_RES(ncclAllReduce(buf, buf, 4, (ncclDataType_t)12, ncclSum, comm, NULL),
              ncclInvalidArgument);
@@ -84,17 +85,19 @@ int main(void) {
              ncclInvalidArgument);
   EXPECT_RES(ncclAllReduce(NULL, buf, 4, ncclFloat, ncclSum, comm, NULL), ncclInvalidArgument);
   EXPECT_RES(ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, bogus, NULL), ncclInvalidArgument);
-  EXPECT_RES(ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, comm, NULL), ncclInvalidUsage);
+  EXPECT_OK(ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, comm, NULL));
+  EXPECT(buf[0] == 1 && buf[3] == 4);
   EXPECT_RES(ncclReduce(buf, buf, 4, ncclFloat, ncclSum, 1, comm, NULL), ncclInvalidArgument);
-  EXPECT_RES(ncclReduce(buf, buf, 4, ncclFloat, ncclSum, 0, comm, NULL), ncclInvalidUsage);
+  EXPECT_OK(ncclReduce(buf, buf, 4, ncclFloat, ncclSum, 0, comm, NULL));
   EXPECT_RES(ncclBroadcast(buf, buf, 4, ncclFloat, -1, comm, NULL), ncclInvalidArgument);
-  EXPECT_RES(ncclBroadcast(buf, buf, 4, ncclFloat, 0, comm, NULL), ncclInvalidUsage);
+  EXPECT_OK(ncclBroadcast(buf, buf, 4, ncclFloat, 0, comm, NULL));
   EXPECT_RES(ncclBcast(buf, 4, ncclFloat, 3, comm, NULL), ncclInvalidArgument);
   EXPECT_RES(ncclAllGather(buf, NULL, 4, ncclFloat, comm, NULL), ncclInvalidArgument);
-  EXPECT_RES(ncclAllGather(buf, buf, 4, ncclFloat, comm, NULL), ncclInvalidUsage);
+  EXPECT_OK(ncclAllGather(buf, buf, 4, ncclFloat, comm, NULL));
   EXPECT_RES(ncclReduceScatter(buf, buf, 4, ncclFloat, (ncclRedOp_t)77, comm, NULL),
              ncclInvalidArgument);
-  EXPECT_RES(ncclReduceScatter(buf, buf, 4, ncclFloat, ncclMax, comm, NULL), ncclInvalidUsage);
+  EXPECT_OK(ncclReduceScatter(buf, buf, 4, ncclFloat, ncclMax, comm, NULL));
+  EXPECT(buf[1] == 2 && buf[2] == 3);
   EXPECT_RES(ncclAlltoAll(buf, buf, 4, (ncclDataType_t)-2, comm, NULL), ncclInvalidArgument);
   EXPECT_RES(ncclGather(buf, buf, 4, ncclFloat, 5, comm, NULL), ncclInvalidArgument);
   EXPECT_RES(ncclScatter(buf, buf, 4, ncclFloat, 5, comm, NULL), ncclInvalidArgument);

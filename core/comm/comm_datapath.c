@@ -1,0 +1,130 @@
+/* The data path of a communicator: what init sets up after bootstrap (agreed channel count and
+ * buffer sizes, the net plugin context, the connection table, the executor) and what free
+ * tears down. Connections themselves are made lazily, by the first operation that needs each
+ * (plan/), so an init costs no shared memory and no network connections. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "host/host.h"
+#include "plan/plan.h"
+#include "plugin/net.h"
+#include "proxy/proxy.h"
+#include "transport/transport.h"
+#include "util/check.h"
+#include "util/param.h"
+
+/* Host channels by default: enough to keep each rank's cores busy copying, at most 2 (more
+ * worker threads than cores only adds switching; tests run 8 ranks on 2 cores). */
+#define HOST_DEFAULT_MAX_CHANNELS 2
+
+typedef struct {
+  int32_t nchannels;
+  int32_t shm_disable;
+  uint64_t buffsize;
+  uint64_t ll_buffsize;
+} dp_proposal;
+
+static int local_ranks(const struct ncclComm* comm) {
+  int n = 0;
+  const weft_rank_info* me = &comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; r++)
+    if (comm->peers[r].host_hash == me->host_hash && strcmp(comm->peers[r].host, me->host) == 0)
+      n++;
+  return n;
+}
+
+static int propose_channels(const struct ncclComm* comm) {
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int local = local_ranks(comm);
+  int nch = ncpu > 0 ? (int)(ncpu / (local > 0 ? local : 1)) : 1;
+  if (nch > HOST_DEFAULT_MAX_CHANNELS) nch = HOST_DEFAULT_MAX_CHANNELS;
+  if (nch < 1) nch = 1;
+  if (param_is_set(WEFT_PARAM_MIN_NCHANNELS) && nch < (int)param_int(WEFT_PARAM_MIN_NCHANNELS))
+    nch = (int)param_int(WEFT_PARAM_MIN_NCHANNELS);
+  if (param_is_set(WEFT_PARAM_MAX_NCHANNELS) && nch > (int)param_int(WEFT_PARAM_MAX_NCHANNELS))
+    nch = (int)param_int(WEFT_PARAM_MAX_NCHANNELS);
+  if (comm->config.minCTAs > 0 && nch < comm->config.minCTAs) nch = comm->config.minCTAs;
+  if (comm->config.maxCTAs > 0 && nch > comm->config.maxCTAs) nch = comm->config.maxCTAs;
+  if (nch > WEFT_MAX_CHANNELS) nch = WEFT_MAX_CHANNELS;
+  return nch < 1 ? 1 : nch;
+}
+
+ncclResult_t comm_datapath_init(struct ncclComm* comm) {
+  if (comm->mode != WEFT_MODE_HOST) return ncclSuccess; /* the device data path comes later */
+  dp_proposal* all = calloc((size_t)comm->nranks, sizeof *all);
+  if (!all) {
+    WARN("rank %d: out of memory agreeing on the data path", comm->rank);
+    return ncclSystemError;
+  }
+  dp_proposal* mine = &all[comm->rank];
+  mine->nchannels = propose_channels(comm);
+  mine->shm_disable = (int32_t)param_int(WEFT_PARAM_SHM_DISABLE);
+  mine->buffsize = (uint64_t)param_int(WEFT_PARAM_BUFFSIZE);
+  mine->ll_buffsize = (uint64_t)param_int(WEFT_PARAM_LL_BUFFSIZE);
+  ncclResult_t res = ncclSuccess;
+  if (comm->nranks > 1)
+    WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, out);
+  /* The smallest proposal wins: every rank must cut data into the same steps. */
+  weft_transport_params tp = {mine->nchannels, (size_t)mine->buffsize, (size_t)mine->ll_buffsize,
+                              mine->shm_disable};
+  for (int r = 0; r < comm->nranks; r++) {
+    if (all[r].nchannels < tp.nchannels) tp.nchannels = all[r].nchannels;
+    if (all[r].buffsize < tp.buffsize) tp.buffsize = (size_t)all[r].buffsize;
+    if (all[r].ll_buffsize < tp.ll_buffsize) tp.ll_buffsize = (size_t)all[r].ll_buffsize;
+    if (all[r].shm_disable) tp.shm_disable = 1;
+  }
+  if (tp.nchannels < 1 || tp.nchannels > WEFT_MAX_CHANNELS || tp.buffsize < 65536 ||
+      tp.ll_buffsize < 4096) {
+    WARN("rank %d: ranks disagree beyond repair on channels/buffer sizes (%d, %zu, %zu)",
+         comm->rank, tp.nchannels, tp.buffsize, tp.ll_buffsize);
+    res = ncclInternalError;
+    goto out;
+  }
+  WEFT_CHECK_GOTO(plan_comm_init(comm, tp.nchannels), res, out);
+  if (comm->nranks > 1 && comm->net == NULL)
+    WEFT_CHECK_GOTO(net_open_for_comm(comm->config.netName, comm->comm_hash,
+                                      comm->config.trafficClass, &comm->net),
+                    res, out);
+  WEFT_CHECK_GOTO(transport_init(comm, &tp), res, out);
+  size_t ll_payload = conn_payload_max(tp.ll_buffsize / WEFT_NSTEPS, 1);
+  WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, &comm->host), res, out);
+  INFO(NCCL_INIT, "rank %d: host data path: %d channel(s), Simple %zu B / LL %zu B per "
+       "connection, shm %s, net %s",
+       comm->rank, tp.nchannels, tp.buffsize, tp.ll_buffsize, tp.shm_disable ? "off" : "on",
+       comm->net ? comm->net->name : "none");
+out:
+  free(all);
+  return res;
+}
+
+ncclResult_t comm_datapath_quiesce(struct ncclComm* comm) {
+  /* After an abort or a failure nothing in flight is worth waiting for. */
+  if (!comm->proxy || __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) ||
+      __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE) == WEFT_COMM_FAILED)
+    return ncclSuccess;
+  return proxy_drain(comm->proxy, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
+}
+
+/* Bound on waiting for another thread's launch to leave the comm during an abort. */
+#define ABORT_WAIT_MS 2000
+
+void comm_datapath_fini(struct ncclComm* comm) {
+  /* Another thread's operation (possible only with abort, whose flag makes the workers fail
+   * everything at once) must leave the comm before anything is freed. */
+  if (!plan_wait_idle(comm, ABORT_WAIT_MS))
+    WARN("rank %d: a thread is still inside an operation on comm %p being freed", comm->rank,
+         (void*)comm);
+  host_exec_destroy(comm->host);
+  comm->host = NULL;
+  if (comm->proxy) {
+    comm_datapath_quiesce(comm);
+    proxy_destroy(comm->proxy);
+    comm->proxy = NULL;
+  }
+  transport_fini(comm); /* before the net: closing net comms needs the plugin */
+  plan_comm_fini(comm);
+  net_close_for_comm(comm->net);
+  comm->net = NULL;
+}

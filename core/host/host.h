@@ -1,0 +1,35 @@
+/* The host executor: one worker thread per channel of a communicator runs the work items
+ * (plan.h) submitted to its channel. Each item is a non-blocking state machine: a step runs
+ * only when every FIFO it touches is ready (data in its receive slots, room in its send
+ * slots), and then runs whole; otherwise the worker moves on to the next item. The worker
+ * round-robins all its items and backs off (spin, yield, sleep) when none moved, so any set
+ * of operations that could complete with unbounded buffering completes with 8 slots.
+ *
+ * Waits are bounded: an item that has not moved for WEFT_TIMEOUT_MS fails with
+ * ncclRemoteError naming the peer it waited for; a same-host peer's process is checked every
+ * ~100 ms of waiting (dead: ncclRemoteError at once); a connection error from the proxy fails
+ * the item with that error; the communicator's abort flag fails every item at once. */
+#ifndef WEFT_HOST_H
+#define WEFT_HOST_H
+
+#include <stddef.h>
+#include "nccl.h"
+#include "plan/plan.h"
+
+struct ncclComm;
+typedef struct weft_host weft_host;
+
+/* Start nchannels workers. ll_payload: the largest LL payload of one step (scratch size). */
+ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_payload,
+                              weft_host** out);
+/* Hand w to the worker of w->channel; plan_work_done(w, res) is called when it ends. */
+void host_exec_submit(weft_host* h, weft_work* w);
+/* Stop the workers (items still running fail with ncclRemoteError) and join them. */
+void host_exec_destroy(weft_host* h);
+
+/* Run one step of w if its FIFOs allow. Returns 1 when it ran, 0 when it must wait (w->blocked
+ * names the connection), or -1 with *res set on failure. scratch: 2 × WEFT_PRIM_MAX_PEERS + 1
+ * buffers of ll_payload bytes (LL only). */
+int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclResult_t* res);
+
+#endif

@@ -1,0 +1,328 @@
+/* Channel workers of the host executor (see host.h). Work arrives through a mutex-guarded
+ * queue; the worker keeps its active items in launch order, which is also the order in which
+ * they take turns on a shared connection (tickets, conn.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "host/host.h"
+#include "util/check.h"
+#include "util/clock.h"
+#include "util/param.h"
+
+#define CHECK_INTERVAL_MS 100
+/* w->blocked while an item waits for its turn on a connection (an earlier item holds it). */
+#define BLOCKED_ON_TURN (-2)
+#define SCRATCH_BUFS (WEFT_PRIM_MAX_PEERS + 1)
+
+typedef struct {
+  struct weft_host* host;
+  int index;
+  pthread_t thread;
+  int started;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  weft_work *in_head, *in_tail; /* submitted, not yet taken */
+  int incoming;                 /* hint, read without the lock */
+  int stop;
+  char* scratch_mem;
+  char* scratch[SCRATCH_BUFS];
+} host_channel;
+
+struct weft_host {
+  struct ncclComm* comm;
+  int nchannels;
+  int timeout_ms;
+  host_channel* ch;
+};
+
+/* ---- peer liveness ---- */
+
+/* 0 when the process is gone (or a zombie), 1 otherwise. */
+static int pid_alive(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return 1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  if (close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+    return 0;
+  return 1;
+}
+
+/* ---- work items ---- */
+
+static void describe_wait(const weft_work* w, char* buf, size_t len) {
+  if (w->blocked >= 0 && w->conns[w->blocked]) {
+    const weft_conn* c = w->conns[w->blocked];
+    snprintf(buf, len, "%s rank %d (channel %d, %s, step %llu)",
+             c->is_send ? "room to send to" : "data from", c->peer, c->channel,
+             c->proto == NCCL_PROTO_LL ? "LL" : "Simple", (unsigned long long)c->step);
+  } else {
+    snprintf(buf, len, "its turn on channel %d", w->channel);
+  }
+}
+
+static void finish(weft_work* w, ncclResult_t res) {
+  for (int i = 0; i < WEFT_WORK_MAX_CONNS; i++) {
+    weft_conn* c = w->conns[i];
+    if (!c) continue;
+    /* A connection left mid-operation cannot carry later ones correctly. */
+    if (res != ncclSuccess) {
+      int ok = ncclSuccess;
+      __atomic_compare_exchange_n(&c->error, &ok, (int)res, 0, __ATOMIC_RELEASE,
+                                  __ATOMIC_RELAXED);
+    }
+    c->ticket_serving++;
+  }
+  plan_work_done(w, res);
+}
+
+/* 2 done, 1 moved, 0 waiting, -1 failed (*res). */
+static int work_step(host_channel* ch, weft_work* w, ncclResult_t* res) {
+  if (w->pc[0] == 0 && w->pc[1] == 0) {
+    for (int i = 0; i < WEFT_WORK_MAX_CONNS; i++) {
+      weft_conn* c = w->conns[i];
+      if (c && c->ticket_serving != w->tickets[i]) {
+        w->blocked = BLOCKED_ON_TURN;
+        return 0;
+      }
+    }
+  }
+  int moved = 0;
+  for (int s = 0; s < w->nstreams; s++) {
+    /* A bounded batch per visit keeps the other items of the channel moving. */
+    for (int k = 0; k < 2 * WEFT_NSTEPS && w->pc[s] < w->npc[s]; k++) {
+      if (s == 1 && w->down_after_up && w->pc[1] >= w->pc[0]) break;
+      weft_prim p;
+      plan_work_prim(w, s, w->pc[s], &p);
+      int r = host_prim_try(w, &p, ch->scratch, res);
+      if (r < 0) return -1;
+      if (r == 0) break;
+      w->pc[s]++;
+      moved = 1;
+    }
+  }
+  int done = 1;
+  for (int s = 0; s < w->nstreams; s++)
+    if (w->pc[s] < w->npc[s]) done = 0;
+  if (done) return 2;
+  return moved;
+}
+
+/* Periodic checks of a waiting item: dead peer, timeout. 1 when it must fail (*res). */
+static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t* res) {
+  struct weft_host* h = ch->host;
+  /* Waiting for an earlier item is not waiting for a peer: that item has its own bound. */
+  if (w->idle_since_ms == 0 || w->blocked == BLOCKED_ON_TURN) {
+    w->idle_since_ms = now;
+    return 0;
+  }
+  char what[160];
+  if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
+      !pid_alive(w->conns[w->blocked]->watch_pid)) {
+    describe_wait(w, what, sizeof what);
+    WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
+         "exited",
+         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+         w->conns[w->blocked]->watch_pid);
+    *res = ncclRemoteError;
+    return 1;
+  }
+  if (now - w->idle_since_ms > (uint64_t)h->timeout_ms) {
+    describe_wait(w, what, sizeof what);
+    WARN("rank %d: %s (seq %llu) waited %d ms for %s: timed out (WEFT_TIMEOUT_MS)", w->rank,
+         plan_func_name(w->op->func), (unsigned long long)w->op->seq, h->timeout_ms, what);
+    *res = ncclRemoteError;
+    return 1;
+  }
+  return 0;
+}
+
+static void fail_all(weft_work** head, ncclResult_t res) {
+  while (*head) {
+    weft_work* w = *head;
+    *head = w->next;
+    finish(w, res);
+  }
+}
+
+static void* worker_main(void* arg) {
+  host_channel* ch = arg;
+  struct ncclComm* comm = ch->host->comm;
+  weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
+  weft_work *head = NULL, *tail = NULL;
+  weft_backoff bo = {0};
+  uint64_t next_check = 0;
+  for (;;) {
+    if (head == NULL || __atomic_load_n(&ch->incoming, __ATOMIC_ACQUIRE)) {
+      pthread_mutex_lock(&ch->lock);
+      while (head == NULL && ch->in_head == NULL && !ch->stop)
+        pthread_cond_wait(&ch->cond, &ch->lock);
+      if (ch->in_head) {
+        if (tail)
+          tail->next = ch->in_head;
+        else
+          head = ch->in_head;
+        tail = ch->in_tail;
+        ch->in_head = ch->in_tail = NULL;
+      }
+      __atomic_store_n(&ch->incoming, 0, __ATOMIC_RELAXED);
+      int stop = ch->stop;
+      pthread_mutex_unlock(&ch->lock);
+      if (stop) {
+        fail_all(&head, ncclRemoteError);
+        return NULL;
+      }
+      bo.polls = 0;
+    }
+    int moved = 0;
+    weft_work *prev = NULL, *w = head;
+    while (w) {
+      ncclResult_t res = ncclSuccess;
+      int r = work_step(ch, w, &res);
+      if (r == 1) {
+        moved = 1;
+        w->idle_since_ms = 0;
+      }
+      if (r == 2 || r < 0) {
+        weft_work* next = w->next;
+        if (prev)
+          prev->next = next;
+        else
+          head = next;
+        if (tail == w) tail = prev;
+        finish(w, r == 2 ? ncclSuccess : res);
+        moved = 1;
+        w = next;
+        continue;
+      }
+      prev = w;
+      w = w->next;
+    }
+    if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) && head) {
+      INFO(NCCL_COLL, "rank %d: channel %d: aborting its operations", comm->rank, ch->index);
+      fail_all(&head, ncclRemoteError);
+      tail = NULL;
+      continue;
+    }
+    /* Checked whether or not something moved: one busy item must not hide a stuck one. */
+    uint64_t now = clock_ms();
+    if (now >= next_check) {
+      next_check = now + CHECK_INTERVAL_MS;
+      prev = NULL;
+      w = head;
+      while (w) {
+        ncclResult_t res = ncclSuccess;
+        if (work_check(ch, w, now, &res)) {
+          weft_work* next = w->next;
+          if (prev)
+            prev->next = next;
+          else
+            head = next;
+          if (tail == w) tail = prev;
+          finish(w, res);
+          w = next;
+          continue;
+        }
+        prev = w;
+        w = w->next;
+      }
+    }
+    if (moved) {
+      bo.polls = 0;
+      continue;
+    }
+    backoff_wait(&bo);
+  }
+}
+
+ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_payload,
+                              weft_host** out) {
+  weft_host* h = calloc(1, sizeof *h);
+  host_channel* ch = h ? calloc((size_t)nchannels, sizeof *ch) : NULL;
+  if (!ch) {
+    free(h);
+    WARN("rank %d: out of memory for %d host channels", comm->rank, nchannels);
+    return ncclSystemError;
+  }
+  h->comm = comm;
+  h->ch = ch;
+  h->timeout_ms = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < nchannels; i++) {
+    host_channel* c = &ch[i];
+    c->host = h;
+    c->index = i;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    h->nchannels = i + 1;
+    c->scratch_mem = malloc(SCRATCH_BUFS * ll_payload);
+    if (!c->scratch_mem) {
+      WARN("rank %d: out of memory for channel %d's scratch (%zu bytes)", comm->rank, i,
+           SCRATCH_BUFS * ll_payload);
+      res = ncclSystemError;
+      break;
+    }
+    for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = c->scratch_mem + (size_t)b * ll_payload;
+    int rc = pthread_create(&c->thread, NULL, worker_main, c);
+    if (rc != 0) {
+      WARN("rank %d: cannot start the worker of channel %d: %s", comm->rank, i, strerror(rc));
+      res = ncclSystemError;
+      break;
+    }
+    c->started = 1;
+  }
+  if (res != ncclSuccess) {
+    host_exec_destroy(h);
+    return res;
+  }
+  *out = h;
+  return ncclSuccess;
+}
+
+void host_exec_submit(weft_host* h, weft_work* w) {
+  host_channel* c = &h->ch[w->channel];
+  w->next = NULL;
+  w->blocked = -1;
+  w->idle_since_ms = 0;
+  pthread_mutex_lock(&c->lock);
+  if (c->in_tail)
+    c->in_tail->next = w;
+  else
+    c->in_head = w;
+  c->in_tail = w;
+  __atomic_store_n(&c->incoming, 1, __ATOMIC_RELEASE);
+  pthread_cond_signal(&c->cond);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void host_exec_destroy(weft_host* h) {
+  if (!h) return;
+  for (int i = 0; i < h->nchannels; i++) {
+    host_channel* c = &h->ch[i];
+    pthread_mutex_lock(&c->lock);
+    c->stop = 1;
+    __atomic_store_n(&c->incoming, 1, __ATOMIC_RELEASE);
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+  }
+  for (int i = 0; i < h->nchannels; i++) {
+    host_channel* c = &h->ch[i];
+    if (c->started) pthread_join(c->thread, NULL);
+    fail_all(&c->in_head, ncclRemoteError);
+    pthread_cond_destroy(&c->cond);
+    pthread_mutex_destroy(&c->lock);
+    free(c->scratch_mem);
+  }
+  free(h->ch);
+  free(h);
+}

@@ -1,0 +1,255 @@
+/* The primitive on host memory, for Simple and LL (see plan.h and transport/conn.h).
+ *
+ * A step is all-or-nothing: first every receive slot must hold its data and every send slot
+ * must be free; then the inputs are combined into one output (the local dst when there is
+ * one, else the first send slot; LL goes through a scratch buffer), copied to the other
+ * outputs, and the FIFO counters published. Simple reduces straight from the receive slot into
+ * the user buffer or the send slot, so a step costs one pass per output at most. */
+#include <string.h>
+
+#include "comm/comm.h"
+#include "host/host.h"
+#include "util/check.h"
+
+/* ---- LL lines: {u32 data, u32 flag} halves, each one 8-byte atomic ---- */
+
+static uint64_t* ll_lines(const weft_conn* c) { return (uint64_t*)conn_slot(c, c->step); }
+
+static size_t ll_ready_lines(const weft_conn* c, size_t from, size_t nlines) {
+  const uint64_t* l = ll_lines(c);
+  uint32_t flag = (uint32_t)(c->step + 1);
+  size_t i = from;
+  for (; i < nlines; i++) {
+    uint64_t a = __atomic_load_n(&l[2 * i], __ATOMIC_RELAXED);
+    uint64_t b = __atomic_load_n(&l[2 * i + 1], __ATOMIC_RELAXED);
+    if ((uint32_t)(a >> 32) != flag || (uint32_t)(b >> 32) != flag) break;
+  }
+  return i;
+}
+
+static void ll_unpack(const weft_conn* c, char* out, size_t bytes) {
+  const uint64_t* l = ll_lines(c);
+  size_t full = bytes / WEFT_LL_LINE_PAYLOAD;
+  for (size_t i = 0; i < full; i++) {
+    uint32_t d[2];
+    d[0] = (uint32_t)__atomic_load_n(&l[2 * i], __ATOMIC_RELAXED);
+    d[1] = (uint32_t)__atomic_load_n(&l[2 * i + 1], __ATOMIC_RELAXED);
+    memcpy(out + i * WEFT_LL_LINE_PAYLOAD, d, sizeof d);
+  }
+  size_t rem = bytes % WEFT_LL_LINE_PAYLOAD;
+  if (rem) {
+    uint32_t d[2];
+    d[0] = (uint32_t)__atomic_load_n(&l[2 * full], __ATOMIC_RELAXED);
+    d[1] = (uint32_t)__atomic_load_n(&l[2 * full + 1], __ATOMIC_RELAXED);
+    memcpy(out + full * WEFT_LL_LINE_PAYLOAD, d, rem);
+  }
+}
+
+static void ll_pack(weft_conn* c, const char* in, size_t bytes) {
+  uint64_t* l = ll_lines(c);
+  uint64_t flag = (uint64_t)(uint32_t)(c->step + 1) << 32;
+  size_t n = ll_lines_for(bytes);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t d[2] = {0, 0};
+    size_t off = i * WEFT_LL_LINE_PAYLOAD;
+    if (off < bytes)
+      memcpy(d, in + off, bytes - off < WEFT_LL_LINE_PAYLOAD ? bytes - off : WEFT_LL_LINE_PAYLOAD);
+    __atomic_store_n(&l[2 * i], (uint64_t)d[0] | flag, __ATOMIC_RELAXED);
+    __atomic_store_n(&l[2 * i + 1], (uint64_t)d[1] | flag, __ATOMIC_RELAXED);
+  }
+}
+
+/* ---- readiness ---- */
+
+static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
+  int e = __atomic_load_n(&c->error, __ATOMIC_ACQUIRE);
+  if (e == ncclSuccess) return 0;
+  WARN("rank %d: %s (seq %llu) cannot go on: the connection %s rank %d (channel %d) failed "
+       "(%s)",
+       w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
+       c->is_send ? "to" : "from", c->peer, c->channel, ncclGetErrorString((ncclResult_t)e));
+  *res = (ncclResult_t)e;
+  return 1;
+}
+
+/* 1 ready, 0 not yet, -1 failed. Data that arrived is used even when the connection failed
+ * later: only a wait on a failed connection is an error. */
+static int recv_ready(weft_work* w, int idx, size_t bytes, int ll, ncclResult_t* res) {
+  weft_conn* c = w->conns[idx];
+  if (!ll || (c->flags & WEFT_CONN_LL_TAIL)) {
+    if (__atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE) <= c->step)
+      return conn_failed(w, c, res) ? -1 : 0;
+  }
+  if (!ll) {
+    int64_t got = __atomic_load_n(&c->ctrl->sizes[c->step % WEFT_NSTEPS], __ATOMIC_RELAXED);
+    if ((size_t)got != bytes) {
+      WARN("rank %d: %s (seq %llu) received %lld bytes from rank %d on channel %d where it "
+           "expected %zu: do all ranks pass the same count and datatype?",
+           w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
+           (long long)got, c->peer, c->channel, bytes);
+      *res = ncclInvalidUsage;
+      return -1;
+    }
+    return 1;
+  }
+  size_t nlines = ll_lines_for(bytes);
+  /* The producer writes lines in order: poll the last one alone until it lands, rather than
+   * pulling lines the producer is still writing back and forth between caches. Then every
+   * line is checked (the order of stores is not what makes a line valid, its flag is). */
+  if (w->ll_ready[idx] < nlines - 1 && ll_ready_lines(c, nlines - 1, nlines) != nlines)
+    return conn_failed(w, c, res) ? -1 : 0;
+  size_t ready = ll_ready_lines(c, w->ll_ready[idx], nlines);
+  w->ll_ready[idx] = (uint32_t)ready;
+  if (ready == nlines) return 1;
+  return conn_failed(w, c, res) ? -1 : 0;
+}
+
+static int send_ready(weft_work* w, int idx, ncclResult_t* res) {
+  weft_conn* c = w->conns[idx];
+  if (conn_failed(w, c, res)) return -1;
+  return c->step < __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE) + WEFT_NSTEPS;
+}
+
+/* ---- the combination ---- */
+
+/* Inputs of a step at an element offset. */
+typedef struct {
+  const char* in[WEFT_PRIM_MAX_PEERS];
+  const char* src;
+} step_inputs;
+
+static void combine(const weft_op* op, const weft_prim* p, char* out, const step_inputs* x,
+                    size_t n) {
+  const weft_redop* r = &op->redop;
+  size_t bytes = n * op->elem;
+  int pre = p->pre && host_redop_has_prepare(r);
+  int post = p->post && host_redop_has_finish(r);
+  if (!p->reduce) {
+    const char* v = x->src ? x->src : x->in[0];
+    if (pre) {
+      host_prepare(r, out, v, n);
+      if (post) host_finish(r, out, out, n);
+    } else if (post) {
+      host_finish(r, out, v, n);
+    } else if (out != v) {
+      memmove(out, v, bytes);
+    }
+    return;
+  }
+  /* A reduction has at least two inputs; a local src enters it (once) with its pre-op. */
+  const char* acc = x->in[0];
+  int next = 1;
+  if (x->src) {
+    if (pre)
+      host_reduce_prepare(r, out, x->in[0], x->src, n);
+    else
+      host_reduce(r, out, x->in[0], x->src, n);
+    acc = out;
+  }
+  for (int i = next; i < p->nrecv; i++) {
+    host_reduce(r, out, x->in[i], acc, n);
+    acc = out;
+  }
+  if (post)
+    host_finish(r, out, acc, n);
+  else if (acc != out)
+    memmove(out, acc, bytes);
+}
+
+/* Bytes combined at a time when the result also goes to other outputs: small enough that the
+ * copies read it back from L1/L2 rather than from memory. */
+#define COPY_BLOCK_BYTES (16 * 1024)
+
+/* Combine into out and copy the result to the nextra other outputs. */
+static void combine_and_copy(const weft_op* op, const weft_prim* p, char* out,
+                             const step_inputs* x, char* const* extra, int nextra) {
+  size_t e = op->elem, n = p->nelem;
+  if (nextra == 0) {
+    combine(op, p, out, x, n);
+    return;
+  }
+  size_t blk = COPY_BLOCK_BYTES / e;
+  for (size_t off = 0; off < n; off += blk) {
+    size_t k = n - off < blk ? n - off : blk;
+    step_inputs y;
+    for (int i = 0; i < p->nrecv; i++) y.in[i] = x->in[i] + off * e;
+    y.src = x->src ? x->src + off * e : NULL;
+    combine(op, p, out + off * e, &y, k);
+    for (int j = 0; j < nextra; j++) memcpy(extra[j] + off * e, out + off * e, k * e);
+  }
+}
+
+int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclResult_t* res) {
+  const weft_op* op = w->op;
+  size_t bytes = p->nelem * op->elem;
+  int ll = op->proto == NCCL_PROTO_LL;
+  for (int i = 0; i < p->nrecv; i++) {
+    int r = recv_ready(w, p->recv[i], bytes, ll, res);
+    if (r <= 0) {
+      w->blocked = p->recv[i];
+      return r;
+    }
+  }
+  for (int i = 0; i < p->nsend; i++) {
+    int r = send_ready(w, p->send[i], res);
+    if (r <= 0) {
+      w->blocked = p->send[i];
+      return r;
+    }
+  }
+  w->blocked = -1;
+
+  step_inputs x;
+  x.src = p->src;
+  for (int i = 0; i < p->nrecv; i++) {
+    weft_conn* c = w->conns[p->recv[i]];
+    if (ll) {
+      ll_unpack(c, scratch[i], bytes);
+      x.in[i] = scratch[i];
+    } else {
+      x.in[i] = conn_slot(c, c->step);
+    }
+  }
+  char* out = NULL;
+  int first_send_is_out = 0;
+  if (p->dst) {
+    out = p->dst;
+  } else if (p->nsend) {
+    if (ll) {
+      out = scratch[WEFT_PRIM_MAX_PEERS];
+    } else {
+      weft_conn* c = w->conns[p->send[0]];
+      out = conn_slot(c, c->step);
+      first_send_is_out = 1;
+    }
+  }
+  if (out && bytes) {
+    char* extra[WEFT_PRIM_MAX_PEERS];
+    int nextra = 0;
+    if (!ll)
+      for (int i = first_send_is_out; i < p->nsend; i++) {
+        weft_conn* c = w->conns[p->send[i]];
+        extra[nextra++] = conn_slot(c, c->step);
+      }
+    combine_and_copy(op, p, out, &x, extra, nextra);
+  }
+
+  for (int i = 0; i < p->nsend; i++) {
+    weft_conn* c = w->conns[p->send[i]];
+    size_t wire = bytes;
+    if (ll) {
+      ll_pack(c, out, bytes);
+      wire = ll_lines_for(bytes) * WEFT_LL_LINE_BYTES;
+    }
+    __atomic_store_n(&c->ctrl->sizes[c->step % WEFT_NSTEPS], (int64_t)wire, __ATOMIC_RELAXED);
+    c->step++;
+    __atomic_store_n(&c->ctrl->tail, c->step, __ATOMIC_RELEASE);
+  }
+  for (int i = 0; i < p->nrecv; i++) {
+    weft_conn* c = w->conns[p->recv[i]];
+    w->ll_ready[p->recv[i]] = 0;
+    c->step++;
+    __atomic_store_n(&c->ctrl->head, c->step, __ATOMIC_RELEASE);
+  }
+  return 1;
+}

@@ -1,0 +1,409 @@
+/* Ops: queued per communicator while a group is open, launched together at its end.
+ *
+ * Launch, for the communicators of one group:
+ *  1. cut every op into work items (one per channel that has data) and list the connections
+ *     they need; sends/recvs to self are matched in order and copied directly;
+ *  2. prepare each communicator over its bootstrap: WEFT_CHECK_COLLECTIVES, then connect what
+ *     is missing. With several communicators (one thread driving several ranks) these run on
+ *     one thread each, since each may wait for another's messages;
+ *  3. attach the connections, take each work's tickets on them, read device-resident
+ *     PreMulSum scalars, wake the proxies and hand the items to the executor;
+ *  4. wait until every item has finished; a failure marks its communicator failed (the FIFOs
+ *     are no longer in step) and is reported through ncclCommGetAsyncError. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "host/host.h"
+#include "plan/plan.h"
+#include "proxy/proxy.h"
+#include "util/check.h"
+#include "util/clock.h"
+
+#define P2P_LL_MAX_BYTES 16384
+#define P2P_BYTES_PER_CHANNEL (512u * 1024u)
+
+static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static int is_coll(int func) { return func >= ncclFuncBroadcast && func <= ncclFuncAllReduce; }
+static int is_marker(int func) {
+  return func == ncclFuncAlltoAll || func == ncclFuncGather || func == ncclFuncScatter;
+}
+
+/* ---- enqueue ---- */
+
+static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
+  struct weft_plan* p = comm->plan;
+  size_t bytes = op->count * op->elem;
+  if (op->func == ncclFuncSend || op->func == ncclFuncRecv) {
+    op->algo = NCCL_ALGO_RING;
+    int ll_ok = (p->mask.proto[ncclFuncAllReduce] & (1u << NCCL_PROTO_LL)) != 0;
+    op->proto = bytes <= P2P_LL_MAX_BYTES && ll_ok ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+    size_t nch = divup(bytes, P2P_BYTES_PER_CHANNEL);
+    op->nchannels = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
+    if (bytes == 0) op->nchannels = 0;
+    return ncclSuccess;
+  }
+  if (!is_coll(op->func) || op->count == 0) {
+    op->nchannels = 0;
+    return ncclSuccess;
+  }
+  weft_exec_caps caps = {(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
+                         (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL), p->nchannels};
+  size_t nbytes = bytes;
+  if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
+    nbytes *= (size_t)comm->nranks;
+  weft_choice c;
+  WEFT_CHECK(tune_choose(&p->mask, &caps, (ncclFunc_t)op->func, nbytes, comm->nranks, &c));
+  op->algo = c.algo;
+  op->proto = c.proto;
+  op->nchannels = c.nchannels < 1 ? 1 : (c.nchannels > p->nchannels ? p->nchannels : c.nchannels);
+  INFO(NCCL_TUNING, "rank %d: %s seq %llu: %zu bytes -> %s/%s on %d channel(s)", comm->rank,
+       plan_func_name(op->func), (unsigned long long)op->seq, nbytes, tune_algo_name(op->algo),
+       tune_proto_name(op->proto), op->nchannels);
+  return ncclSuccess;
+}
+
+ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
+  struct weft_plan* p = comm->plan;
+  if (comm->mode != WEFT_MODE_HOST || p == NULL) {
+    WARN("%s: the device data path is not available yet in weft %s", plan_func_name(in->func),
+         WEFT_VERSION_STRING);
+    return ncclInvalidUsage;
+  }
+  weft_op* op = malloc(sizeof *op);
+  if (!op) {
+    WARN("rank %d: out of memory queueing %s", comm->rank, plan_func_name(in->func));
+    return ncclSystemError;
+  }
+  *op = *in;
+  op->next = NULL;
+  op->elem = dtype_size(op->dtype);
+  op->seq = (is_coll(op->func) || is_marker(op->func)) ? ++p->coll_seq : 0;
+  ncclResult_t res = choose(comm, op);
+  if (res != ncclSuccess) {
+    free(op);
+    return res;
+  }
+  if (p->pending_tail)
+    p->pending_tail->next = op;
+  else
+    p->pending_head = op;
+  p->pending_tail = op;
+  p->npending++;
+  return ncclSuccess;
+}
+
+int plan_wait_idle(struct ncclComm* comm, int timeout_ms) {
+  if (!comm->plan) return 1;
+  uint64_t deadline = clock_ms() + (uint64_t)timeout_ms;
+  weft_backoff bo = {0};
+  while (__atomic_load_n(&comm->plan->inflight, __ATOMIC_ACQUIRE) > 0) {
+    if (clock_ms() > deadline) return 0;
+    backoff_wait(&bo);
+  }
+  return 1;
+}
+
+void plan_discard(struct ncclComm* comm) {
+  struct weft_plan* p = comm->plan;
+  if (!p) return;
+  while (p->pending_head) {
+    weft_op* op = p->pending_head;
+    p->pending_head = op->next;
+    free(op);
+  }
+  p->pending_tail = NULL;
+  p->npending = 0;
+}
+
+/* ---- launch ---- */
+
+typedef struct {
+  struct ncclComm* comm;
+  weft_op* ops; /* list taken from the plan */
+  const weft_op** colls;
+  int ncoll;
+  weft_work* works;
+  int nworks;
+  weft_conn_key* keys;
+  int nkeys;
+  int needs_prep;
+  int uses_net;
+  ncclResult_t res;
+  pthread_t thread;
+  int thread_live;
+} comm_launch;
+
+void plan_work_done(weft_work* w, ncclResult_t res) {
+  weft_launch* L = w->launch;
+  w->result = res;
+  pthread_mutex_lock(&L->lock);
+  if (res != ncclSuccess && L->result == ncclSuccess) L->result = res;
+  if (--L->remaining == 0) pthread_cond_broadcast(&L->cond);
+  pthread_mutex_unlock(&L->lock);
+}
+
+/* Channel c's share of count elements over nch channels, cache-line aligned. */
+static void channel_part(size_t count, size_t elem, int nch, int c, size_t* off, size_t* cnt) {
+  size_t a = elem >= 64 ? 1 : 64 / elem;
+  size_t q = divup(divup(count, (size_t)nch), a) * a;
+  *off = (size_t)c * q;
+  *cnt = *off < count ? (count - *off < q ? count - *off : q) : 0;
+}
+
+/* Sends to self and receives from self of one comm, matched in order, copied now. */
+static ncclResult_t self_copies(struct ncclComm* comm, weft_op* ops) {
+  weft_op* recv = ops;
+  for (weft_op* s = ops; s; s = s->next) {
+    if (s->func != ncclFuncSend || s->root != comm->rank) continue;
+    while (recv && !(recv->func == ncclFuncRecv && recv->root == comm->rank)) recv = recv->next;
+    if (!recv) {
+      WARN("rank %d: ncclSend to self (%zu bytes) has no matching ncclRecv from self in the "
+           "group",
+           comm->rank, s->count * s->elem);
+      return ncclInvalidUsage;
+    }
+    size_t sb = s->count * s->elem, rb = recv->count * recv->elem;
+    if (sb != rb) {
+      WARN("rank %d: ncclSend to self of %zu bytes meets ncclRecv from self of %zu bytes",
+           comm->rank, sb, rb);
+      return ncclInvalidUsage;
+    }
+    if (sb && recv->recvbuff != s->sendbuff) memmove(recv->recvbuff, s->sendbuff, sb);
+    recv->nchannels = 0; /* done */
+    recv = recv->next;
+  }
+  for (; recv; recv = recv->next) {
+    if (recv->func == ncclFuncRecv && recv->root == comm->rank && recv->nchannels > 0) {
+      WARN("rank %d: ncclRecv from self has no matching ncclSend to self in the group",
+           comm->rank);
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
+static ncclResult_t build(comm_launch* cl, weft_launch* L) {
+  struct ncclComm* comm = cl->comm;
+  struct weft_plan* p = comm->plan;
+  cl->ops = p->pending_head;
+  p->pending_head = p->pending_tail = NULL;
+  int nops = p->npending;
+  p->npending = 0;
+  WEFT_CHECK(self_copies(comm, cl->ops));
+  int nworks = 0;
+  for (weft_op* op = cl->ops; op; op = op->next) {
+    if ((op->func == ncclFuncSend || op->func == ncclFuncRecv) && op->root == comm->rank) {
+      op->nchannels = 0;
+      continue;
+    }
+    nworks += op->nchannels;
+  }
+  cl->colls = calloc((size_t)nops + 1, sizeof *cl->colls);
+  cl->works = calloc((size_t)nworks + 1, sizeof *cl->works);
+  cl->keys = calloc((size_t)nworks * WEFT_WORK_MAX_CONNS * 2 + 1, sizeof *cl->keys);
+  if (!cl->colls || !cl->works || !cl->keys) {
+    WARN("rank %d: out of memory launching %d ops", comm->rank, nops);
+    return ncclSystemError;
+  }
+  for (weft_op* op = cl->ops; op; op = op->next) {
+    if (is_coll(op->func) || is_marker(op->func)) cl->colls[cl->ncoll++] = op;
+    for (int c = 0; c < op->nchannels; c++) {
+      weft_work* w = &cl->works[cl->nworks];
+      w->op = op;
+      w->comm = comm;
+      w->launch = L;
+      w->channel = c;
+      channel_part(op->count, op->elem, op->nchannels, c, &w->part_off, &w->part_count);
+      if (w->part_count == 0) continue;
+      WEFT_CHECK(plan_work_setup(w));
+      cl->nworks++;
+      for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
+        if (w->keys[k].peer < 0) continue;
+        cl->keys[cl->nkeys++] = w->keys[k];
+        if (transport_find(comm, &w->keys[k]) == NULL) cl->needs_prep = 1;
+        /* A pair's point-to-point FIFOs are set up both ways at once: two ranks that each send
+         * to the other first, in separate groups, then meet in the same setup. */
+        if (w->keys[k].kind == WEFT_CONN_P2P) {
+          weft_conn_key mirror = w->keys[k];
+          mirror.send = !mirror.send;
+          cl->keys[cl->nkeys++] = mirror;
+          if (transport_find(comm, &mirror) == NULL) cl->needs_prep = 1;
+        }
+      }
+    }
+  }
+  if (p->check_colls && cl->ncoll > 0) cl->needs_prep = 1;
+  return ncclSuccess;
+}
+
+static ncclResult_t prepare(comm_launch* cl) {
+  struct ncclComm* comm = cl->comm;
+  if (comm->plan->check_colls && cl->ncoll > 0) {
+    ncclResult_t res = plan_check_collectives(comm, cl->colls, cl->ncoll);
+    if (res != ncclSuccess) {
+      /* Nothing ran: every rank takes its collectives back, so that the sequence numbers
+       * agree again for the next launch. */
+      comm->plan->coll_seq -= (uint64_t)cl->ncoll;
+      return res;
+    }
+  }
+  return transport_connect(comm, cl->keys, cl->nkeys);
+}
+
+static void* prepare_thread(void* arg) {
+  comm_launch* cl = arg;
+  weft_log_set_thread_rank(cl->comm->rank, cl->comm->cuda_dev);
+  cl->res = prepare(cl);
+  return NULL;
+}
+
+/* Connections of every work item; nothing is taken yet, so a failure here leaves no trace. */
+static ncclResult_t attach(comm_launch* cl) {
+  struct ncclComm* comm = cl->comm;
+  for (int i = 0; i < cl->nworks; i++) {
+    weft_work* w = &cl->works[i];
+    for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
+      if (w->keys[k].peer < 0) continue;
+      w->conns[k] = transport_find(comm, &w->keys[k]);
+      if (!w->conns[k]) {
+        WARN("rank %d: connection to rank %d (channel %d) missing after setup", comm->rank,
+             w->keys[k].peer, w->keys[k].channel);
+        return ncclInternalError;
+      }
+      if (transport_kind_of(comm, &w->keys[k]) == WEFT_TRANSPORT_NET) cl->uses_net = 1;
+    }
+  }
+  return ncclSuccess;
+}
+
+/* Commit: tickets (each taken one must be served, so only once the launch cannot fail any
+ * more), net receive budgets, device-resident scalars. */
+static void commit(comm_launch* cl) {
+  struct ncclComm* comm = cl->comm;
+  for (int i = 0; i < cl->nworks; i++) {
+    weft_work* w = &cl->works[i];
+    for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
+      if (w->conns[k]) w->tickets[k] = w->conns[k]->ticket_next++;
+  }
+  /* Tell the proxy how many steps each net receive connection will carry. */
+  if (cl->uses_net && comm->proxy) {
+    for (int i = 0; i < cl->nworks; i++) {
+      weft_work* w = &cl->works[i];
+      uint64_t steps[WEFT_WORK_MAX_CONNS] = {0};
+      int any = 0;
+      for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
+        if (w->conns[k] && !w->conns[k]->is_send &&
+            transport_kind_of(comm, &w->keys[k]) == WEFT_TRANSPORT_NET)
+          any = 1;
+      if (!any) continue;
+      for (int s = 0; s < w->nstreams; s++) {
+        weft_prim p;
+        for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++)
+          for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
+      }
+      for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
+        if (steps[k] && transport_kind_of(comm, &w->keys[k]) == WEFT_TRANSPORT_NET)
+          proxy_expect_recvs(comm->proxy, w->conns[k], steps[k]);
+    }
+  }
+  for (weft_op* op = cl->ops; op; op = op->next)
+    if (op->scalar_ptr) memcpy(op->redop.scalar, op->scalar_ptr, op->elem);
+}
+
+/* A failure that leaves connections out of step breaks the communicator. */
+static void mark_failed(struct ncclComm* comm, ncclResult_t res) {
+  int ok = ncclSuccess;
+  __atomic_compare_exchange_n(&comm->async_error, &ok, (int)res, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_RELAXED);
+  __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
+}
+
+static void free_launch(comm_launch* cl) {
+  while (cl->ops) {
+    weft_op* op = cl->ops;
+    cl->ops = op->next;
+    free(op);
+  }
+  free(cl->colls);
+  free(cl->works);
+  free(cl->keys);
+}
+
+ncclResult_t plan_launch(struct ncclComm** comms, int n) {
+  ncclResult_t res = ncclSuccess;
+  comm_launch* cls = calloc((size_t)n, sizeof *cls);
+  if (!cls) {
+    WARN("out of memory launching a group of %d communicators", n);
+    for (int i = 0; i < n; i++) plan_discard(comms[i]);
+    return ncclSystemError;
+  }
+  weft_launch L;
+  pthread_mutex_init(&L.lock, NULL);
+  pthread_cond_init(&L.cond, NULL);
+  L.remaining = 0;
+  L.result = ncclSuccess;
+
+  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
+  for (int i = 0; i < n; i++) {
+    cls[i].comm = comms[i];
+    cls[i].res = build(&cls[i], &L);
+    if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
+  }
+  if (res != ncclSuccess) goto done;
+
+  int nprep = 0;
+  for (int i = 0; i < n; i++) nprep += cls[i].needs_prep;
+  for (int i = 0; i < n; i++) {
+    if (!cls[i].needs_prep) continue;
+    if (nprep > 1 && pthread_create(&cls[i].thread, NULL, prepare_thread, &cls[i]) == 0)
+      cls[i].thread_live = 1;
+    else
+      cls[i].res = prepare(&cls[i]);
+  }
+  for (int i = 0; i < n; i++) {
+    if (cls[i].thread_live) pthread_join(cls[i].thread, NULL);
+    if (cls[i].res != ncclSuccess) {
+      if (res == ncclSuccess) res = cls[i].res;
+      if (cls[i].res != ncclInvalidUsage) mark_failed(cls[i].comm, cls[i].res);
+    }
+  }
+  if (res != ncclSuccess) goto done;
+  for (int i = 0; i < n; i++) {
+    cls[i].res = attach(&cls[i]);
+    if (cls[i].res != ncclSuccess) {
+      res = cls[i].res;
+      goto done;
+    }
+  }
+  for (int i = 0; i < n; i++) commit(&cls[i]);
+
+  for (int i = 0; i < n; i++) L.remaining += cls[i].nworks;
+  for (int i = 0; i < n; i++)
+    if (cls[i].uses_net && cls[i].comm->proxy) proxy_activate(cls[i].comm->proxy);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < cls[i].nworks; k++) host_exec_submit(cls[i].comm->host, &cls[i].works[k]);
+  pthread_mutex_lock(&L.lock);
+  while (L.remaining > 0) pthread_cond_wait(&L.cond, &L.lock);
+  pthread_mutex_unlock(&L.lock);
+  for (int i = 0; i < n; i++)
+    if (cls[i].uses_net && cls[i].comm->proxy) proxy_deactivate(cls[i].comm->proxy);
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < cls[i].nworks; k++) {
+      ncclResult_t r = cls[i].works[k].result;
+      if (r == ncclSuccess) continue;
+      if (res == ncclSuccess) res = r;
+      mark_failed(cls[i].comm, r);
+    }
+  }
+done:
+  for (int i = 0; i < n; i++) free_launch(&cls[i]);
+  /* The last touch of each comm: an abort waiting in plan_wait_idle may free it next. */
+  for (int i = 0; i < n; i++) __atomic_sub_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
+  free(cls);
+  pthread_cond_destroy(&L.cond);
+  pthread_mutex_destroy(&L.lock);
+  return res;
+}

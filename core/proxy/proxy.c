@@ -1,0 +1,286 @@
+/* The proxy thread (see proxy.h). Connections are appended to a fixed-capacity array (the
+ * thread reads the count with acquire order, so adding never moves what it iterates); the
+ * condition variable only guards sleeping and waking. */
+#include "proxy/proxy.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "transport/transport.h"
+#include "util/check.h"
+#include "util/clock.h"
+
+#define PROXY_TAG 0x77
+
+typedef struct {
+  weft_conn* conn;
+  void* net_comm;
+  void* mhandle;
+  uint64_t posted; /* steps handed to the plugin */
+  uint64_t done;   /* steps the plugin completed */
+  uint64_t budget; /* recv: steps launched operations will consume (atomic, grows) */
+  void* reqs[WEFT_NSTEPS];
+  int failed;
+} proxy_conn;
+
+struct weft_proxy {
+  struct ncclComm* comm;
+  weft_net* net;
+  pthread_t thread;
+  int started;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int stop;
+  int active;
+  proxy_conn** conns;
+  int cap;
+  int nconns; /* appended under lock, read by the thread with acquire order */
+};
+
+static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const char* what) {
+  __atomic_store_n(&pc->failed, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&pc->conn->error, (int)res, __ATOMIC_RELEASE);
+  /* Logged at INFO: the operation that needed this connection WARNs when it fails. */
+  INFO(NCCL_NET, "rank %d: net %s: %s %s rank %d (channel %d) failed: %s", p->comm->rank,
+       p->net->name,
+       what, pc->conn->is_send ? "to" : "from", pc->conn->peer, pc->conn->channel,
+       ncclGetErrorString(res));
+}
+
+/* Returns 1 when something moved. */
+static int progress_send(weft_proxy* p, proxy_conn* pc) {
+  const ncclNet_v11_t* api = p->net->api;
+  weft_conn* c = pc->conn;
+  int moved = 0;
+  uint64_t tail = __atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE);
+  while (pc->posted < tail && pc->posted < pc->done + WEFT_NSTEPS) {
+    int slot = (int)(pc->posted % WEFT_NSTEPS);
+    size_t size = (size_t)__atomic_load_n(&c->ctrl->sizes[slot], __ATOMIC_RELAXED);
+    void* req = NULL;
+    ncclResult_t res = api->isend(pc->net_comm, conn_slot(c, pc->posted), size, PROXY_TAG,
+                                  pc->mhandle, NULL, &req);
+    if (res != ncclSuccess) {
+      conn_fail(p, pc, res, "isend");
+      return 1;
+    }
+    if (req == NULL) break; /* the plugin is full: retry later */
+    pc->reqs[slot] = req;
+    pc->posted++;
+    moved = 1;
+  }
+  while (pc->done < pc->posted) {
+    int slot = (int)(pc->done % WEFT_NSTEPS), done = 0, size = 0;
+    ncclResult_t res = api->test(pc->reqs[slot], &done, &size);
+    if (res != ncclSuccess) {
+      conn_fail(p, pc, res, "send");
+      return 1;
+    }
+    if (!done) break;
+    pc->reqs[slot] = NULL;
+    __atomic_store_n(&pc->done, pc->done + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->ctrl->head, pc->done, __ATOMIC_RELEASE);
+    moved = 1;
+  }
+  return moved;
+}
+
+static int progress_recv(weft_proxy* p, proxy_conn* pc) {
+  const ncclNet_v11_t* api = p->net->api;
+  weft_conn* c = pc->conn;
+  int moved = 0;
+  /* Only receives an operation will consume are posted: a receive left posted when the peer
+   * closes its end would fail for nothing. */
+  uint64_t head = __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE);
+  uint64_t budget = __atomic_load_n(&pc->budget, __ATOMIC_ACQUIRE);
+  while (pc->posted < head + WEFT_NSTEPS && pc->posted < budget) {
+    int slot = (int)(pc->posted % WEFT_NSTEPS);
+    void* data = conn_slot(c, pc->posted);
+    size_t size = c->step_bytes;
+    int tag = PROXY_TAG;
+    void* mh = pc->mhandle;
+    void* ph = NULL;
+    void* req = NULL;
+    ncclResult_t res = api->irecv(pc->net_comm, 1, &data, &size, &tag, &mh, &ph, &req);
+    if (res != ncclSuccess) {
+      conn_fail(p, pc, res, "irecv");
+      return 1;
+    }
+    if (req == NULL) break;
+    pc->reqs[slot] = req;
+    pc->posted++;
+    moved = 1;
+  }
+  while (pc->done < pc->posted) {
+    int slot = (int)(pc->done % WEFT_NSTEPS), done = 0, size = 0;
+    ncclResult_t res = api->test(pc->reqs[slot], &done, &size);
+    if (res != ncclSuccess) {
+      conn_fail(p, pc, res, "receive");
+      return 1;
+    }
+    if (!done) break;
+    pc->reqs[slot] = NULL;
+    __atomic_store_n(&c->ctrl->sizes[slot], (int64_t)size, __ATOMIC_RELAXED);
+    __atomic_store_n(&pc->done, pc->done + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->ctrl->tail, pc->done, __ATOMIC_RELEASE);
+    moved = 1;
+  }
+  return moved;
+}
+
+/* A send step published by the executor has not completed in the plugin yet. */
+static int sends_pending(weft_proxy* p) {
+  int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    proxy_conn* pc = p->conns[i];
+    if (!pc->conn->is_send || __atomic_load_n(&pc->failed, __ATOMIC_RELAXED)) continue;
+    if (__atomic_load_n(&pc->done, __ATOMIC_RELAXED) <
+        __atomic_load_n(&pc->conn->ctrl->tail, __ATOMIC_ACQUIRE))
+      return 1;
+  }
+  return 0;
+}
+
+static void* proxy_main(void* arg) {
+  weft_proxy* p = arg;
+  weft_log_set_thread_rank(p->comm->rank, p->comm->cuda_dev);
+  weft_backoff bo = {0};
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (!p->stop && p->active == 0 && !sends_pending(p)) {
+      pthread_cond_wait(&p->cond, &p->lock);
+      bo.polls = 0;
+    }
+    if (p->stop) break;
+    pthread_mutex_unlock(&p->lock);
+    int moved = 0;
+    int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+      proxy_conn* pc = p->conns[i];
+      if (pc->failed) continue;
+      moved |= pc->conn->is_send ? progress_send(p, pc) : progress_recv(p, pc);
+    }
+    if (moved)
+      bo.polls = 0;
+    else
+      backoff_wait(&bo);
+    pthread_mutex_lock(&p->lock);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, weft_proxy** out) {
+  weft_proxy* p = calloc(1, sizeof *p);
+  if (!p) {
+    WARN("rank %d: out of memory for the proxy", comm->rank);
+    return ncclSystemError;
+  }
+  p->comm = comm;
+  p->net = net;
+  /* Every connection the table can hold, so that appending never reallocates. */
+  p->cap = max_conns;
+  p->conns = calloc((size_t)p->cap, sizeof *p->conns);
+  if (!p->conns) {
+    free(p);
+    WARN("rank %d: out of memory for the proxy's connection list", comm->rank);
+    return ncclSystemError;
+  }
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->cond, NULL);
+  int rc = pthread_create(&p->thread, NULL, proxy_main, p);
+  if (rc != 0) {
+    WARN("rank %d: cannot start the proxy thread: %s", comm->rank, strerror(rc));
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p->conns);
+    free(p);
+    return ncclSystemError;
+  }
+  p->started = 1;
+  *out = p;
+  return ncclSuccess;
+}
+
+void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps) {
+  int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    if (p->conns[i]->conn == conn) {
+      __atomic_add_fetch(&p->conns[i]->budget, nsteps, __ATOMIC_RELEASE);
+      return;
+    }
+}
+
+ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle) {
+  pthread_mutex_lock(&p->lock);
+  if (p->nconns >= p->cap) {
+    pthread_mutex_unlock(&p->lock);
+    WARN("rank %d: proxy connection list full (%d)", p->comm->rank, p->cap);
+    return ncclInternalError;
+  }
+  proxy_conn* pc = calloc(1, sizeof *pc);
+  if (!pc) {
+    pthread_mutex_unlock(&p->lock);
+    WARN("rank %d: out of memory adding a connection to the proxy", p->comm->rank);
+    return ncclSystemError;
+  }
+  p->conns[p->nconns] = pc;
+  pc->conn = conn;
+  pc->net_comm = net_comm;
+  pc->mhandle = mhandle;
+  __atomic_store_n(&p->nconns, p->nconns + 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&p->lock);
+  return ncclSuccess;
+}
+
+void proxy_activate(weft_proxy* p) {
+  pthread_mutex_lock(&p->lock);
+  p->active++;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+}
+
+void proxy_deactivate(weft_proxy* p) {
+  pthread_mutex_lock(&p->lock);
+  p->active--;
+  pthread_cond_signal(&p->cond); /* sleeps again once the sends are flushed */
+  pthread_mutex_unlock(&p->lock);
+}
+
+ncclResult_t proxy_drain(weft_proxy* p, int timeout_ms) {
+  uint64_t deadline = clock_ms() + (uint64_t)timeout_ms;
+  weft_backoff bo = {0};
+  pthread_mutex_lock(&p->lock);
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  while (sends_pending(p)) {
+    if (__atomic_load_n(&p->comm->abort_flag, __ATOMIC_ACQUIRE) || clock_ms() > deadline) {
+      INFO(NCCL_NET, "rank %d: net sends not flushed after %d ms", p->comm->rank, timeout_ms);
+      return ncclRemoteError;
+    }
+    backoff_wait(&bo);
+  }
+  int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    int e = __atomic_load_n(&p->conns[i]->conn->error, __ATOMIC_ACQUIRE);
+    if (e != ncclSuccess) return (ncclResult_t)e;
+  }
+  return ncclSuccess;
+}
+
+void proxy_destroy(weft_proxy* p) {
+  if (!p) return;
+  if (p->started) {
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+  }
+  pthread_cond_destroy(&p->cond);
+  pthread_mutex_destroy(&p->lock);
+  for (int i = 0; i < p->nconns; i++) free(p->conns[i]);
+  free(p->conns);
+  free(p);
+}

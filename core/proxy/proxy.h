@@ -1,0 +1,41 @@
+/* The proxy: one thread per communicator that moves FIFO slots of net connections through the
+ * net plugin, so that the executor sees a net connection exactly as a shared-memory one.
+ *
+ *  send side: once the executor has published step s (tail > s), isend slot s; when test()
+ *             reports it complete, publish head = s + 1 (the slot is free again);
+ *  recv side: keep an irecv posted for every free slot (posted < head + WEFT_NSTEPS) that a
+ *             launched operation will consume; when test() completes one, store its size and
+ *             publish tail = s + 1.
+ * A NULL request from isend/irecv means "try again later". A plugin error is stored in the
+ * connection's error field (the executor fails the operation waiting on it) and logged once.
+ *
+ * The thread sleeps on a condition variable while no operation is in flight and no send is
+ * left to flush; while working it backs off (spin, yield, sleep) when nothing moved. */
+#ifndef WEFT_PROXY_H
+#define WEFT_PROXY_H
+
+#include "nccl.h"
+#include "plugin/net.h"
+#include "transport/conn.h"
+
+struct ncclComm;
+typedef struct weft_proxy weft_proxy;
+
+/* Start the thread (idle until activated); at most max_conns connections will be added. */
+ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, weft_proxy** out);
+/* Hand a connected net connection to the proxy; net_comm is its plugin send or recv comm and
+ * mhandle the registration of conn->buff. */
+ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle);
+/* Launched operations will consume nsteps more steps of receive connection conn (receives are
+ * posted only for those). */
+void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps);
+/* Operations that may use net connections are in flight / have ended. */
+void proxy_activate(weft_proxy* p);
+void proxy_deactivate(weft_proxy* p);
+/* Wait (bounded) until every published send step has left through the plugin. Returns
+ * ncclSuccess, the first connection error, or ncclRemoteError on timeout/abort. */
+ncclResult_t proxy_drain(weft_proxy* p, int timeout_ms);
+/* Stop and join the thread and free the proxy; the plugin comms are not closed here. */
+void proxy_destroy(weft_proxy* p);
+
+#endif

@@ -1,0 +1,76 @@
+/* One direction of one connection, as every executor sees it: a FIFO of WEFT_NSTEPS slots with
+ * a producer counter (tail), a consumer counter (head) and per-slot sizes. Whatever carries the
+ * bytes (shared memory mapped from the peer, or a local buffer a proxy thread feeds through a
+ * net plugin), the executor code is the same: it only touches what this header describes.
+ *
+ * Rules (both protocols):
+ *  - step s uses slot s % WEFT_NSTEPS; steps count up from 0 for the connection's lifetime;
+ *  - the producer may write step s once head + WEFT_NSTEPS > s; it fills the slot, stores
+ *    sizes[slot] (bytes), then publishes tail = s + 1 with release order;
+ *  - the consumer may read step s once tail > s (Simple) or once every line of the slot carries
+ *    flag s + 1 (LL); when done with the slot it publishes head = s + 1 with release order.
+ * Simple: a slot holds step_bytes of raw data. LL: a slot holds step_bytes / 16 lines of
+ * {u32 data, u32 flag, u32 data, u32 flag}; each {data, flag} pair is stored and loaded as one
+ * 8-byte atomic, so a line half is either old or complete. A message of b bytes takes
+ * max(1, ceil(b / 8)) lines (the unused tail of the last line is zero). When bytes reach an LL
+ * slot through a proxy rather than through stores of the producer (WEFT_CONN_LL_TAIL), the
+ * consumer also waits for tail, since a plugin's copy is not made of 8-byte atomics. */
+#ifndef WEFT_TRANSPORT_CONN_H
+#define WEFT_TRANSPORT_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WEFT_NSTEPS 8
+#define WEFT_CACHELINE 64
+/* A connection's memory: the control block, then (at this offset) the slots. */
+#define WEFT_FIFO_CTRL_BYTES 4096
+
+typedef struct {
+  uint64_t tail; /* producer: steps published */
+  uint8_t pad0[WEFT_CACHELINE - sizeof(uint64_t)];
+  uint64_t head; /* consumer: steps consumed */
+  uint8_t pad1[WEFT_CACHELINE - sizeof(uint64_t)];
+  int64_t sizes[WEFT_NSTEPS]; /* producer: bytes in each slot, stored before tail */
+} weft_fifo_ctrl;
+_Static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fits its page");
+
+#define WEFT_LL_LINE_BYTES 16
+#define WEFT_LL_LINE_PAYLOAD 8
+
+/* Flags of a weft_conn. */
+#define WEFT_CONN_LL_TAIL 0x1 /* LL consumer also waits for tail (bytes delivered by a proxy) */
+
+typedef struct weft_conn {
+  weft_fifo_ctrl* ctrl; /* head/tail/sizes shared with the other side (or the proxy) */
+  char* buff;           /* WEFT_NSTEPS slots of step_bytes */
+  size_t step_bytes;
+  int proto;            /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
+  int flags;            /* WEFT_CONN_* */
+  int is_send;          /* this side produces */
+  int peer;             /* rank at the other end */
+  int channel;
+  int watch_pid;        /* same-host peer process to check while waiting (0: none) */
+  uint64_t step;        /* executor's position: next step to produce or consume */
+  volatile int error;   /* ncclResult_t set by whatever carries the bytes; sticky */
+  /* Ops of one channel use a connection in the order they were launched: each op takes a
+   * ticket at launch and may touch the connection while ticket_serving equals it. */
+  uint64_t ticket_next;
+  uint64_t ticket_serving;
+} weft_conn;
+
+static inline char* conn_slot(const weft_conn* c, uint64_t step) {
+  return c->buff + (size_t)(step % WEFT_NSTEPS) * c->step_bytes;
+}
+
+/* Largest payload one step carries. */
+static inline size_t conn_payload_max(size_t step_bytes, int ll) {
+  return ll ? step_bytes / WEFT_LL_LINE_BYTES * WEFT_LL_LINE_PAYLOAD : step_bytes;
+}
+
+static inline size_t ll_lines_for(size_t bytes) {
+  size_t n = (bytes + WEFT_LL_LINE_PAYLOAD - 1) / WEFT_LL_LINE_PAYLOAD;
+  return n ? n : 1;
+}
+
+#endif

@@ -1,0 +1,108 @@
+/* Net connections through the communicator's net plugin. The receiver listens and sends the
+ * handle over bootstrap; the sender connects; both poll connect/accept (non-blocking) until
+ * the plugin hands back a comm. Each side then allocates its own control block + slots in
+ * host memory, registers the slots with regMr and gives the connection to the proxy, which
+ * moves the slots with isend/irecv (proxy/). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "proxy/proxy.h"
+#include "transport/transport_internal.h"
+#include "util/check.h"
+
+static const ncclNet_v11_t* api_of(struct ncclComm* comm) { return comm->net->api; }
+
+static int dev_for(struct ncclComm* comm, const tconn* c) {
+  int ndev = comm->net->ndev > 0 ? comm->net->ndev : 1;
+  return c->key.channel % ndev;
+}
+
+ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
+  c->dev = dev_for(comm, c);
+  ncclResult_t res = api_of(comm)->listen(comm->net->ctx, c->dev, c->handle, &c->listen_comm);
+  if (res != ncclSuccess || c->listen_comm == NULL) {
+    WARN("rank %d: net %s: listen on device %d for a connection from rank %d failed (%s)",
+         comm->rank, comm->net->name, c->dev, c->key.peer, ncclGetErrorString(res));
+    c->listen_comm = NULL;
+    return res != ncclSuccess ? res : ncclInternalError;
+  }
+  memcpy(info->net_handle, c->handle, sizeof info->net_handle);
+  return ncclSuccess;
+}
+
+ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* info) {
+  c->dev = dev_for(comm, c);
+  memcpy(c->handle, info->net_handle, sizeof c->handle);
+  return ncclSuccess;
+}
+
+ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done) {
+  const ncclNet_v11_t* api = api_of(comm);
+  ncclNetDeviceHandle_v11_t* devh = NULL;
+  ncclResult_t res;
+  *done = 0;
+  if (c->conn.is_send) {
+    res = api->connect(comm->net->ctx, c->dev, c->handle, &c->net_comm, &devh);
+    if (res != ncclSuccess) {
+      WARN("rank %d: net %s: connect to rank %d (channel %d) failed (%s)", comm->rank,
+           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
+      return res;
+    }
+  } else {
+    res = api->accept(c->listen_comm, &c->net_comm, &devh);
+    if (res != ncclSuccess) {
+      WARN("rank %d: net %s: accept from rank %d (channel %d) failed (%s)", comm->rank,
+           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
+      return res;
+    }
+    if (c->net_comm) {
+      api->closeListen(c->listen_comm);
+      c->listen_comm = NULL;
+    }
+  }
+  *done = c->net_comm != NULL;
+  return ncclSuccess;
+}
+
+ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
+  const ncclNet_v11_t* api = api_of(comm);
+  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  if (posix_memalign(&c->mem, 4096, bytes) != 0) {
+    c->mem = NULL;
+    WARN("rank %d: out of memory for a %zu-byte net connection buffer (rank %d)", comm->rank,
+         bytes, c->key.peer);
+    return ncclSystemError;
+  }
+  memset(c->mem, 0, WEFT_FIFO_CTRL_BYTES);
+  c->conn.ctrl = c->mem;
+  c->conn.buff = (char*)c->mem + WEFT_FIFO_CTRL_BYTES;
+  if (!c->conn.is_send) c->conn.flags |= WEFT_CONN_LL_TAIL;
+  ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, (size_t)WEFT_NSTEPS * c->conn.step_bytes,
+                                NCCL_PTR_HOST, &c->mhandle);
+  if (res != ncclSuccess) {
+    WARN("rank %d: net %s: regMr of %zu bytes for rank %d failed (%s)", comm->rank,
+         comm->net->name, (size_t)WEFT_NSTEPS * c->conn.step_bytes, c->key.peer,
+         ncclGetErrorString(res));
+    c->mhandle = NULL;
+    return res;
+  }
+  if (comm->proxy == NULL)
+    WEFT_CHECK(proxy_create(comm, comm->net, (int)comm->transport->ntable, &comm->proxy));
+  return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle);
+}
+
+void net_close(struct ncclComm* comm, tconn* c) {
+  const ncclNet_v11_t* api = api_of(comm);
+  if (c->net_comm) {
+    if (c->mhandle) api->deregMr(c->net_comm, c->mhandle);
+    if (c->conn.is_send)
+      api->closeSend(c->net_comm);
+    else
+      api->closeRecv(c->net_comm);
+  }
+  if (c->listen_comm) api->closeListen(c->listen_comm);
+  c->net_comm = c->listen_comm = c->mhandle = NULL;
+  free(c->mem);
+  c->mem = NULL;
+}

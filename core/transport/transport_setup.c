@@ -1,0 +1,285 @@
+/* The connection table and the setup of a batch of connections (see transport.h).
+ *
+ * A batch runs in phases so that no rank waits for a peer that is itself waiting:
+ *  1. for every connection this rank receives on: create the receiving end (shm segment, or a
+ *     net listen) and send its description to the peer (never waits for anyone);
+ *  2. for every connection this rank sends on: receive the peer's description (sent in the
+ *     peer's phase 1) and open the sending end;
+ *  3. poll every net connect/accept of the batch until the plugin has finished them all;
+ *  4. allocate and register net buffers and hand the connections to the proxy.
+ * A connection that failed half-way is closed again, so a later call starts it afresh. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "plugin/net.h"
+#include "transport/transport_internal.h"
+#include "util/check.h"
+#include "util/clock.h"
+#include "util/param.h"
+
+#define CONN_TAG_BASE 0x57540000
+
+static int conn_tag(const weft_conn_key* k) {
+  return CONN_TAG_BASE | (k->kind << 8) | ((k->proto == NCCL_PROTO_LL) << 7) | k->channel;
+}
+
+static const char* kind_name(int kind) { return kind == WEFT_CONN_P2P ? "p2p" : "coll"; }
+static const char* proto_name(int proto) { return proto == NCCL_PROTO_LL ? "LL" : "Simple"; }
+
+size_t transport_step_bytes(struct ncclComm* comm, int proto) {
+  const weft_transport_params* p = &comm->transport->p;
+  if (proto == NCCL_PROTO_LL)
+    return p->ll_buffsize / WEFT_NSTEPS / WEFT_LL_LINE_BYTES * WEFT_LL_LINE_BYTES;
+  return p->buffsize / WEFT_NSTEPS / WEFT_CACHELINE * WEFT_CACHELINE;
+}
+
+static ncclResult_t key_index(struct ncclComm* comm, const weft_conn_key* k, size_t* out) {
+  struct weft_transport* t = comm->transport;
+  if (k->kind < 0 || k->kind >= WEFT_CONN_NKINDS || k->channel < 0 ||
+      k->channel >= t->p.nchannels || k->peer < 0 || k->peer >= t->nranks ||
+      k->peer == comm->rank || (k->proto != NCCL_PROTO_SIMPLE && k->proto != NCCL_PROTO_LL)) {
+    WARN("rank %d: invalid connection key (kind %d channel %d peer %d proto %d)", comm->rank,
+         k->kind, k->channel, k->peer, k->proto);
+    return ncclInternalError;
+  }
+  size_t i = (size_t)k->kind;
+  i = i * (size_t)t->p.nchannels + (size_t)k->channel;
+  i = i * (size_t)t->nranks + (size_t)k->peer;
+  i = i * 2 + (k->send ? 1 : 0);
+  i = i * 2 + (k->proto == NCCL_PROTO_LL ? 1 : 0);
+  *out = i;
+  return ncclSuccess;
+}
+
+ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* p) {
+  struct weft_transport* t = calloc(1, sizeof *t);
+  if (!t) {
+    WARN("rank %d: out of memory for the connection table", comm->rank);
+    return ncclSystemError;
+  }
+  t->p = *p;
+  t->nranks = comm->nranks;
+  t->ntable = (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 4;
+  t->table = calloc(t->ntable, sizeof *t->table);
+  if (!t->table) {
+    free(t);
+    WARN("rank %d: out of memory for a connection table of %zu entries", comm->rank,
+         (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 4);
+    return ncclSystemError;
+  }
+  comm->transport = t;
+  return ncclSuccess;
+}
+
+weft_conn* transport_find(struct ncclComm* comm, const weft_conn_key* key) {
+  size_t i;
+  if (comm->transport == NULL || key_index(comm, key, &i) != ncclSuccess) return NULL;
+  tconn* c = comm->transport->table[i];
+  return c && c->connected ? &c->conn : NULL;
+}
+
+int transport_kind_of(struct ncclComm* comm, const weft_conn_key* key) {
+  size_t i;
+  if (comm->transport == NULL || key_index(comm, key, &i) != ncclSuccess) return 0;
+  tconn* c = comm->transport->table[i];
+  return c && c->connected ? c->transport : 0;
+}
+
+int transport_uses_net(struct ncclComm* comm) {
+  return comm->transport && comm->transport->nnet > 0;
+}
+
+static int choose_transport(struct ncclComm* comm, int peer) {
+  if (comm->transport->p.shm_disable) return WEFT_TRANSPORT_NET;
+  if (comm->peers[peer].host_hash != comm->peers[comm->rank].host_hash ||
+      strcmp(comm->peers[peer].host, comm->peers[comm->rank].host) != 0)
+    return WEFT_TRANSPORT_NET;
+  return WEFT_TRANSPORT_SHM;
+}
+
+/* The peer's process, when it is on this host and visible to kill() from here. */
+static int watchable_pid(struct ncclComm* comm, int peer) {
+  const weft_rank_info* me = &comm->peers[comm->rank];
+  const weft_rank_info* p = &comm->peers[peer];
+  if (p->host_hash != me->host_hash || p->pid == me->pid || p->pid <= 0) return 0;
+  if (kill(p->pid, 0) != 0 && errno == ESRCH) return 0; /* another pid namespace */
+  return p->pid;
+}
+
+static void tconn_close(struct ncclComm* comm, tconn* c) {
+  if (c->transport == WEFT_TRANSPORT_NET)
+    net_close(comm, c);
+  else
+    shm_close(c);
+}
+
+static void describe(const tconn* c, char* buf, size_t len) {
+  snprintf(buf, len, "%s %s channel %d %s rank %d", kind_name(c->key.kind),
+           proto_name(c->key.proto), c->key.channel, c->conn.is_send ? "to" : "from",
+           c->key.peer);
+}
+
+static ncclResult_t recv_side(struct ncclComm* comm, tconn* c) {
+  conn_info info;
+  memset(&info, 0, sizeof info);
+  info.magic = CONN_INFO_MAGIC;
+  info.transport = c->transport;
+  info.kind = c->key.kind;
+  info.channel = c->key.channel;
+  info.proto = c->key.proto;
+  info.pid = (int32_t)getpid();
+  info.step_bytes = c->conn.step_bytes;
+  if (c->transport == WEFT_TRANSPORT_SHM)
+    WEFT_CHECK(shm_recv_setup(comm, c, &info));
+  else
+    WEFT_CHECK(net_recv_setup(comm, c, &info));
+  return bootstrap_send(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info, sizeof info);
+}
+
+static ncclResult_t send_side(struct ncclComm* comm, tconn* c) {
+  conn_info info;
+  WEFT_CHECK(bootstrap_recv(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info, sizeof info));
+  if (info.magic != CONN_INFO_MAGIC || info.kind != c->key.kind ||
+      info.channel != c->key.channel || info.proto != c->key.proto ||
+      info.step_bytes != c->conn.step_bytes || info.transport != c->transport) {
+    char what[96];
+    describe(c, what, sizeof what);
+    WARN("rank %d: connection %s: the peer describes it differently (transport %d vs %d, "
+         "step %llu vs %zu bytes); are NCCL_BUFFSIZE / NCCL_SHM_DISABLE the same everywhere?",
+         comm->rank, what, info.transport, c->transport, (unsigned long long)info.step_bytes,
+         c->conn.step_bytes);
+    return ncclInvalidUsage;
+  }
+  if (c->transport == WEFT_TRANSPORT_SHM) return shm_send_connect(comm, c, &info);
+  return net_send_setup(comm, c, &info);
+}
+
+/* Phase 3: every pending connect/accept of the batch, polled together. */
+static ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) {
+  int timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
+  uint64_t deadline = clock_ms() + (uint64_t)timeout;
+  weft_backoff bo = {0};
+  for (;;) {
+    int left = 0, moved = 0;
+    for (int i = 0; i < m; i++) {
+      tconn* c = todo[i];
+      if (c->transport != WEFT_TRANSPORT_NET || c->net_comm) continue;
+      int done;
+      WEFT_CHECK(net_try_connect(comm, c, &done));
+      if (done)
+        moved = 1;
+      else
+        left++;
+    }
+    if (left == 0) return ncclSuccess;
+    if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
+      WARN("rank %d: connection setup aborted", comm->rank);
+      return ncclRemoteError;
+    }
+    if (clock_ms() > deadline) {
+      for (int i = 0; i < m; i++) {
+        if (todo[i]->transport != WEFT_TRANSPORT_NET || todo[i]->net_comm) continue;
+        char what[96];
+        describe(todo[i], what, sizeof what);
+        WARN("rank %d: net %s: connection %s not established after %d ms (WEFT_TIMEOUT_MS)",
+             comm->rank, comm->net->name, what, timeout);
+      }
+      return ncclRemoteError;
+    }
+    if (moved)
+      bo.polls = 0;
+    else
+      backoff_wait(&bo);
+  }
+}
+
+ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys, int n) {
+  struct weft_transport* t = comm->transport;
+  ncclResult_t res = ncclSuccess;
+  if (n == 0) return ncclSuccess;
+  tconn** todo = calloc((size_t)n, sizeof *todo);
+  if (!todo) {
+    WARN("rank %d: out of memory setting up %d connections", comm->rank, n);
+    return ncclSystemError;
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    size_t idx;
+    WEFT_CHECK_GOTO(key_index(comm, &keys[i], &idx), res, fail);
+    if (t->table[idx]) continue;
+    tconn* c = calloc(1, sizeof *c);
+    if (!c) {
+      WARN("rank %d: out of memory for a connection", comm->rank);
+      res = ncclSystemError;
+      goto fail;
+    }
+    c->key = keys[i];
+    c->key.send = keys[i].send ? 1 : 0;
+    c->transport = choose_transport(comm, c->key.peer);
+    c->conn.step_bytes = transport_step_bytes(comm, c->key.proto);
+    c->conn.proto = c->key.proto;
+    c->conn.is_send = c->key.send;
+    c->conn.peer = c->key.peer;
+    c->conn.channel = c->key.channel;
+    c->conn.watch_pid = watchable_pid(comm, c->key.peer);
+    if (c->transport == WEFT_TRANSPORT_NET && comm->net == NULL) {
+      WARN("rank %d: rank %d needs the network, and this communicator has none", comm->rank,
+           c->key.peer);
+      free(c);
+      res = ncclInternalError;
+      goto fail;
+    }
+    t->table[idx] = c;
+    todo[m++] = c;
+  }
+  for (int i = 0; i < m; i++)
+    if (!todo[i]->conn.is_send) WEFT_CHECK_GOTO(recv_side(comm, todo[i]), res, fail);
+  for (int i = 0; i < m; i++)
+    if (todo[i]->conn.is_send) WEFT_CHECK_GOTO(send_side(comm, todo[i]), res, fail);
+  WEFT_CHECK_GOTO(net_connect_all(comm, todo, m), res, fail);
+  for (int i = 0; i < m; i++) {
+    if (todo[i]->transport == WEFT_TRANSPORT_NET) {
+      WEFT_CHECK_GOTO(net_finish(comm, todo[i]), res, fail);
+      t->nnet++;
+    }
+    todo[i]->connected = 1; /* from here on the proxy may use it: never undone below */
+    if (weft_log_enabled(NCCL_LOG_INFO, NCCL_INIT)) {
+      char what[96];
+      describe(todo[i], what, sizeof what);
+      INFO(NCCL_INIT, "rank %d: connected %s via %s", comm->rank, what,
+           todo[i]->transport == WEFT_TRANSPORT_SHM ? "SHM" : comm->net->name);
+    }
+  }
+  free(todo);
+  return ncclSuccess;
+fail:
+  /* Undo what this batch created but did not finish. */
+  for (int i = 0; i < m; i++) {
+    tconn* c = todo[i];
+    if (c->connected) continue;
+    size_t idx;
+    if (key_index(comm, &c->key, &idx) == ncclSuccess) t->table[idx] = NULL;
+    tconn_close(comm, c);
+    free(c);
+  }
+  free(todo);
+  return res;
+}
+
+void transport_fini(struct ncclComm* comm) {
+  struct weft_transport* t = comm->transport;
+  if (!t) return;
+  for (size_t i = 0; i < t->ntable; i++) {
+    if (!t->table[i]) continue;
+    tconn_close(comm, t->table[i]);
+    free(t->table[i]);
+  }
+  free(t->table);
+  free(t);
+  comm->transport = NULL;
+}

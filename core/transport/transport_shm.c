@@ -1,0 +1,109 @@
+/* Shared-memory connections between processes of one host. The receiver creates a POSIX
+ * segment (control block + slots), reserves its pages (posix_fallocate, so a full /dev/shm is
+ * an error here and not a SIGBUS later), maps it and sends its name; the sender maps it and
+ * unlinks the name at once. From then on the segment lives exactly as long as the mappings,
+ * whatever way either process ends. The receiver unlinks again at close in case the sender
+ * never got that far (ENOENT is then expected). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "transport/transport_internal.h"
+#include "util/check.h"
+
+static unsigned shm_counter;
+
+ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
+  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  unsigned n = __atomic_fetch_add(&shm_counter, 1, __ATOMIC_RELAXED);
+  snprintf(c->shm_name, sizeof c->shm_name, "/weft-%d-%08x-%u", (int)getpid(),
+           (unsigned)(comm->comm_hash & 0xffffffffu), n);
+  int fd = shm_open(c->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    WARN("rank %d: shm_open(%s) for a connection from rank %d failed: %s", comm->rank,
+         c->shm_name, c->key.peer, strerror(errno));
+    c->shm_name[0] = '\0';
+    return ncclSystemError;
+  }
+  int rc = posix_fallocate(fd, 0, (off_t)bytes);
+  if (rc != 0) {
+    WARN("rank %d: cannot reserve %zu bytes of shared memory in /dev/shm for a connection "
+         "from rank %d: %s (NCCL_BUFFSIZE sizes it; NCCL_SHM_DISABLE=1 avoids it)",
+         comm->rank, bytes, c->key.peer, strerror(rc));
+    close(fd);
+    shm_unlink(c->shm_name);
+    c->shm_name[0] = '\0';
+    return ncclSystemError;
+  }
+  void* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    WARN("rank %d: mmap of %zu bytes of %s failed: %s", comm->rank, bytes, c->shm_name,
+         strerror(err));
+    shm_unlink(c->shm_name);
+    c->shm_name[0] = '\0';
+    return ncclSystemError;
+  }
+  c->map = p;
+  c->map_bytes = bytes;
+  c->conn.ctrl = p;
+  c->conn.buff = (char*)p + WEFT_FIFO_CTRL_BYTES;
+  snprintf(info->shm_name, sizeof info->shm_name, "%s", c->shm_name);
+  info->shm_bytes = bytes;
+  return ncclSuccess;
+}
+
+ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info) {
+  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  char name[SHM_NAME_MAX];
+  memcpy(name, info->shm_name, sizeof name);
+  name[sizeof name - 1] = '\0';
+  if (info->shm_bytes != bytes || strncmp(name, "/weft-", 6) != 0) {
+    WARN("rank %d: rank %d offered shared memory %s of %llu bytes, expected %zu bytes",
+         comm->rank, c->key.peer, name, (unsigned long long)info->shm_bytes, bytes);
+    return ncclInternalError;
+  }
+  int fd = shm_open(name, O_RDWR, 0600);
+  if (fd < 0) {
+    WARN("rank %d: cannot open rank %d's shared memory %s: %s (is /dev/shm shared between "
+         "them? NCCL_SHM_DISABLE=1 uses the network instead)",
+         comm->rank, c->key.peer, name, strerror(errno));
+    return ncclSystemError;
+  }
+  shm_unlink(name); /* mapped or not, nobody else needs the name */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != bytes) {
+    WARN("rank %d: rank %d's shared memory %s has the wrong size", comm->rank, c->key.peer,
+         name);
+    close(fd);
+    return ncclInternalError;
+  }
+  void* p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    WARN("rank %d: mmap of rank %d's shared memory %s failed: %s", comm->rank, c->key.peer,
+         name, strerror(err));
+    return ncclSystemError;
+  }
+  c->map = p;
+  c->map_bytes = bytes;
+  c->conn.ctrl = p;
+  c->conn.buff = (char*)p + WEFT_FIFO_CTRL_BYTES;
+  return ncclSuccess;
+}
+
+void shm_close(tconn* c) {
+  if (c->shm_name[0]) {
+    shm_unlink(c->shm_name); /* ENOENT when the sender already did: expected */
+    c->shm_name[0] = '\0';
+  }
+  if (c->map) munmap(c->map, c->map_bytes);
+  c->map = NULL;
+}

@@ -1,0 +1,46 @@
+# Host data path: collectives, groups, threads, checks and faults on the host executor
+# (forked ranks on one machine; "net" runs force NCCL_SHM_DISABLE=1, i.e. the socket plugin).
+foreach(n 2 3)
+  foreach(proto Simple LL)
+    foreach(tr shm net)
+      weft_add_test(NAME host_coll_smoke_${n}r_${proto}_${tr}
+        SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_coll_smoke.c LABELS mp ARGS ${n} ${proto} ${tr})
+    endforeach()
+    weft_add_test(NAME host_coll_smoke_${n}r_${proto}_tree
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_coll_smoke.c LABELS mp ARGS ${n} ${proto} shm Tree)
+  endforeach()
+endforeach()
+# Several channels (the 2-core default is 1): parts, both trees of the double binary tree.
+weft_add_test(NAME host_coll_smoke_4r_Simple_shm_3ch SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_coll_smoke.c
+  LABELS mp ARGS 4 Simple shm ENV NCCL_MIN_NCHANNELS=3)
+weft_add_test(NAME host_coll_smoke_5r_LL_tree_2ch SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_coll_smoke.c
+  LABELS mp ARGS 5 LL shm Tree ENV NCCL_MIN_NCHANNELS=2)
+weft_add_test(NAME host_coll_smoke_3r_Simple_net_2ch SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_coll_smoke.c
+  LABELS mp ARGS 3 Simple net ENV NCCL_MIN_NCHANNELS=2)
+weft_add_test(NAME host_group_patterns_shm SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_group_patterns.c
+  LABELS mp ARGS 4 shm)
+weft_add_test(NAME host_group_patterns_net SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_group_patterns.c
+  LABELS mp ARGS 4 net)
+weft_add_test(NAME host_redops SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_redops.c LABELS mp)
+weft_add_test(NAME host_redops_tree SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_redops.c LABELS mp
+  ARGS tree)
+weft_add_test(NAME host_check_collectives_names_mismatch
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_check_collectives.c LABELS mp fault TIMEOUT 60)
+weft_add_test(NAME host_two_comms_two_threads_shm SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_two_threads.c
+  LABELS mp ARGS shm)
+weft_add_test(NAME host_two_comms_two_threads_net SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_two_threads.c
+  LABELS mp ARGS net)
+foreach(tr shm net)
+  foreach(mode kill stop)
+    weft_add_test(NAME host_peer_${mode}_fails_survivors_${tr}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
+      ARGS ${mode} ${tr})
+  endforeach()
+  weft_add_test(NAME host_abort_with_call_in_flight_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
+    ARGS abort ${tr})
+endforeach()
+weft_add_test(NAME host_unknown_algo_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
+  LABELS mp ARGS NCCL_ALGO Ring,Bogus)
+weft_add_test(NAME host_unknown_proto_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
+  LABELS mp ARGS NCCL_PROTO ^LL9)

@@ -1,0 +1,21 @@
+# weft-perf's --json output: valid JSON, at least one result row, every row with a time and
+# no row with #wrong > 0.   cmake -DFILE=out.json -P json_check.cmake
+if(NOT EXISTS "${FILE}")
+  message(FATAL_ERROR "${FILE} was not written")
+endif()
+file(READ "${FILE}" text)
+# One full parse (string(JSON) re-parses per call, so rows are checked with regexes below).
+string(JSON n ERROR_VARIABLE e LENGTH "${text}" results)
+if(e OR n EQUAL 0)
+  message(FATAL_ERROR "${FILE}: not weft-perf JSON or no results: ${e}")
+endif()
+string(REGEX MATCHALL "\"time_us\": [0-9]" times "${text}")
+list(LENGTH times ntimes)
+math(EXPR want "${n} * 2")
+if(NOT ntimes EQUAL want)
+  message(FATAL_ERROR "${FILE}: ${ntimes} times for ${n} rows (2 per row expected)")
+endif()
+if(text MATCHES "\"nwrong\": [1-9]")
+  message(FATAL_ERROR "${FILE}: a row has wrong elements")
+endif()
+message(STATUS "${FILE}: ${n} rows, all checked values right")

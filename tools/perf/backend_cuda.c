@@ -1,0 +1,185 @@
+/* CUDA backend: device buffers and streams through the CUDA runtime, loaded with dlopen so
+ * weft-perf builds and runs without CUDA headers or libraries. Only the handful of runtime
+ * entries below are used, with the signatures the runtime has had since CUDA 4 (cudaError_t
+ * is an int-sized enum; cudaMemcpyKind values are fixed). Untested until the GPU issue. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+typedef int cuda_err_t;
+enum { CUDA_MEMCPY_H2D = 1, CUDA_MEMCPY_D2H = 2, CUDA_STREAM_NON_BLOCKING = 1 };
+
+static struct {
+  void* handle;
+  cuda_err_t (*GetDeviceCount)(int*);
+  cuda_err_t (*SetDevice)(int);
+  cuda_err_t (*Malloc)(void**, size_t);
+  cuda_err_t (*Free)(void*);
+  cuda_err_t (*Memcpy)(void*, const void*, size_t, int);
+  cuda_err_t (*Memset)(void*, int, size_t);
+  cuda_err_t (*StreamCreateWithFlags)(cudaStream_t*, unsigned);
+  cuda_err_t (*StreamDestroy)(cudaStream_t);
+  cuda_err_t (*StreamSynchronize)(cudaStream_t);
+  cuda_err_t (*DeviceSynchronize)(void);
+  cuda_err_t (*DeviceGetPCIBusId)(char*, int, int);
+  cuda_err_t (*GetDeviceProperties)(void*, int);
+  const char* (*GetErrorString)(cuda_err_t);
+} rt;
+
+static char cuda_err[256];
+
+static int record(cuda_err_t e, const char* what) {
+  if (e == 0) return 0;
+  snprintf(cuda_err, sizeof cuda_err, "%s: CUDA error %d (%s)", what, e,
+           rt.GetErrorString ? rt.GetErrorString(e) : "?");
+  return -1;
+}
+
+static void* sym(const char* name) { return dlsym(rt.handle, name); }
+
+#define LOAD(field, name)                                                 \
+  do {                                                                    \
+    void* p_ = sym(name);                                                 \
+    if (!p_) {                                                            \
+      snprintf(cuda_err, sizeof cuda_err, "CUDA runtime lacks %s", name); \
+      return -1;                                                          \
+    }                                                                     \
+    memcpy(&rt.field, &p_, sizeof p_);                                    \
+  } while (0)
+
+static int cuda_init(void) {
+  if (rt.handle) return 0;
+  static const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                                "libcudart.so.11.0"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !rt.handle; i++)
+    rt.handle = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  if (!rt.handle) {
+    snprintf(cuda_err, sizeof cuda_err, "cannot load the CUDA runtime (libcudart.so): %s",
+             dlerror());
+    return -1;
+  }
+  LOAD(GetErrorString, "cudaGetErrorString");
+  LOAD(GetDeviceCount, "cudaGetDeviceCount");
+  LOAD(SetDevice, "cudaSetDevice");
+  LOAD(Malloc, "cudaMalloc");
+  LOAD(Free, "cudaFree");
+  LOAD(Memcpy, "cudaMemcpy");
+  LOAD(Memset, "cudaMemset");
+  LOAD(StreamCreateWithFlags, "cudaStreamCreateWithFlags");
+  LOAD(StreamDestroy, "cudaStreamDestroy");
+  LOAD(StreamSynchronize, "cudaStreamSynchronize");
+  LOAD(DeviceSynchronize, "cudaDeviceSynchronize");
+  LOAD(DeviceGetPCIBusId, "cudaDeviceGetPCIBusId");
+  /* CUDA 12 renamed the entry behind the macro; either reads the same leading name field. */
+  void* props = sym("cudaGetDeviceProperties_v2");
+  if (!props) props = sym("cudaGetDeviceProperties");
+  memcpy(&rt.GetDeviceProperties, &props, sizeof props);
+  return 0;
+}
+
+static int cuda_device_count(int* n) { return record(rt.GetDeviceCount(n), "cudaGetDeviceCount"); }
+
+static int cuda_set_device(int dev) { return record(rt.SetDevice(dev), "cudaSetDevice"); }
+
+static int cuda_alloc(void** ptr, size_t bytes) {
+  void* p = NULL;
+  if (record(rt.Malloc(&p, bytes ? bytes : 1), "cudaMalloc")) return -1;
+  if (record(rt.Memset(p, 0, bytes), "cudaMemset")) {
+    rt.Free(p);
+    return -1;
+  }
+  if (record(rt.DeviceSynchronize(), "cudaDeviceSynchronize")) {
+    rt.Free(p);
+    return -1;
+  }
+  *ptr = p;
+  return 0;
+}
+
+static void cuda_release(void* ptr) {
+  if (ptr) rt.Free(ptr);
+}
+
+static int cuda_upload(void* dst, const void* src, size_t bytes) {
+  return bytes ? record(rt.Memcpy(dst, src, bytes, CUDA_MEMCPY_H2D), "cudaMemcpy H2D") : 0;
+}
+
+static int cuda_download(void* dst, const void* src, size_t bytes) {
+  return bytes ? record(rt.Memcpy(dst, src, bytes, CUDA_MEMCPY_D2H), "cudaMemcpy D2H") : 0;
+}
+
+static int cuda_stream_create(cudaStream_t* stream) {
+  return record(rt.StreamCreateWithFlags(stream, CUDA_STREAM_NON_BLOCKING),
+                "cudaStreamCreateWithFlags");
+}
+
+static void cuda_stream_destroy(cudaStream_t stream) {
+  if (stream) rt.StreamDestroy(stream);
+}
+
+static int cuda_stream_sync(cudaStream_t stream) {
+  return record(rt.StreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+static void cuda_describe(int dev, char* buf, size_t len) {
+  char bus[32] = "?";
+  char name[256] = "";
+  if (rt.DeviceGetPCIBusId(bus, (int)sizeof bus, dev) != 0) snprintf(bus, sizeof bus, "?");
+  if (rt.GetDeviceProperties) {
+    /* cudaDeviceProp begins with char name[256]; the rest is larger than any known layout. */
+    char* props = calloc(1, 64 * 1024);
+    if (props && rt.GetDeviceProperties(props, dev) == 0) {
+      memcpy(name, props, sizeof name - 1);
+      name[sizeof name - 1] = '\0';
+    }
+    free(props);
+  }
+  snprintf(buf, len, "cuda %2d [%s] %s", dev, bus, name);
+}
+
+static const char* cuda_error(void) { return cuda_err; }
+
+int perf_gpu_probe(void) {
+  /* The driver's per-GPU entries, else its device nodes (/dev/nvidia0, …; not nvidiactl). */
+  static const struct {
+    const char* dir;
+    const char* prefix;
+  } where[] = {{"/proc/driver/nvidia/gpus", ""}, {"/dev", "nvidia"}};
+  for (size_t w = 0; w < sizeof where / sizeof where[0]; w++) {
+    DIR* d = opendir(where[w].dir);
+    if (!d) continue;
+    int n = 0;
+    size_t plen = strlen(where[w].prefix);
+    struct dirent* e;
+    while ((e = readdir(d))) {
+      const char* name = e->d_name;
+      if (name[0] == '.' || strncmp(name, where[w].prefix, plen)) continue;
+      if (plen && (name[plen] < '0' || name[plen] > '9')) continue;
+      n++;
+    }
+    closedir(d);
+    if (n > 0) return n;
+  }
+  return 0;
+}
+
+const struct perf_backend perf_backend_cuda = {
+    .name = "cuda",
+    .is_host = 0,
+    .init = cuda_init,
+    .device_count = cuda_device_count,
+    .set_device = cuda_set_device,
+    .alloc = cuda_alloc,
+    .release = cuda_release,
+    .upload = cuda_upload,
+    .download = cuda_download,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_sync = cuda_stream_sync,
+    .describe = cuda_describe,
+    .error = cuda_error,
+};

@@ -1,0 +1,314 @@
+/* A rank process from start to end: header (process 0), the backend, the unique id, the
+ * communicators, the device report, buffers, every collective asked for, the summary with the
+ * baselines, teardown. Errors print once, where they happen, and give the exit code. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#ifndef WEFT_PERF_VERSION
+#define WEFT_PERF_VERSION "0"
+#endif
+
+enum { DEVICE_LINE = 320 };
+
+static void version_text(int code, char* buf, size_t len) {
+  if (code >= 10000)
+    snprintf(buf, len, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  else
+    snprintf(buf, len, "%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+static const char* average_name(int a) {
+  static const char* names[] = {"rank 0", "mean over processes", "min over processes",
+                                "max over processes"};
+  return a >= 0 && a <= 3 ? names[a] : "?";
+}
+
+static void run_header(struct perf_proc* p) {
+  const struct perf_setup* s = p->s;
+  char ver[32];
+  version_text(p->lib->version, ver, sizeof ver);
+  printf("# weft-perf version %s nccl-headers=%d nccl-library=%d\n", WEFT_PERF_VERSION,
+         NCCL_VERSION_CODE, p->lib->version);
+  printf("# Library: %s (ncclGetVersion %d = %s)\n", p->lib->path, p->lib->version, ver);
+  printf("# Launch: %s: %d ranks (%d processes x %d); buffers: %s memory\n", s->launcher, p->nranks,
+         p->nprocs, p->nlocal, p->be->is_host ? "host" : "device");
+  printf("# Time: %s (-a %d); bandwidth in GB/s = 1e9 bytes/s\n", average_name(p->o->average),
+         p->o->average);
+  const struct perf_baseline* b = s->baseline;
+  if (b) perf_baseline_print(stdout, b);
+  printf("#\n");
+  fflush(stdout);
+  if (p->json) {
+    perf_json_kv_str(p->json, "library", "path", p->lib->path);
+    perf_json_kv_num(p->json, "library", "nccl_version", p->lib->version);
+    perf_json_kv_str(p->json, "run", "launcher", s->launcher);
+    perf_json_kv_num(p->json, "run", "nprocs", p->nprocs);
+    perf_json_kv_num(p->json, "run", "ranks_per_process", p->nlocal);
+    perf_json_kv_num(p->json, "run", "nranks", p->nranks);
+    perf_json_kv_str(p->json, "run", "buffers", p->be->name);
+    perf_json_kv_num(p->json, "run", "average", p->o->average);
+    const struct perf_opts* o = p->o;
+    perf_json_kv_num(p->json, "config", "minbytes", (double)o->minbytes);
+    perf_json_kv_num(p->json, "config", "maxbytes", (double)o->maxbytes);
+    perf_json_kv_num(p->json, "config", "stepfactor", (double)o->stepfactor);
+    perf_json_kv_num(p->json, "config", "stepbytes", (double)o->stepbytes);
+    perf_json_kv_num(p->json, "config", "iters", o->iters);
+    perf_json_kv_num(p->json, "config", "warmup_iters", o->warmup);
+    perf_json_kv_num(p->json, "config", "agg_iters", o->agg_iters);
+    perf_json_kv_num(p->json, "config", "check", o->check);
+    if (b && b->have_memcpy) {
+      perf_json_kv_num(p->json, "baselines", "memcpy_gbps", b->memcpy_gbps);
+      perf_json_kv_num(p->json, "baselines", "memcpy_bytes", (double)b->memcpy_bytes);
+    }
+    if (b && b->have_tcp) {
+      perf_json_kv_num(p->json, "baselines", "tcp_loopback_gbps", b->tcp_gbps);
+      perf_json_kv_num(p->json, "baselines", "tcp_write_bytes", (double)b->tcp_chunk);
+    }
+  }
+}
+
+/* The ratio lines: AllReduce at its largest size against the baselines. */
+static void ratio_lines(struct perf_proc* p) {
+  const struct perf_baseline* b = p->s->baseline;
+  const struct perf_ar_best* a = &p->ar;
+  if (!b || !a->have || (!b->have_memcpy && !b->have_tcp)) return;
+  const char* shm_off = getenv("NCCL_SHM_DISABLE");
+  int socket_run = shm_off && atoi(shm_off) == 1;
+  printf("# AllReduce %zu B %s %s, %d ranks: out-of-place busbw %.3f GB/s\n", a->size, a->type,
+         a->op, p->nranks, a->busbw);
+  if (b->have_memcpy) {
+    double r = a->busbw / b->memcpy_gbps;
+    printf("#   vs memcpy        : %.2fx (bar >= 0.40 over shm)%s\n", r,
+           socket_run ? ""
+           : r >= 0.4 ? "  [this run: meets]"
+                      : "  [this run: below]");
+    perf_json_kv_num(p->json, "ratios", "allreduce_busbw_over_memcpy", r);
+  }
+  if (b->have_tcp) {
+    double r = a->busbw / b->tcp_gbps;
+    printf(
+        "#   vs TCP loopback  : %.2fx (bar >= 0.50 over the socket transport, "
+        "NCCL_SHM_DISABLE=1)%s\n",
+        r,
+        !socket_run ? ""
+        : r >= 0.5  ? "  [this run: meets]"
+                    : "  [this run: below]");
+    perf_json_kv_num(p->json, "ratios", "allreduce_busbw_over_tcp", r);
+  }
+  perf_json_kv_num(p->json, "ratios", "allreduce_size", (double)a->size);
+  perf_json_kv_num(p->json, "ratios", "allreduce_busbw_gbps", a->busbw);
+  printf("#\n");
+  fflush(stdout);
+}
+
+static int init_comms(struct perf_proc* p) {
+  const struct perf_nccl* L = p->lib;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  ncclResult_t res = ncclSuccess;
+  if (p->s->id_from_env || p->proc == 0) res = L->GetUniqueId(&id);
+  if (res != ncclSuccess) {
+    char msg[1200];
+    perf_nccl_describe(L, res, NULL, "ncclGetUniqueId", msg, sizeof msg);
+    perf_rank_error(p, "%s", msg);
+    return -1;
+  }
+  if (!p->s->id_from_env && p->ch->bcast(p->ch, &id, sizeof id)) return -1;
+  int grouped = p->nlocal > 1;
+  if (grouped) res = L->GroupStart();
+  int fail_i = 0;
+  for (int i = 0; i < p->nlocal && res == ncclSuccess; i++) {
+    if (p->be->set_device(p->devs[i])) {
+      perf_rank_error(p, "selecting device %d: %s", p->devs[i], p->be->error());
+      return -1;
+    }
+    res = L->CommInitRank(&p->comms[i], p->nranks, id, p->proc * p->nlocal + i);
+    fail_i = i;
+  }
+  if (grouped) {
+    ncclResult_t end = L->GroupEnd();
+    if (res == ncclSuccess) res = end;
+  }
+  if (res != ncclSuccess) {
+    char msg[1200];
+    perf_nccl_describe(L, res, p->comms[fail_i], "ncclCommInitRank", msg, sizeof msg);
+    perf_rank_error(p, "%s", msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* The library's idea of where buffers live must match the backend's. */
+static int check_mode(struct perf_proc* p) {
+  int is_dev = -1;
+  if (p->lib->weftCommGetMode(p->comms[0], &is_dev) != ncclSuccess || is_dev < 0) return 0;
+  if (is_dev && p->be->is_host) {
+    perf_rank_error(p,
+                    "the library runs this communicator on GPUs but the buffers are host "
+                    "memory (use --backend cuda, or WEFT_DEVICE=host for host mode)");
+    return -1;
+  }
+  if (!is_dev && !p->be->is_host) {
+    perf_rank_error(p,
+                    "the library runs this communicator in host mode but the buffers are "
+                    "device memory (use --backend host)");
+    return -1;
+  }
+  return 0;
+}
+
+static int device_report(struct perf_proc* p) {
+  char host[64] = "?";
+  gethostname(host, sizeof host - 1);
+  size_t mine_len = (size_t)p->nlocal * DEVICE_LINE;
+  char* mine = calloc(1, mine_len);
+  char* all = calloc((size_t)p->nranks, DEVICE_LINE);
+  if (!mine || !all) {
+    free(mine);
+    free(all);
+    return -1;
+  }
+  for (int i = 0; i < p->nlocal; i++) {
+    char dev[160];
+    p->be->describe(p->devs[i], dev, sizeof dev);
+    snprintf(mine + (size_t)i * DEVICE_LINE, DEVICE_LINE,
+             "#  Rank %2d Group %2d Pid %6d on %10s device %s", p->proc * p->nlocal + i, 0,
+             (int)getpid(), host, dev);
+  }
+  int rc = p->ch->allgather(p->ch, mine, mine_len, all);
+  if (rc == 0 && p->is_root_proc) {
+    printf("# Using devices\n");
+    for (int r = 0; r < p->nranks; r++) {
+      char* line = all + (size_t)r * DEVICE_LINE;
+      line[DEVICE_LINE - 1] = '\0';
+      printf("%s\n", line);
+    }
+    printf("#\n");
+    fflush(stdout);
+  }
+  free(mine);
+  free(all);
+  return rc;
+}
+
+static int alloc_buffers(struct perf_proc* p) {
+  size_t page = 4096;
+  p->bufbytes = (p->o->maxbytes + page - 1) / page * page;
+  if (p->bufbytes == 0) p->bufbytes = page;
+  for (int i = 0; i < p->nlocal; i++) {
+    if (p->be->set_device(p->devs[i]) || p->be->stream_create(&p->streams[i]) ||
+        p->be->alloc(&p->send[i], p->bufbytes) || p->be->alloc(&p->recv[i], p->bufbytes)) {
+      perf_rank_error(p, "allocating 2 x %zu bytes: %s", p->bufbytes, p->be->error());
+      return -1;
+    }
+  }
+  if (!p->be->is_host && p->o->check) {
+    if (perf_backend_host.alloc(&p->stage_send, p->bufbytes) ||
+        perf_backend_host.alloc(&p->stage_recv, p->bufbytes)) {
+      perf_rank_error(p, "allocating host staging buffers: %s", perf_backend_host.error());
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void free_buffers(struct perf_proc* p) {
+  for (int i = 0; i < p->nlocal; i++) {
+    if (p->send && p->send[i]) p->be->release(p->send[i]);
+    if (p->recv && p->recv[i]) p->be->release(p->recv[i]);
+    if (p->streams && p->streams[i]) p->be->stream_destroy(p->streams[i]);
+  }
+  if (p->stage_send) perf_backend_host.release(p->stage_send);
+  if (p->stage_recv) perf_backend_host.release(p->stage_recv);
+}
+
+int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
+  const struct perf_setup* s = arg;
+  struct perf_proc P = {0};
+  struct perf_proc* p = &P;
+  p->s = s;
+  p->o = s->o;
+  p->lib = s->lib;
+  p->be = s->be;
+  p->ch = ch;
+  p->proc = proc;
+  p->nprocs = nprocs;
+  p->nlocal = s->nlocal;
+  p->nranks = nprocs * s->nlocal;
+  p->is_root_proc = proc == 0;
+  int rc = PERF_EXIT_FAIL;
+  int n = p->nlocal;
+  p->comms = calloc((size_t)n, sizeof *p->comms);
+  p->streams = calloc((size_t)n, sizeof *p->streams);
+  p->devs = calloc((size_t)n, sizeof *p->devs);
+  p->send = calloc((size_t)n, sizeof *p->send);
+  p->recv = calloc((size_t)n, sizeof *p->recv);
+  p->ops = calloc((size_t)n, sizeof *p->ops);
+  if (!p->comms || !p->streams || !p->devs || !p->send || !p->recv || !p->ops) goto out;
+  int local_proc = s->local_proc >= 0 ? s->local_proc : proc;
+  for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : local_proc * n + i;
+
+  if (p->o->root >= p->nranks) {
+    if (p->is_root_proc)
+      fprintf(stderr, "weft-perf: -r %d: there are only %d ranks\n", p->o->root, p->nranks);
+    rc = PERF_EXIT_USAGE;
+    goto out;
+  }
+  if (p->is_root_proc && p->o->json) {
+    p->json = perf_json_open(p->o->json, s->argc, s->argv);
+    if (!p->json) {
+      fprintf(stderr, "weft-perf: cannot write %s\n", p->o->json);
+      rc = PERF_EXIT_USAGE;
+      goto out;
+    }
+  }
+  if (p->is_root_proc) run_header(p);
+  if (p->be->init()) {
+    perf_rank_error(p, "%s backend: %s", p->be->name, p->be->error());
+    goto out;
+  }
+  if (init_comms(p)) goto out;
+  if (!p->ch) { /* launcher environments: exchanges go through the library */
+    p->ch = perf_chan_nccl(p->lib, p->be, p->comms, p->streams, p->devs, n, nprocs);
+    if (!p->ch) goto out_comms;
+  }
+  if (check_mode(p) || device_report(p) || alloc_buffers(p)) goto out_bufs;
+  int failed = 0;
+  for (int c = 0; c < p->o->ncolls && !failed; c++)
+    failed = perf_bench_coll(p, &perf_colls[p->o->colls[c]]) != 0;
+  if (failed) goto out_bufs;
+  if (p->is_root_proc) ratio_lines(p);
+  rc = p->wrong_rows || p->below_min_bw ? PERF_EXIT_FAIL : PERF_EXIT_OK;
+
+out_bufs:
+  free_buffers(p);
+out_comms:
+  /* After a failure peers may be gone or stuck: abort instead of a collective destroy. */
+  for (int i = 0; i < n; i++) {
+    if (!p->comms[i]) continue;
+    if (rc == PERF_EXIT_OK) {
+      p->lib->CommFinalize(p->comms[i]);
+      p->lib->CommDestroy(p->comms[i]);
+    } else {
+      p->lib->CommAbort(p->comms[i]);
+    }
+  }
+  if (p->ch && p->ch != ch) p->ch->destroy(p->ch);
+out:
+  if (p->json && perf_json_close(p->json)) {
+    fprintf(stderr, "weft-perf: writing %s failed\n", p->o->json);
+    if (rc == PERF_EXIT_OK) rc = PERF_EXIT_FAIL;
+  }
+  free(p->comms);
+  free(p->streams);
+  free(p->devs);
+  free(p->send);
+  free(p->recv);
+  free(p->ops);
+  return rc;
+}

@@ -1,0 +1,45 @@
+/* Output: the nccl-tests table on stdout (same columns, widths and number formats, so weft's
+ * output diffs cleanly against stock NCCL's) and, with --json FILE, the same rows as JSON.
+ * Only rank 0 writes either. */
+#ifndef WEFT_PERF_TABLE_H
+#define WEFT_PERF_TABLE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "perf.h"
+
+struct perf_half_row {
+  double time_us, algbw, busbw;
+  int64_t wrong;
+  int reported; /* 0: "N/A" (nccl-tests does not check in-place sendrecv/alltoall) */
+};
+
+struct perf_row {
+  const char* coll; /* all_reduce */
+  size_t size, count;
+  const char* type;
+  const char* op; /* "none" without a reduction */
+  int root;       /* -1 without a root */
+  struct perf_half_row oop, ip;
+};
+
+/* nccl-tests' number format: the value in `width` characters with 2, 1 or 0 decimals, or in
+ * exponent form when nothing else fits. */
+void perf_format_num(double v, int width, char* buf, size_t len);
+
+void perf_table_columns(FILE* out);
+void perf_table_row(FILE* out, const struct perf_row* row);
+
+/* JSON output (--json). Rows are written as they come; the summary at close. */
+struct perf_json;
+struct perf_json* perf_json_open(const char* path, int argc, char** argv);
+void perf_json_kv_str(struct perf_json* j, const char* section, const char* key, const char* v);
+void perf_json_kv_num(struct perf_json* j, const char* section, const char* key, double v);
+void perf_json_row(struct perf_json* j, const struct perf_row* row);
+void perf_json_coll_summary(struct perf_json* j, const char* coll, double avg_busbw,
+                            int out_of_bounds);
+/* Writes everything collected and closes; 0 on success. */
+int perf_json_close(struct perf_json* j);
+
+#endif

@@ -1,0 +1,64 @@
+/* weft-policy: the cluster admin's view of a policy file.
+ *   weft-policy check FILE…      exit 0 when every file is valid; else one error per line, exit 1
+ *   weft-policy explain FILE [--hostname H] [--nic N]… [--gpu MODEL]… [--nodes N]
+ *                            [--ranks-per-node N]
+ *                            which cluster matches here (or with the facts given) and why, the
+ *                            settings it applies, and each other cluster's first failed condition
+ *   weft-policy schema           the reference of schema version 1 (markdown)
+ * Exit status 2 is a usage error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/policy.h"
+#include "weft-policy.h"
+
+static int usage(FILE* out, int rc) {
+  fprintf(out,
+          "usage: weft-policy check FILE...\n"
+          "       weft-policy explain FILE [--hostname H] [--nic NAME]... [--gpu MODEL]...\n"
+          "                               [--nodes N] [--ranks-per-node N]\n"
+          "       weft-policy schema\n");
+  return rc;
+}
+
+void wp_print_errors(const policy_errors* e) {
+  for (int i = 0; i < e->n; i++) fprintf(stderr, "%s\n", e->msg[i]);
+  if (e->dropped) fprintf(stderr, "(%d more errors not shown)\n", e->dropped);
+}
+
+static int cmd_check(int argc, char** argv) {
+  if (argc < 1) return usage(stderr, 2);
+  int bad = 0;
+  policy_errors* e = malloc(sizeof *e);
+  if (e == NULL) return 1;
+  for (int i = 0; i < argc; i++) {
+    weft_policy* p = NULL;
+    if (policy_load_file(argv[i], &p, e) != 0) {
+      wp_print_errors(e);
+      bad = 1;
+      continue;
+    }
+    printf("%s: ok (%d cluster%s%s)\n", argv[i], policy_cluster_count(p),
+           policy_cluster_count(p) == 1 ? "" : "s", policy_has_defaults(p) ? ", defaults" : "");
+    policy_free(p);
+  }
+  free(e);
+  return bad;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage(stderr, 2);
+  const char* cmd = argv[1];
+  if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+  if (!strcmp(cmd, "explain")) return wp_explain(argc - 2, argv + 2);
+  if (!strcmp(cmd, "schema")) {
+    if (argc != 2) return usage(stderr, 2);
+    policy_print_schema(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
+    return usage(stdout, 0);
+  fprintf(stderr, "weft-policy: unknown command '%s'\n", cmd);
+  return usage(stderr, 2);
+}
