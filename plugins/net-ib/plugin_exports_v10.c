@@ -1,0 +1,61 @@
+/* ncclNetPlugin_v10 (NCCL 2.26–2.27): init once with a profiler callback, the traffic class
+ * arrives with each connect, properties without maxMultiRequestSize. */
+#include "plugin_exports.h"
+
+static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
+  (void)prof;
+  return net_ib_legacy_init(logger);
+}
+
+static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t* props) {
+  ncclNetProperties_v11_t p;
+  ncclResult_t res = net_ib_get_properties(dev, &p);
+  if (res != ncclSuccess) return res;
+  props->name = p.name;
+  props->pciPath = p.pciPath;
+  props->guid = p.guid;
+  props->ptrSupport = p.ptrSupport;
+  props->regIsGlobal = p.regIsGlobal;
+  props->forceFlush = p.forceFlush;
+  props->speed = p.speed;
+  props->port = p.port;
+  props->latency = p.latency;
+  props->maxComms = p.maxComms;
+  props->maxRecvs = p.maxRecvs;
+  props->netDeviceType = p.netDeviceType;
+  props->netDeviceVersion = p.netDeviceVersion;
+  props->vProps.ndevs = p.vProps.ndevs;
+  for (int i = 0; i < NCCL_NET_MAX_DEVS_PER_NIC_V10; i++) props->vProps.devs[i] = p.vProps.devs[i];
+  props->maxP2pBytes = p.maxP2pBytes;
+  props->maxCollBytes = p.maxCollBytes;
+  return ncclSuccess;
+}
+
+static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t* config, void* handle,
+                                void** send_comm, ncclNetDeviceHandle_v10_t** dev_comm) {
+  return net_ib_connect_tc(net_ib_legacy_ctx(), dev, handle, send_comm, dev_comm,
+                           config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
+}
+
+IB_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
+    .name = "IB",
+    .init = v10_init,
+    .devices = net_ib_devices,
+    .getProperties = v10_get_properties,
+    .listen = net_ib_legacy_listen,
+    .connect = v10_connect,
+    .accept = net_ib_accept,
+    .regMr = net_ib_reg_mr,
+    .regMrDmaBuf = net_ib_reg_mr_dmabuf,
+    .deregMr = net_ib_dereg_mr,
+    .isend = net_ib_isend,
+    .irecv = net_ib_irecv,
+    .iflush = net_ib_iflush,
+    .test = net_ib_test,
+    .closeSend = net_ib_close_send,
+    .closeRecv = net_ib_close_recv,
+    .closeListen = net_ib_close_listen,
+    .getDeviceMr = NULL,
+    .irecvConsumed = NULL,
+    .makeVDevice = NULL,
+};
