@@ -1,6 +1,7 @@
 /* Shared state of the InfiniBand/RoCE plugin's files: the verbs table, devices, the
  * per-communicator context, connections (RC QPs plus the TCP socket of the setup), requests and
- * the wire formats. Everything here is hidden; only plugin_exports_*.c export anything.
+ * the wire formats. Everything here is hidden; only plugin_exports.c (with plugins/common) exports
+ * anything.
  *
  * Data path (see README.md): the receiver advertises each posted receive in a clear-to-send
  * (CTS) entry that it RDMA-writes, with immediate, into a FIFO of IB_MAX_REQUESTS entries in the

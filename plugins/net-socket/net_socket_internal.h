@@ -1,6 +1,7 @@
 /* Shared state of the socket plugin's files: devices, the per-communicator context, connections
  * (one control socket plus nsocks data sockets driven by nthreads helper threads), requests and
- * the wire format. Everything here is hidden; only plugin_exports_*.c export anything.
+ * the wire format. Everything here is hidden; only plugin_exports.c (with plugins/common)
+ * exports anything.
  *
  * Wire format, per connection (sender → receiver only; nothing flows back):
  *  - each socket opens with a 32-byte hello {magic, listen secret, connection id, version,

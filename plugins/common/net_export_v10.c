@@ -1,15 +1,15 @@
 /* ncclNetPlugin_v10 (NCCL 2.26–2.27): init once with a profiler callback, the traffic class
  * arrives with each connect, properties without maxMultiRequestSize. */
-#include "plugin_exports.h"
+#include "net_export.h"
 
 static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   (void)prof;
-  return net_socket_legacy_init(logger);
+  return net_export_legacy_init(logger);
 }
 
 static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t* props) {
   ncclNetProperties_v11_t p;
-  ncclResult_t res = net_socket_get_properties(dev, &p);
+  ncclResult_t res = weft_net_export_target.net->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -33,28 +33,29 @@ static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t* props) 
 
 static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t* config, void* handle,
                                 void** send_comm, ncclNetDeviceHandle_v10_t** dev_comm) {
-  return net_socket_connect_tc(net_socket_legacy_ctx(), dev, handle, send_comm, dev_comm,
-                               config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
+  return weft_net_export_target.connect_tc(
+      net_export_legacy_ctx(), dev, handle, send_comm, dev_comm,
+      config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
 }
 
-NS_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
-    .name = "Socket",
+WEFT_NET_EXPORT ncclNet_v10_t ncclNetPlugin_v10 = {
+    .name = weft_net_export_name,
     .init = v10_init,
-    .devices = net_socket_devices,
+    .devices = net_export_devices,
     .getProperties = v10_get_properties,
-    .listen = net_socket_legacy_listen,
+    .listen = net_export_legacy_listen,
     .connect = v10_connect,
-    .accept = net_socket_accept,
-    .regMr = net_socket_reg_mr,
-    .regMrDmaBuf = net_socket_reg_mr_dmabuf,
-    .deregMr = net_socket_dereg_mr,
-    .isend = net_socket_isend,
-    .irecv = net_socket_irecv,
-    .iflush = net_socket_iflush,
-    .test = net_socket_test,
-    .closeSend = net_socket_close_send,
-    .closeRecv = net_socket_close_recv,
-    .closeListen = net_socket_close_listen,
+    .accept = net_export_accept,
+    .regMr = net_export_reg_mr,
+    .regMrDmaBuf = net_export_reg_mr_dmabuf,
+    .deregMr = net_export_dereg_mr,
+    .isend = net_export_isend,
+    .irecv = net_export_irecv,
+    .iflush = net_export_iflush,
+    .test = net_export_test,
+    .closeSend = net_export_close_send,
+    .closeRecv = net_export_close_recv,
+    .closeListen = net_export_close_listen,
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
     .makeVDevice = NULL,

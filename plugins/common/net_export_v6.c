@@ -1,10 +1,10 @@
 /* ncclNetPlugin_v6 (NCCL 2.18): as v7 without device handles on connect/accept and without the
  * device-offload entries; properties stop at maxRecvs. */
-#include "plugin_exports.h"
+#include "net_export.h"
 
 static ncclResult_t v6_get_properties(int dev, ncclNetProperties_v6_t* props) {
   ncclNetProperties_v11_t p;
-  ncclResult_t res = net_ib_get_properties(dev, &p);
+  ncclResult_t res = weft_net_export_target.net->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -19,29 +19,29 @@ static ncclResult_t v6_get_properties(int dev, ncclNetProperties_v6_t* props) {
 }
 
 static ncclResult_t v6_connect(int dev, void* handle, void** send_comm) {
-  return net_ib_legacy_connect(dev, handle, send_comm, NULL);
+  return net_export_legacy_connect(dev, handle, send_comm, NULL);
 }
 
 static ncclResult_t v6_accept(void* listen_comm, void** recv_comm) {
-  return net_ib_accept(listen_comm, recv_comm, NULL);
+  return net_export_accept(listen_comm, recv_comm, NULL);
 }
 
-IB_EXPORT ncclNet_v6_t ncclNetPlugin_v6 = {
-    .name = "IB",
-    .init = net_ib_legacy_init,
-    .devices = net_ib_devices,
+WEFT_NET_EXPORT ncclNet_v6_t ncclNetPlugin_v6 = {
+    .name = weft_net_export_name,
+    .init = net_export_legacy_init,
+    .devices = net_export_devices,
     .getProperties = v6_get_properties,
-    .listen = net_ib_legacy_listen,
+    .listen = net_export_legacy_listen,
     .connect = v6_connect,
     .accept = v6_accept,
-    .regMr = net_ib_legacy_reg_mr_int,
-    .regMrDmaBuf = net_ib_reg_mr_dmabuf,
-    .deregMr = net_ib_dereg_mr,
-    .isend = net_ib_legacy_isend_int,
-    .irecv = net_ib_legacy_irecv_int,
-    .iflush = net_ib_iflush,
-    .test = net_ib_test,
-    .closeSend = net_ib_close_send,
-    .closeRecv = net_ib_close_recv,
-    .closeListen = net_ib_close_listen,
+    .regMr = net_export_legacy_reg_mr_int,
+    .regMrDmaBuf = net_export_reg_mr_dmabuf,
+    .deregMr = net_export_dereg_mr,
+    .isend = net_export_legacy_isend_int,
+    .irecv = net_export_legacy_irecv_int,
+    .iflush = net_export_iflush,
+    .test = net_export_test,
+    .closeSend = net_export_close_send,
+    .closeRecv = net_export_close_recv,
+    .closeListen = net_export_close_listen,
 };

@@ -1,7 +1,20 @@
-/* ncclNetPlugin_v11: the implementation itself (NCCL 2.28+). */
-#include "plugin_exports.h"
+/* libnccl-net-ib.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
+ * and the target that weft_net_export (plugins/common) adapts into ncclNetPlugin_v10 … _v6.
+ * Not part of weft_net_ib_impl. */
+#include "net_export.h"
+#include "net_ib.h"
+#include "net_ib_internal.h"
 
-IB_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
+const char weft_net_export_name[] = "IB";
+
+const struct weft_net_export_target weft_net_export_target = {
+    .net = &weft_net_ib_v11,
+    .set_logger = net_ib_set_logger,
+    .logger = net_ib_logger,
+    .connect_tc = net_ib_connect_tc,
+};
+
+WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .name = "IB",
     .init = net_ib_init,
     .devices = net_ib_devices,

@@ -1,10 +1,10 @@
 /* ncclNetPlugin_v8 (NCCL 2.20–2.23): init once, int sizes in isend/irecv, properties up to
  * regIsGlobal. */
-#include "plugin_exports.h"
+#include "net_export.h"
 
 static ncclResult_t v8_get_properties(int dev, ncclNetProperties_v8_t* props) {
   ncclNetProperties_v11_t p;
-  ncclResult_t res = net_ib_get_properties(dev, &p);
+  ncclResult_t res = weft_net_export_target.net->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -21,24 +21,24 @@ static ncclResult_t v8_get_properties(int dev, ncclNetProperties_v8_t* props) {
   return ncclSuccess;
 }
 
-IB_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
-    .name = "IB",
-    .init = net_ib_legacy_init,
-    .devices = net_ib_devices,
+WEFT_NET_EXPORT ncclNet_v8_t ncclNetPlugin_v8 = {
+    .name = weft_net_export_name,
+    .init = net_export_legacy_init,
+    .devices = net_export_devices,
     .getProperties = v8_get_properties,
-    .listen = net_ib_legacy_listen,
-    .connect = net_ib_legacy_connect,
-    .accept = net_ib_accept,
-    .regMr = net_ib_reg_mr,
-    .regMrDmaBuf = net_ib_reg_mr_dmabuf,
-    .deregMr = net_ib_dereg_mr,
-    .isend = net_ib_legacy_isend_int,
-    .irecv = net_ib_legacy_irecv_int,
-    .iflush = net_ib_iflush,
-    .test = net_ib_test,
-    .closeSend = net_ib_close_send,
-    .closeRecv = net_ib_close_recv,
-    .closeListen = net_ib_close_listen,
+    .listen = net_export_legacy_listen,
+    .connect = net_export_legacy_connect,
+    .accept = net_export_accept,
+    .regMr = net_export_reg_mr,
+    .regMrDmaBuf = net_export_reg_mr_dmabuf,
+    .deregMr = net_export_dereg_mr,
+    .isend = net_export_legacy_isend_int,
+    .irecv = net_export_legacy_irecv_int,
+    .iflush = net_export_iflush,
+    .test = net_export_test,
+    .closeSend = net_export_close_send,
+    .closeRecv = net_export_close_recv,
+    .closeListen = net_export_close_listen,
     .getDeviceMr = NULL,
     .irecvConsumed = NULL,
 };

@@ -1,7 +1,20 @@
-/* ncclNetPlugin_v11: the implementation itself (NCCL 2.28+). */
-#include "plugin_exports.h"
+/* libnccl-net-socket.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
+ * and the target that weft_net_export (plugins/common) adapts into ncclNetPlugin_v10 … _v6.
+ * Not part of weft_net_socket_impl, so libweft exports none of this. */
+#include "net_export.h"
+#include "net_socket.h"
+#include "net_socket_internal.h"
 
-NS_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
+const char weft_net_export_name[] = "Socket";
+
+const struct weft_net_export_target weft_net_export_target = {
+    .net = &weft_net_socket_v11,
+    .set_logger = net_socket_set_logger,
+    .logger = net_socket_logger,
+    .connect_tc = net_socket_connect_tc,
+};
+
+WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
     .name = "Socket",
     .init = net_socket_init,
     .devices = net_socket_devices,
