@@ -1,12 +1,21 @@
-/* The tuner suite: exported versions (v2..v5) and their tables, init and teardown over a few
+/* The tuner suite: exported versions (v2..v5) and their tables, init and teardown over many
  * communicator shapes, and getCollInfo's answers (v3+: cells marked NCCL_ALGO_PROTO_IGNORE stay
- * -1 and at least one usable cell remains; v2: the algorithm and protocol are valid indexes the
- * communicator supports; every version: 0 <= nChannels <= 64). */
+ * -1, usable cells are only ever lowered and at least one stays usable; v2: the algorithm and
+ * protocol are valid indexes the communicator supports; every version: 0 <= nChannels <= 64),
+ * that getCollInfo is fast and allocates nothing, and that odd inputs (0 bytes, huge sizes,
+ * 0 or huge numPipeOps, one rank) neither crash nor yield nonsense.
+ *
+ * Allocation counting: this file defines malloc and friends for the whole weft-conformance
+ * executable (forwarding to glibc's __libc_* entries), so a plugin's allocations inside a
+ * getCollInfo call are seen. Sanitizer builds keep their own allocator and skip that check. */
 #include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nccl_tuner.h"
 #include "runner.h"
@@ -26,6 +35,73 @@ typedef struct {
   char other_symbols[256];
 } tuner_ctx;
 
+/* ---- allocation counting ---- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TUNER_COUNT_ALLOCS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define TUNER_COUNT_ALLOCS 0
+#endif
+#endif
+#ifndef TUNER_COUNT_ALLOCS
+#define TUNER_COUNT_ALLOCS 1
+#endif
+
+static volatile int alloc_counting;
+static volatile long alloc_count;
+
+#if TUNER_COUNT_ALLOCS
+extern void* __libc_malloc(size_t);
+extern void* __libc_calloc(size_t, size_t);
+extern void* __libc_realloc(void*, size_t);
+extern void* __libc_memalign(size_t, size_t);
+extern void __libc_free(void*);
+
+static void count_alloc(void) {
+  if (alloc_counting) __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED);
+}
+void* malloc(size_t n) {
+  count_alloc();
+  return __libc_malloc(n);
+}
+void* calloc(size_t a, size_t b) {
+  count_alloc();
+  return __libc_calloc(a, b);
+}
+void* realloc(void* p, size_t n) {
+  count_alloc();
+  return __libc_realloc(p, n);
+}
+void free(void* p) {
+  if (p) count_alloc();
+  __libc_free(p);
+}
+int posix_memalign(void** out, size_t align, size_t n) {
+  count_alloc();
+  void* p = __libc_memalign(align, n);
+  if (!p) return 12; /* ENOMEM */
+  *out = p;
+  return 0;
+}
+void* aligned_alloc(size_t align, size_t n) {
+  count_alloc();
+  return __libc_memalign(align, n);
+}
+void* memalign(size_t align, size_t n);
+void* memalign(size_t align, size_t n) {
+  count_alloc();
+  return __libc_memalign(align, n);
+}
+#endif
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
 static tuner_ctx tc;
 
 static void tuner_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
@@ -35,7 +111,9 @@ static void tuner_logger(ncclDebugLogLevel level, unsigned long flags, const cha
 
 static const struct {
   size_t nranks, nnodes;
-} shapes[] = {{1, 1}, {2, 1}, {8, 1}, {16, 2}, {64, 8}, {1024, 128}};
+} shapes[] = {{1, 1},  {2, 1},   {3, 1},    {8, 1},     {16, 2},    {9, 3},
+              {7, 7},  {64, 8}, {72, 9},   {256, 32},  {1024, 128}, {4096, 512},
+              {32768, 4096}};
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 
 /* Plausible cost-model constants for v5's init (the plugin may rewrite them). */
@@ -188,6 +266,64 @@ static int cell_usable(int mask, int a, int p) {
   }
 }
 
+/* getCollInfo of a cost-table version (3..5). */
+static ncclResult_t call_table(int v, void* ctx, int coll, size_t nbytes, int pipe,
+                               float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int reg,
+                               int* nch) {
+  float** table_arg = (float**)(void*)cost; /* NCCL passes float[7][3] as float** */
+  conf_stage_set("getCollInfo");
+  if (v == 3)
+    return ((const ncclTuner_v3_t*)tc.raw[v])
+        ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
+                      NCCL_NUM_PROTOCOLS, nch);
+  if (v == 4)
+    return ((const ncclTuner_v4_t*)tc.raw[v])
+        ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
+                      NCCL_NUM_PROTOCOLS, reg, nch);
+  return ((const ncclTuner_v5_t*)tc.raw[v])
+      ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
+                    NCCL_NUM_PROTOCOLS, reg, nch);
+}
+
+static ncclResult_t call_v2(void* ctx, int coll, size_t nbytes, int pipe, int* algo, int* proto,
+                            int* nch) {
+  conf_stage_set("getCollInfo");
+  return ((const ncclTuner_v2_t*)tc.raw[2])
+      ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, 0, 0, pipe, algo, proto, nch);
+}
+
+static void fill_cost(int mask, float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]) {
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
+      cost[a][p] = cell_usable(mask, a, p) ? 10.0f + (float)(a * 3 + p)
+                                           : (float)NCCL_ALGO_PROTO_IGNORE;
+}
+
+/* What every answer must keep: ignored cells at -1, usable ones numbers, one usable left, a
+ * channel count in range. */
+static conf_result check_answer(const char* what, int mask,
+                                const float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
+                                int nch) {
+  int left = 0;
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      float c = cost[a][p];
+      if (!cell_usable(mask, a, p)) {
+        if (c != (float)NCCL_ALGO_PROTO_IGNORE)
+          return conf_fail("%s changed ignored cell [algo %d][proto %d] from -1 to %g", what, a,
+                           p, c);
+        continue;
+      }
+      if (!isfinite(c) || (c < 0 && c != (float)NCCL_ALGO_PROTO_IGNORE))
+        return conf_fail("%s left cell [algo %d][proto %d] at %g", what, a, p, c);
+      if (c >= 0) left++;
+    }
+  if (!left) return conf_fail("%s marked every usable cell as ignored", what);
+  if (nch < 0 || nch > TUNER_MAX_CHANNELS)
+    return conf_fail("%s set nChannels to %d (0..%d)", what, nch, TUNER_MAX_CHANNELS);
+  return CONF_PASS;
+}
+
 static conf_result t_cost_table(void* x) {
   (void)x;
   int tested = 0;
@@ -202,49 +338,14 @@ static conf_result t_cost_table(void* x) {
           for (int pipe = 1; pipe <= 4; pipe *= 4)
             for (int reg = 0; reg <= (v >= 4); reg++) {
               float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
-              for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++) {
-                for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
-                  cost[a][p] = cell_usable(mask, a, p) ? 10.0f + (float)(a * 3 + p)
-                                                       : (float)NCCL_ALGO_PROTO_IGNORE;
-              }
-              /* NCCL passes the table as float** that is really float[7][3]. */
-              float** table_arg = (float**)(void*)cost;
+              fill_cost(mask, cost);
               int nch = 0;
-              ncclResult_t r = ncclInvalidUsage;
-              conf_stage_set("getCollInfo");
-              if (v == 3)
-                r = ((const ncclTuner_v3_t*)tc.raw[v])
-                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
-                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, &nch);
-              else if (v == 4)
-                r = ((const ncclTuner_v4_t*)tc.raw[v])
-                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
-                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, reg, &nch);
-              else
-                r = ((const ncclTuner_v5_t*)tc.raw[v])
-                        ->getCollInfo(ctx, (ncclFunc_t)coll, sizes[si], pipe, table_arg,
-                                      NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, reg, &nch);
+              ncclResult_t r = call_table(v, ctx, coll, sizes[si], pipe, cost, reg, &nch);
               char what[128];
               snprintf(what, sizeof what, "v%d getCollInfo(coll %d, %zu bytes, mask %d, pipeOps %d, regBuff %d)",
                        v, coll, sizes[si], mask, pipe, reg);
               if (r != ncclSuccess) return conf_fail("%s returned %d", what, (int)r);
-              int left = 0;
-              for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
-                for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
-                  float c = cost[a][p];
-                  if (!cell_usable(mask, a, p)) {
-                    if (c != (float)NCCL_ALGO_PROTO_IGNORE)
-                      return conf_fail("%s changed ignored cell [algo %d][proto %d] from -1 to %g",
-                                       what, a, p, c);
-                    continue;
-                  }
-                  if (!isfinite(c) || (c < 0 && c != (float)NCCL_ALGO_PROTO_IGNORE))
-                    return conf_fail("%s left cell [algo %d][proto %d] at %g", what, a, p, c);
-                  if (c >= 0) left++;
-                }
-              if (!left) return conf_fail("%s marked every usable cell as ignored", what);
-              if (nch < 0 || nch > TUNER_MAX_CHANNELS)
-                return conf_fail("%s set nChannels to %d (0..%d)", what, nch, TUNER_MAX_CHANNELS);
+              CONF_TRY(check_answer(what, mask, cost, nch));
             }
     CONF_TRY(t_fini(v, ctx));
   }
@@ -284,6 +385,147 @@ static conf_result t_v2_choice(void* x) {
   return t_fini(2, ctx);
 }
 
+
+/* Usable cells may only go down (to 0 to prefer one, to -1 to rule one out): raising a cell
+ * hides what the plugin means, since the core takes the cheapest. */
+static conf_result t_lowers_only(void* x) {
+  (void)x;
+  int tested = 0;
+  for (int v = 3; v <= TUNER_MAX; v++) {
+    if (!usable_version(v)) continue;
+    tested++;
+    void* ctx;
+    CONF_TRY(t_init(v, 16, 2, &ctx));
+    for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+      for (int si = 0; si < NSIZES; si++)
+        for (int mask = 0; mask < 3; mask++) {
+          float before[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+          fill_cost(mask, cost);
+          memcpy(before, cost, sizeof cost);
+          int nch = 0;
+          if (call_table(v, ctx, coll, sizes[si], 1, cost, 0, &nch) != ncclSuccess) continue;
+          for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+            for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
+              if (before[a][p] >= 0 && !(cost[a][p] <= before[a][p]))
+                return conf_fail("v%d getCollInfo(coll %d, %zu bytes, mask %d) raised usable cell "
+                                 "[algo %d][proto %d] from %g to %g",
+                                 v, coll, sizes[si], mask, a, p, before[a][p], cost[a][p]);
+        }
+    CONF_TRY(t_fini(v, ctx));
+  }
+  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v5)");
+  return CONF_PASS;
+}
+
+/* getCollInfo runs for every collective the application issues: it must not allocate and must
+ * answer in microseconds. Timed as the fastest of several batches, so a loaded machine does not
+ * fail a fast plugin. */
+#define FAST_BATCHES 20
+#define FAST_CALLS 500
+#define FAST_MAX_US 10.0
+
+static conf_result t_fast(void* x) {
+  (void)x;
+  int tested = 0;
+  for (int v = TUNER_MIN; v <= TUNER_MAX; v++) {
+    if (!usable_version(v)) continue;
+    tested++;
+    void* ctx;
+    CONF_TRY(t_init(v, 64, 8, &ctx));
+    double best = 1e30;
+    long allocs = 0;
+    for (int b = -1; b < FAST_BATCHES; b++) { /* batch -1 warms up */
+      alloc_count = 0;
+      alloc_counting = b >= 0;
+      double t0 = now_us();
+      for (int i = 0; i < FAST_CALLS; i++) {
+        int coll = i % (ncclFuncAllReduce + 1);
+        size_t nbytes = sizes[(i / 5) % NSIZES];
+        int nch = 0;
+        ncclResult_t r;
+        if (v == 2) {
+          int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
+          r = call_v2(ctx, coll, nbytes, 1, &algo, &proto, &nch);
+        } else {
+          float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+          fill_cost(0, cost);
+          r = call_table(v, ctx, coll, nbytes, 1, cost, 0, &nch);
+        }
+        if (r != ncclSuccess) {
+          alloc_counting = 0;
+          return conf_fail("v%d getCollInfo(coll %d, %zu bytes) returned %d", v, coll, nbytes,
+                           (int)r);
+        }
+      }
+      double per = (now_us() - t0) / FAST_CALLS;
+      alloc_counting = 0;
+      if (b >= 0) {
+        allocs += alloc_count;
+        if (per < best) best = per;
+      }
+    }
+    if (TUNER_COUNT_ALLOCS && allocs > 0)
+      return conf_fail("v%d getCollInfo allocated or freed memory %ld times in %d calls", v,
+                       allocs, FAST_BATCHES * FAST_CALLS);
+    if (best > FAST_MAX_US)
+      return conf_fail("v%d getCollInfo takes %.1f us per call (fastest batch; at most %.0f us)",
+                       v, best, FAST_MAX_US);
+    conf_note("v%d getCollInfo: %.3f us per call, %ld allocations", v, best, allocs);
+    CONF_TRY(t_fini(v, ctx));
+  }
+  if (!tested) return conf_skip("no usable ncclTunerPlugin version");
+  return CONF_PASS;
+}
+
+/* Sizes and counts at the edges: nothing to move, SIZE_MAX, no or huge numPipeOps, one rank. */
+static conf_result t_odd_inputs(void* x) {
+  (void)x;
+  static const size_t odd_sizes[] = {0, 1, 3, (size_t)1 << 62, SIZE_MAX / 2, SIZE_MAX};
+  static const int odd_pipes[] = {0, 1, 1000, INT_MAX};
+  static const size_t odd_shapes[][2] = {{1, 1}, {4096, 512}};
+  int tested = 0;
+  for (int v = TUNER_MIN; v <= TUNER_MAX; v++) {
+    if (!usable_version(v)) continue;
+    tested++;
+    for (int sh = 0; sh < 2; sh++) {
+      void* ctx;
+      CONF_TRY(t_init(v, odd_shapes[sh][0], odd_shapes[sh][1], &ctx));
+      for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+        for (size_t si = 0; si < sizeof odd_sizes / sizeof odd_sizes[0]; si++)
+          for (size_t pi = 0; pi < sizeof odd_pipes / sizeof odd_pipes[0]; pi++) {
+            char what[160];
+            snprintf(what, sizeof what, "v%d getCollInfo(coll %d, %zu bytes, pipeOps %d, %zu ranks)",
+                     v, coll, odd_sizes[si], odd_pipes[pi], odd_shapes[sh][0]);
+            int nch = 0;
+            if (v == 2) {
+              int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
+              if (call_v2(ctx, coll, odd_sizes[si], odd_pipes[pi], &algo, &proto, &nch) !=
+                  ncclSuccess)
+                continue; /* refusing is allowed; crashing is not */
+              if (algo < NCCL_ALGO_UNDEF || algo >= NCCL_NUM_ALGORITHMS ||
+                  proto < NCCL_PROTO_UNDEF || proto >= NCCL_NUM_PROTOCOLS)
+                return conf_fail("%s chose algorithm %d, protocol %d", what, algo, proto);
+              if (nch < 0 || nch > TUNER_MAX_CHANNELS)
+                return conf_fail("%s set nChannels to %d (0..%d)", what, nch, TUNER_MAX_CHANNELS);
+              continue;
+            }
+            for (int mask = 0; mask < 2; mask++) {
+              float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+              fill_cost(mask, cost);
+              nch = 0;
+              if (call_table(v, ctx, coll, odd_sizes[si], odd_pipes[pi], cost, 0, &nch) !=
+                  ncclSuccess)
+                continue;
+              CONF_TRY(check_answer(what, mask, cost, nch));
+            }
+          }
+      CONF_TRY(t_fini(v, ctx));
+    }
+  }
+  if (!tested) return conf_skip("no usable ncclTunerPlugin version");
+  return CONF_PASS;
+}
+
 static const conf_test tuner_tests[] = {
     {"tuner_plugin_loads_with_rtld_now_local", t_loads, 0},
     {"tuner_plugin_exports_a_supported_version", t_exports, 0},
@@ -294,6 +536,9 @@ static const conf_test tuner_tests[] = {
     {"tuner_init_and_teardown_work_across_shapes", t_shapes, 0},
     {"tuner_cost_table_keeps_ignored_cells_and_sane_channels", t_cost_table, 0},
     {"tuner_v2_choice_is_a_valid_supported_index", t_v2_choice, 0},
+    {"tuner_getcollinfo_only_lowers_usable_cells", t_lowers_only, 0},
+    {"tuner_getcollinfo_is_fast_and_does_not_allocate", t_fast, 0},
+    {"tuner_getcollinfo_survives_odd_inputs", t_odd_inputs, 0},
 };
 
 static conf_result tuner_gate(void* ctx, const conf_test* t, char* why, size_t len) {

@@ -61,6 +61,7 @@ struct ncclComm {
   struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */
   struct weft_host* host;           /* host executor: channel workers */
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
+  struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   uint64_t magic_end;
 };
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"
 
@@ -98,6 +99,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
   WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
+  WEFT_CHECK_GOTO(tune_comm_init(comm), res, fail);
   INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
@@ -153,6 +155,7 @@ void comm_join_init(struct ncclComm* comm) {
 
 void comm_free(struct ncclComm* comm) {
   comm_datapath_fini(comm);
+  tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);
   free(comm->peers);
   pthread_mutex_destroy(&comm->lock);

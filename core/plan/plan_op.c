@@ -18,6 +18,7 @@
 #include "host/host.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
+#include "tune/tune.h"
 #include "util/check.h"
 #include "util/clock.h"
 
@@ -49,19 +50,14 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
     op->nchannels = 0;
     return ncclSuccess;
   }
-  weft_exec_caps caps = {(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
-                         (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL), p->nchannels};
   size_t nbytes = bytes;
   if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
     nbytes *= (size_t)comm->nranks;
-  weft_choice c;
-  WEFT_CHECK(tune_choose(&p->mask, &caps, (ncclFunc_t)op->func, nbytes, comm->nranks, &c));
-  op->algo = c.algo;
-  op->proto = c.proto;
-  op->nchannels = c.nchannels < 1 ? 1 : (c.nchannels > p->nchannels ? p->nchannels : c.nchannels);
-  INFO(NCCL_TUNING, "rank %d: %s seq %llu: %zu bytes -> %s/%s on %d channel(s)", comm->rank,
-       plan_func_name(op->func), (unsigned long long)op->seq, nbytes, tune_algo_name(op->algo),
-       tune_proto_name(op->proto), op->nchannels);
+  weft_decision d; /* tune/ logs the decision at NCCL_DEBUG_SUBSYS=TUNING */
+  WEFT_CHECK(tune_decide(comm->tune, &p->mask, (ncclFunc_t)op->func, nbytes, 1, 0, 0, &d));
+  op->algo = d.algo;
+  op->proto = d.proto;
+  op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > p->nchannels ? p->nchannels : d.nchannels);
   return ncclSuccess;
 }
 
@@ -185,6 +181,24 @@ static ncclResult_t self_copies(struct ncclComm* comm, weft_op* ops) {
   return ncclSuccess;
 }
 
+/* NCCL_DEBUG_SUBSYS=TUNING: what an op's work items run, read from the work itself (the FIFOs
+ * its first item uses: a ring uses only the prev/next roles, a tree the up/down ones), so a test
+ * can see that a decision reached the executor. */
+static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_work* w, int n) {
+  if (!is_coll(op->func) || n == 0 || !weft_log_enabled(NCCL_LOG_INFO, NCCL_TUNING)) return;
+  unsigned roles = 0;
+  int proto = -1;
+  for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
+    if (w->keys[k].peer < 0) continue;
+    roles |= 1u << k;
+    proto = w->keys[k].proto;
+  }
+  if (roles == 0) return;
+  INFO(NCCL_TUNING, "rank %d: %s seq %llu runs %s/%s on %d channel(s) (%d work item(s))",
+       comm->rank, plan_func_name(op->func), (unsigned long long)op->seq,
+       (roles & ~3u) ? "Tree" : "Ring", tune_proto_name(proto), op->nchannels, n);
+}
+
 static ncclResult_t build(comm_launch* cl, weft_launch* L) {
   struct ncclComm* comm = cl->comm;
   struct weft_plan* p = comm->plan;
@@ -210,6 +224,7 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
   }
   for (weft_op* op = cl->ops; op; op = op->next) {
     if (is_coll(op->func) || is_marker(op->func)) cl->colls[cl->ncoll++] = op;
+    int first_work = cl->nworks;
     for (int c = 0; c < op->nchannels; c++) {
       weft_work* w = &cl->works[cl->nworks];
       w->op = op;
@@ -234,6 +249,7 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
         }
       }
     }
+    log_run(comm, op, &cl->works[first_work], cl->nworks - first_work);
   }
   if (p->check_colls && cl->ncoll > 0) cl->needs_prep = 1;
   return ncclSuccess;

@@ -6,7 +6,7 @@
  * negates it (everything except…); names are case-insensitive. Functions: Broadcast, Reduce,
  * AllGather, ReduceScatter, AllReduce. Algorithms: Tree, Ring, CollNetDirect, CollNetChain,
  * NVLS, NVLSTree, PAT. Protocols: LL, LL128, Simple. An unknown name is ncclInvalidUsage with a
- * WARN naming the token. */
+ * WARN naming the token. The choice among what the masks allow is tune.h's. */
 #ifndef WEFT_TUNE_ALGO_PROTO_H
 #define WEFT_TUNE_ALGO_PROTO_H
 
@@ -39,16 +39,12 @@ typedef struct {
   int nchannels;
 } weft_choice;
 
-/* Choose for one collective of nbytes (the per-rank buffer size nccl-tests calls "size") on a
- * communicator of nranks. Only combinations allowed by both mask and caps are considered; Tree
- * only for AllReduce; with nothing allowed returns ncclInvalidUsage naming the collective and the
- * settings that excluded everything. */
-ncclResult_t tune_choose(const weft_algo_proto_mask* mask, const weft_exec_caps* caps,
-                         ncclFunc_t func, size_t nbytes, int nranks, weft_choice* out);
-
 const char* tune_algo_name(int algo);
 const char* tune_proto_name(int proto);
 /* "Broadcast" … "AllReduce" for ncclFunc 0..4, "Unknown" otherwise. */
 const char* tune_func_name(int func);
+/* "Tree,Ring" / "LL,Simple" for a mask of algorithms (protos = 0) or protocols; "none" when
+ * empty. */
+void tune_format_mask(char* buf, size_t len, unsigned bits, int protos);
 
 #endif

@@ -35,8 +35,13 @@ function(weft_test_tuner_plugin what src)
   target_link_options(nccl-tuner-${what} PRIVATE -Wl,-z,defs)
 endfunction()
 weft_test_tuner_plugin(reftuner tuner_good.c)
-weft_test_tuner_plugin(broken-ignoredcells tuner_ignoredcells.c)
-weft_test_tuner_plugin(broken-nullinit tuner_nullinit.c)
+foreach(v 2 3 4)
+  weft_test_tuner_plugin(reftuner-v${v} tuner_v${v}only.c)
+endforeach()
+foreach(what ignoredcells nullinit nullget initfails getfails raises allocates slow badchannels nan
+        zerocrash v2badindex)
+  weft_test_tuner_plugin(broken-${what} tuner_${what}.c)
+endforeach()
 
 # weft_conformance_test(NAME n PLUGIN file [ARGS a|b] [EXPECT_FAIL x,y] [EXPECT_PASS …]
 #                       [EXPECT_REASON name=text,…] [ALL_PASS] [TIMEOUT s] [SUITE net|tuner])
@@ -146,6 +151,78 @@ weft_conformance_test(NAME conformance_flags_tuner_writing_ignored_cells SUITE t
   EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels
   EXPECT_PASS tuner_init_and_teardown_work_across_shapes
   EXPECT_REASON "tuner_cost_table_keeps_ignored_cells_and_sane_channels=ignored cell [algo 4][proto 2]")
+set(T ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken)
+weft_conformance_test(NAME conformance_flags_tuner_null_getcollinfo SUITE tuner
+  PLUGIN ${T}-nullget.so
+  EXPECT_FAIL tuner_v5_table_has_name_and_entries
+  EXPECT_REASON "tuner_v5_table_has_name_and_entries=getCollInfo is NULL")
+weft_conformance_test(NAME conformance_flags_tuner_init_failure SUITE tuner
+  PLUGIN ${T}-initfails.so
+  EXPECT_FAIL tuner_init_and_teardown_work_across_shapes,tuner_cost_table_keeps_ignored_cells_and_sane_channels
+  EXPECT_PASS tuner_v5_table_has_name_and_entries
+  EXPECT_REASON "tuner_init_and_teardown_work_across_shapes=nNodes 1) returned 2")
+weft_conformance_test(NAME conformance_flags_tuner_getcollinfo_error SUITE tuner
+  PLUGIN ${T}-getfails.so
+  EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_getcollinfo_is_fast_and_does_not_allocate
+  EXPECT_PASS tuner_init_and_teardown_work_across_shapes
+  EXPECT_REASON "tuner_cost_table_keeps_ignored_cells_and_sane_channels=returned 3")
+weft_conformance_test(NAME conformance_flags_tuner_raising_cells SUITE tuner
+  PLUGIN ${T}-raises.so
+  EXPECT_FAIL tuner_getcollinfo_only_lowers_usable_cells
+  EXPECT_PASS tuner_cost_table_keeps_ignored_cells_and_sane_channels
+  EXPECT_REASON "tuner_getcollinfo_only_lowers_usable_cells=raised usable cell")
+weft_conformance_test(NAME conformance_flags_tuner_allocating SUITE tuner
+  PLUGIN ${T}-allocates.so ARGS "--filter|tuner_getcollinfo_is_fast*,tuner_cost_table*"
+  EXPECT_FAIL tuner_getcollinfo_is_fast_and_does_not_allocate
+  EXPECT_PASS tuner_cost_table_keeps_ignored_cells_and_sane_channels
+  EXPECT_REASON "tuner_getcollinfo_is_fast_and_does_not_allocate=allocated or freed memory")
+weft_conformance_test(NAME conformance_flags_tuner_slow SUITE tuner
+  PLUGIN ${T}-slow.so ARGS "--filter|tuner_getcollinfo_is_fast*"
+  EXPECT_FAIL tuner_getcollinfo_is_fast_and_does_not_allocate
+  EXPECT_REASON "tuner_getcollinfo_is_fast_and_does_not_allocate=us per call")
+weft_conformance_test(NAME conformance_flags_tuner_negative_channels SUITE tuner
+  PLUGIN ${T}-badchannels.so
+  EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_getcollinfo_survives_odd_inputs
+  EXPECT_REASON "tuner_cost_table_keeps_ignored_cells_and_sane_channels=set nChannels to -3")
+weft_conformance_test(NAME conformance_flags_tuner_nan_cell SUITE tuner
+  PLUGIN ${T}-nan.so
+  EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_getcollinfo_only_lowers_usable_cells
+  EXPECT_REASON "tuner_cost_table_keeps_ignored_cells_and_sane_channels=at nan")
+weft_conformance_test(NAME conformance_flags_tuner_crash_on_zero_bytes SUITE tuner
+  PLUGIN ${T}-zerocrash.so
+  EXPECT_FAIL tuner_getcollinfo_survives_odd_inputs
+  EXPECT_PASS tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_getcollinfo_is_fast_and_does_not_allocate
+  EXPECT_REASON "tuner_getcollinfo_survives_odd_inputs=SIGSEGV")
+weft_conformance_test(NAME conformance_flags_tuner_v2_bad_index SUITE tuner
+  PLUGIN ${T}-v2badindex.so
+  EXPECT_FAIL tuner_v2_choice_is_a_valid_supported_index
+  EXPECT_REASON "tuner_v2_choice_is_a_valid_supported_index=chose algorithm 42")
+foreach(v 2 3 4)
+  weft_conformance_test(NAME conformance_tuner_reftuner_v${v}_passes SUITE tuner
+    PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner-v${v}.so ALL_PASS
+    EXPECT_PASS tuner_v${v}_table_has_name_and_entries)
+endforeach()
+
+# weft's own tuner, the CI gate: without rules, with YAML rules and with NCCL's CSV.
+if(TARGET nccl-tuner-weft)
+  foreach(cfg none yaml csv)
+    set(env "NCCL_DEBUG=WARN")
+    if(cfg STREQUAL "yaml")
+      set(env "NCCL_DEBUG=WARN;WEFT_TUNER_CONFIG=${PROJECT_SOURCE_DIR}/tests/tune/rules/good/host.yaml")
+    elseif(cfg STREQUAL "csv")
+      set(env "NCCL_DEBUG=WARN;NCCL_TUNER_CONFIG_FILE=${PROJECT_SOURCE_DIR}/tests/tune/rules/good/nccl_example.conf")
+    endif()
+    add_test(NAME conformance_tuner_weft_${cfg}
+      COMMAND ${CMAKE_COMMAND} -DCONF=$<TARGET_FILE:weft-conformance> -DSUITE=tuner
+        -DPLUGIN=$<TARGET_FILE:nccl-tuner-weft> -DARGS= -DALL_PASS=1
+        -DJSON=${PROJECT_BINARY_DIR}/tests/plugins/conformance_tuner_weft_${cfg}.json
+        -DEXPECT_FAIL= -DEXPECT_PASS=tuner_v5_table_has_name_and_entries,tuner_v2_table_has_name_and_entries -DEXPECT_REASON=
+        -P ${CMAKE_CURRENT_LIST_DIR}/scripts/expect_conformance.cmake)
+    set_tests_properties(conformance_tuner_weft_${cfg} PROPERTIES LABELS plugin TIMEOUT 120
+      ENVIRONMENT "${env}")
+  endforeach()
+endif()
+
 weft_conformance_test(NAME conformance_flags_tuner_null_init SUITE tuner
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken-nullinit.so
   EXPECT_FAIL tuner_v4_table_has_name_and_entries

@@ -1,14 +1,14 @@
-/* tune_choose: over random masks, caps, collectives, sizes and rank counts the choice always lies
- * in mask ∩ caps (and Tree only for AllReduce), nchannels is in 1..max_channels, and an empty
- * intersection is ncclInvalidUsage with a WARN naming the collective. Plus the rule model's
- * intended shape: one channel for small messages, all of them for large ones; LL for tiny
- * messages and Simple for large ones when both are allowed. */
+/* tune_choose (the cost model alone): over random masks, caps, collectives, sizes, rank counts
+ * and topologies (host and device) the choice always lies in mask ∩ caps (and Tree only for
+ * AllReduce), nchannels is in 1..max_channels, the predicted time is finite and >= 0, and an
+ * empty intersection is ncclInvalidUsage with a WARN naming the collective. Plus the model's
+ * intended shape: one channel for small messages, all of them for large ones. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
-#include "tune/algo_proto.h"
+#include "tune/tune.h"
 #include "util/log.h"
 
 /* Algorithms that can run each collective (Broadcast, Reduce, AllGather, ReduceScatter,
@@ -48,11 +48,29 @@ int main(void) {
     ncclFunc_t func = (ncclFunc_t)(test_rand(&rng) % WEFT_NUM_COLL_FUNCS);
     size_t nbytes = (size_t)(test_rand(&rng) % (1ull << (test_rand(&rng) % 34)));
     int nranks = 1 + (int)(test_rand(&rng) % 300);
+    int nnodes = 1 + (int)(test_rand(&rng) % (unsigned)nranks);
+    weft_tune_facts f;
+    if (test_rand(&rng) & 1)
+      tune_facts_host(&f, nranks, nnodes, (int)(test_rand(&rng) & 1), caps.max_channels,
+                      1 + (int)(test_rand(&rng) % 8), 1.0 + (double)(test_rand(&rng) % 4));
+    else
+      tune_facts_device(&f, nranks, nnodes, (int)(test_rand(&rng) & 1),
+                        (int)(test_rand(&rng) % 4), caps.max_channels);
+    ncclTunerConstants_v5_t k;
+    weft_tune_host_bw hb;
+    tune_constants_default(&f, &k);
+    tune_host_bw_default(&f, &hb);
+    weft_tune_model model;
+    tune_model_init(&model, &f, &k, &hb);
     unsigned algos = m.algo[func] & caps.algos & applicable[func];
     unsigned protos = m.proto[func] & caps.protos;
 
+    /* The device model runs Ring and Tree only; the host one no LL128 either. */
+    algos &= (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE);
+    if (f.host) protos &= ~(1u << NCCL_PROTO_LL128);
     weft_choice c = {-7, -7, -7};
-    ncclResult_t r = tune_choose(&m, &caps, func, nbytes, nranks, &c);
+    double pred = -7;
+    ncclResult_t r = tune_choose(&model, &m, &caps, func, nbytes, &c, &pred);
     if (usable(algos, protos)) {
       if (r != ncclSuccess) {
         fprintf(stderr, "it %d: %s refused with algos 0x%x protos 0x%x\n", it,
@@ -65,6 +83,7 @@ int main(void) {
       if (c.algo != NCCL_ALGO_RING && c.algo != NCCL_ALGO_TREE)
         EXPECT_EQ_INT(c.proto, NCCL_PROTO_SIMPLE);
       EXPECT(c.nchannels >= 1 && c.nchannels <= caps.max_channels);
+      EXPECT(pred >= 0 && pred < 1e12);
       chosen++;
     } else {
       EXPECT_RES(r, ncclInvalidUsage);
@@ -82,37 +101,46 @@ int main(void) {
   }
   EXPECT(chosen > 1000 && refused > 1000);
 
-  /* The rule model's shape with host caps and everything allowed. */
+  /* The model's shape with host caps and everything allowed. */
   weft_algo_proto_mask all;
   EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
   weft_exec_caps host = {(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
                          (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE), 4};
+  weft_tune_facts f;
+  ncclTunerConstants_v5_t k;
+  weft_tune_host_bw hb;
+  weft_tune_model m8;
+  tune_facts_host(&f, 8, 1, 1, 4, 4, 1.0);
+  tune_constants_default(&f, &k);
+  tune_host_bw_default(&f, &hb);
+  tune_model_init(&m8, &f, &k, &hb);
   weft_choice c;
-  EXPECT_OK(tune_choose(&all, &host, ncclFuncAllReduce, 8, 8, &c));
+  EXPECT_OK(tune_choose(&m8, &all, &host, ncclFuncAllReduce, 8, &c, NULL));
   EXPECT_EQ_INT(c.nchannels, 1);
-  EXPECT_EQ_INT(c.proto, NCCL_PROTO_LL);
-  EXPECT_OK(tune_choose(&all, &host, ncclFuncAllReduce, 256u << 20, 8, &c));
+  EXPECT_OK(tune_choose(&m8, &all, &host, ncclFuncAllReduce, 256u << 20, &c, NULL));
   EXPECT_EQ_INT(c.nchannels, 4);
   EXPECT_EQ_INT(c.proto, NCCL_PROTO_SIMPLE);
-  EXPECT_EQ_INT(c.algo, NCCL_ALGO_RING);
-  /* Small AllReduce on many ranks: the tree's log-depth latency wins. */
-  EXPECT_OK(tune_choose(&all, &host, ncclFuncAllReduce, 1024, 64, &c));
-  EXPECT_EQ_INT(c.algo, NCCL_ALGO_TREE);
   /* Never Tree outside AllReduce, even when it is the only algorithm asked for. */
   weft_algo_proto_mask tree_only;
   EXPECT_OK(tune_parse_masks("tree", NULL, &tree_only));
-  EXPECT_RES(tune_choose(&tree_only, &host, ncclFuncBroadcast, 1024, 8, &c), ncclInvalidUsage);
-  EXPECT_OK(tune_choose(&tree_only, &host, ncclFuncAllReduce, 1024, 8, &c));
+  EXPECT_RES(tune_choose(&m8, &tree_only, &host, ncclFuncBroadcast, 1024, &c, NULL),
+             ncclInvalidUsage);
+  EXPECT_OK(tune_choose(&m8, &tree_only, &host, ncclFuncAllReduce, 1024, &c, NULL));
   EXPECT_EQ_INT(c.algo, NCCL_ALGO_TREE);
   /* One rank: Ring/Simple when allowed. */
-  EXPECT_OK(tune_choose(&all, &host, ncclFuncAllGather, 1u << 20, 1, &c));
+  weft_tune_model m1;
+  tune_facts_host(&f, 1, 1, 1, 4, 4, 1.0);
+  tune_model_init(&m1, &f, &k, &hb);
+  EXPECT_OK(tune_choose(&m1, &all, &host, ncclFuncAllGather, 1u << 20, &c, NULL));
   EXPECT(c.algo == NCCL_ALGO_RING && c.proto == NCCL_PROTO_SIMPLE);
   /* Only LL128 asked for on an executor without it. */
   weft_algo_proto_mask ll128;
   EXPECT_OK(tune_parse_masks(NULL, "LL128", &ll128));
-  EXPECT_RES(tune_choose(&ll128, &host, ncclFuncAllReduce, 1024, 8, &c), ncclInvalidUsage);
+  EXPECT_RES(tune_choose(&m8, &ll128, &host, ncclFuncAllReduce, 1024, &c, NULL),
+             ncclInvalidUsage);
   /* Bad arguments. */
-  EXPECT_RES(tune_choose(&all, &host, ncclFuncSendRecv, 1024, 8, &c), ncclInvalidArgument);
-  EXPECT_RES(tune_choose(&all, &host, ncclFuncAllReduce, 1024, 0, &c), ncclInvalidArgument);
+  EXPECT_RES(tune_choose(&m8, &all, &host, ncclFuncSendRecv, 1024, &c, NULL), ncclInvalidArgument);
+  EXPECT_RES(tune_choose(NULL, &all, &host, ncclFuncAllReduce, 1024, &c, NULL),
+             ncclInvalidArgument);
   return 0;
 }

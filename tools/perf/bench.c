@@ -298,6 +298,14 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
     if (rc == 0) rc = sync_all(p);
     if (rc || !perf_size_next(o, size)) break;
   }
+  int explain = o->explain && p->is_root_proc;
+  if (explain) {
+    char label[64];
+    snprintf(label, sizeof label, "%s %s%s%s", t->coll->name, t->type->name,
+             t->coll->has_op && !t->coll->op_label_only ? " " : "",
+             t->coll->has_op && !t->coll->op_label_only ? t->op->name : "");
+    perf_explain_begin(&p->explain, label);
+  }
   for (size_t size = o->minbytes; rc == 0; size = perf_size_next(o, size)) {
     set_counts(p, t, size);
     struct perf_row row = {
@@ -320,8 +328,12 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
       perf_table_row(stdout, &row);
       perf_json_row(p->json, &row);
     }
+    if (explain)
+      perf_explain_add(&p->explain, p->lib, p->comms[0], t->coll->id, row.size,
+                       t->counts.paramcount, t->type->nccl, row.oop.time_us);
     if (!perf_size_next(o, size)) break;
   }
+  if (explain && rc == 0) perf_explain_print(stdout, &p->explain, p->lib, p->nranks);
   ops_destroy(p, t);
   return rc;
 }

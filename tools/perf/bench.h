@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "baseline.h"
 #include "chan.h"
+#include "explain.h"
 #include "lib.h"
 #include "perf.h"
 #include "table.h"
@@ -54,6 +55,7 @@ struct perf_proc {
   ncclRedOp_t* ops; /* [nlocal]: the operator handle of the current test */
   struct perf_json* json;
   struct perf_ar_best ar;
+  struct perf_explain explain; /* --explain rows (rank 0's process) */
   int failed;     /* a call failed: stop */
   int wrong_rows; /* halves with #wrong > 0 over the whole run */
   int below_min_bw;

@@ -100,6 +100,8 @@ enum opt_id {
   O_BACKEND,
   O_SEED,
   O_MINBW,
+  O_EXPLAIN,
+  O_EXPLAIN_PNG,
   O_COLL,
   O_HELP,
   O_DEFAULT_ONLY
@@ -140,6 +142,8 @@ static const struct opt_def opt_defs[] = {
     {0, "backend", O_BACKEND, 1, NULL},
     {0, "seed", O_SEED, 1, NULL},
     {0, "min-bw", O_MINBW, 1, NULL},
+    {0, "explain", O_EXPLAIN, 0, NULL},
+    {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
     {0, "coll", O_COLL, 1, NULL},
     {'h', "help", O_HELP, 0, NULL},
     /* nccl-tests features weft-perf does not offer: accepted at their default only. */
@@ -191,6 +195,11 @@ void perf_usage(FILE* out, const char* prog) {
       "      --baseline-only     measure only the baselines\n"
       "      --seed N            seed of the checked data (default fixed)\n"
       "      --min-bw GB/S       exit 1 when the average bus bandwidth is below 0.9x this\n"
+      "      --explain           after each table, the library's decision per size (algorithm,\n"
+      "                          protocol, channels, predicted time) next to the measured\n"
+      "                          time, and a PNG plot of both (weft: weftCommTuneQuery)\n"
+      "      --explain-png FILE  where the plot goes (implies --explain; default\n"
+      "                          weft-perf-explain.png; none: no plot)\n"
       "  -h, --help              this text\n"
       "Under mpirun (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE) or with WEFT_RANK and\n"
       "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n",
@@ -214,6 +223,7 @@ static void set_defaults(struct perf_opts* o) {
   o->type = perf_type_default();
   o->op = perf_op_find("sum");
   o->seed = 0x5eedf00dULL;
+  o->explain_png = "weft-perf-explain.png";
 }
 
 static int add_coll(struct perf_opts* o, const char* name, char* err, size_t errlen) {
@@ -381,6 +391,13 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
       o->min_bw_set = 1;
       return 0;
     }
+    case O_EXPLAIN: o->explain = 1; return 0;
+    case O_EXPLAIN_PNG:
+      if (!*v) return fail(err, errlen, "%s: empty file name", flag);
+      o->explain = 1;
+      o->explain_png = strcmp(v, "none") == 0 ? NULL : v;
+      o->explain_png_given = 1;
+      return 0;
     case O_DEFAULT_ONLY:
       if (parse_int(v, -(1L << 30), 1L << 30, &n) || n != strtol(d->only, NULL, 10))
         return fail(err, errlen, "%s %s: not supported by weft-perf (only %s is accepted)", flag, v,

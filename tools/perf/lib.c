@@ -68,6 +68,12 @@ static ncclResult_t stub_oob(ncclComm_t comm, const void* s, void* r, size_t byt
   return ncclInvalidUsage;
 }
 
+static ncclResult_t stub_tune_query(ncclComm_t comm, int coll, size_t count, ncclDataType_t type,
+                                    int* algo, int* proto, int* nch, float* us) {
+  (void)comm, (void)coll, (void)count, (void)type, (void)algo, (void)proto, (void)nch, (void)us;
+  return ncclInvalidUsage;
+}
+
 int perf_default_lib_path(char* buf, size_t len) {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -146,11 +152,13 @@ int perf_nccl_load(struct perf_nccl* lib, const char* path, char* err, size_t er
   RESOLVE(RedOpDestroy, "ncclRedOpDestroy", 0);
   RESOLVE(weftCommGetMode, "weftCommGetMode", 0);
   RESOLVE(weftCommOobAllGather, "weftCommOobAllGather", 0);
+  RESOLVE(weftCommTuneQuery, "weftCommTuneQuery", 0);
 
   lib->has_alltoall = lib->AlltoAll != NULL;
   lib->has_premulsum = lib->RedOpCreatePreMulSum != NULL;
   lib->has_get_mode = lib->weftCommGetMode != NULL;
   lib->has_oob_allgather = lib->weftCommOobAllGather != NULL;
+  lib->has_tune_query = lib->weftCommTuneQuery != NULL;
   if (!lib->GetLastError) lib->GetLastError = stub_last_error;
   if (!lib->CommAbort) lib->CommAbort = stub_unsupported_destroy;
   if (!lib->CommFinalize) lib->CommFinalize = stub_finalize;
@@ -159,6 +167,7 @@ int perf_nccl_load(struct perf_nccl* lib, const char* path, char* err, size_t er
   if (!lib->RedOpDestroy) lib->RedOpDestroy = stub_opdestroy;
   if (!lib->weftCommGetMode) lib->weftCommGetMode = stub_get_mode;
   if (!lib->weftCommOobAllGather) lib->weftCommOobAllGather = stub_oob;
+  if (!lib->weftCommTuneQuery) lib->weftCommTuneQuery = stub_tune_query;
   stub_lib = lib;
 
   ncclResult_t res = lib->GetVersion(&lib->version);

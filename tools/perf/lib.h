@@ -18,6 +18,7 @@ struct perf_nccl {
   int has_premulsum;
   int has_oob_allgather; /* weftCommOobAllGather: control-plane exchange without the data path */
   int has_get_mode;      /* weftCommGetMode */
+  int has_tune_query;    /* weftCommTuneQuery: what the library decides per collective */
 
   ncclResult_t (*GetVersion)(int*);
   const char* (*GetErrorString)(ncclResult_t);
@@ -50,6 +51,9 @@ struct perf_nccl {
   /* weft extensions (stubs answer ncclInvalidUsage elsewhere). */
   ncclResult_t (*weftCommGetMode)(ncclComm_t, int*);
   ncclResult_t (*weftCommOobAllGather)(ncclComm_t, const void*, void*, size_t);
+  /* (comm, ncclFunc_t, count, type, algorithm, protocol, channels, predicted µs) */
+  ncclResult_t (*weftCommTuneQuery)(ncclComm_t, int, size_t, ncclDataType_t, int*, int*, int*,
+                                    float*);
 };
 
 /* The library weft-perf uses when --lib is not given: ../lib/libnccl.so.2 relative to the

@@ -139,6 +139,9 @@ struct perf_opts {
   uint64_t seed;     /* --seed */
   int min_bw_set;
   double min_bw;  /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
+  int explain;                 /* --explain: decision table after each block, PNG at the end */
+  const char* explain_png;     /* the plot's file; NULL: none */
+  int explain_png_given;       /* --explain-png was given (else the default file) */
   unsigned given; /* PERF_GIVEN_* bits: which defaults the user overrode */
 };
 

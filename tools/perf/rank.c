@@ -1,6 +1,7 @@
 /* A rank process from start to end: header (process 0), the backend, the unique id, the
  * communicators, the device report, buffers, every collective asked for, the summary with the
  * baselines, teardown. Errors print once, where they happen, and give the exit code. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -283,6 +284,15 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     failed = perf_bench_coll(p, &perf_colls[p->o->colls[c]]) != 0;
   if (failed) goto out_bufs;
   if (p->is_root_proc) ratio_lines(p);
+  if (p->is_root_proc && p->o->explain && p->o->explain_png) {
+    char title[96];
+    snprintf(title, sizeof title, "WEFT-PERF EXPLAIN, %d RANKS", p->nranks);
+    if (perf_explain_png(&p->explain, p->o->explain_png, title) == 0)
+      printf("# explain: plot of predicted vs measured written to %s\n#\n", p->o->explain_png);
+    else
+      fprintf(stderr, "weft-perf: cannot write the explain plot %s: %s\n", p->o->explain_png,
+              strerror(errno));
+  }
   rc = p->wrong_rows || p->below_min_bw ? PERF_EXIT_FAIL : PERF_EXIT_OK;
 
 out_bufs:
@@ -310,5 +320,6 @@ out:
   free(p->send);
   free(p->recv);
   free(p->ops);
+  perf_explain_free(&p->explain);
   return rc;
 }

@@ -1,0 +1,65 @@
+/* Algorithm, protocol and channel choice for each collective: the cost model (tune_model.h)
+ * fills NCCL's cost table float[algo][proto] (µs, NCCL_ALGO_PROTO_IGNORE in cells that cannot
+ * run: outside NCCL_ALGO/NCCL_PROTO, outside what the executor implements, not applicable to the
+ * collective), a tuner plugin (plugin/tuner.h) may lower cells and set a channel count, and the
+ * cheapest cell runs. Every rank decides alone, so everything a decision reads is agreed across
+ * ranks at init (tune_comm.c). NCCL_DEBUG_SUBSYS=TUNING logs each decision with its table. */
+#ifndef WEFT_TUNE_H
+#define WEFT_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin/tuner.h"
+#include "tune/algo_proto.h"
+#include "tune/tune_model.h"
+
+struct ncclComm;
+
+/* Defects of a tuner's answer; each is WARNed once per communicator. */
+enum {
+  TUNE_DEFECT_ERROR = 1u << 0,    /* getCollInfo returned an error */
+  TUNE_DEFECT_IGNORED = 1u << 1,  /* it wrote into a cell marked NCCL_ALGO_PROTO_IGNORE */
+  TUNE_DEFECT_NAN = 1u << 2,      /* it left a cell that is not a number */
+  TUNE_DEFECT_EMPTY = 1u << 3,    /* it marked every usable cell unusable */
+  TUNE_DEFECT_CHANNELS = 1u << 4, /* it set a negative channel count */
+};
+
+/* Per communicator. */
+typedef struct weft_tune {
+  weft_tune_model model;
+  weft_exec_caps caps;   /* what the executor runs; max_channels is the comm's channel count */
+  weft_tuner* tuner;     /* NULL: the model alone */
+  unsigned warned;       /* TUNE_DEFECT_* bits WARNed already (atomic) */
+  int rank;              /* for log lines */
+} weft_tune;
+
+/* One decision and what it came from. */
+typedef struct {
+  int algo, proto, nchannels;
+  double predicted_us; /* the model's time for what runs */
+  int by_tuner;        /* the tuner's answer changed the model's choice or channel count */
+  int tuner_fallback;  /* the tuner's answer was unusable: the model decided */
+  float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* the model's costs */
+} weft_decision;
+
+/* Decide for one collective (func Broadcast..AllReduce) of nbytes: the per-rank buffer, or for
+ * AllGather/ReduceScatter the full one (nccl-tests' "size"). pipe_ops: ops aggregated with it
+ * (NCCL's numPipeOps, 1 alone); reg_buff: buffers registered. quiet: no INFO line (queries).
+ * ncclInvalidUsage with a WARN naming the collective and the settings when mask and executor
+ * leave nothing; ncclInvalidArgument for a bad func. A tuner never makes it fail. */
+ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
+                         size_t nbytes, int pipe_ops, int reg_buff, int quiet, weft_decision* out);
+
+/* The model alone (no tuner, no log), for tests and tools. */
+ncclResult_t tune_choose(const weft_tune_model* m, const weft_algo_proto_mask* mask,
+                         const weft_exec_caps* caps, ncclFunc_t func, size_t nbytes,
+                         weft_choice* out, double* predicted_us);
+
+/* Communicator hooks (tune_comm.c): after the data path is up (host mode), gather and agree on
+ * the facts, open the tuner, derive the model; at free, close the tuner. Device-mode
+ * communicators get no tuning state yet (they have no data path). */
+ncclResult_t tune_comm_init(struct ncclComm* comm);
+void tune_comm_fini(struct ncclComm* comm);
+
+#endif

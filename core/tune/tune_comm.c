@@ -1,0 +1,175 @@
+/* A communicator's tuning state: the topology facts, agreed across ranks, the tuner plugin and
+ * the model derived from both.
+ *
+ * Every rank decides each collective alone, so two ranks that read different facts (a CPU
+ * count, NCCL_SHM_DISABLE set on one host only, a tuner found on one node only, a v5 tuner that
+ * rewrote the constants differently) would run different algorithms and hang. Init therefore
+ * exchanges what the decisions read and agrees: shared memory off if any rank has it off, the
+ * fewest cores per rank, the socket net if any rank uses it; and the tuner (its name, version
+ * and the constants it left) must be the same everywhere, else every rank drops it with one
+ * WARN naming the ranks that differ, and the model decides alone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "plan/plan.h"
+#include "plugin/net.h"
+#include "tune/tune.h"
+#include "util/check.h"
+#include "util/param.h"
+
+typedef struct {
+  int32_t shm_disable;
+  int32_t cores_per_rank;
+  int32_t oversub_pct; /* ranks per core × 100 */
+  int32_t net_socket;
+  int32_t tuner_version; /* 0: none */
+  uint64_t tuner_hash;   /* name and constants */
+  char tuner_name[32];   /* for the message when ranks differ */
+} tune_proposal;
+
+static uint64_t fnv(const void* p, size_t n, uint64_t h) {
+  const unsigned char* b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static int same_node(const weft_rank_info* a, const weft_rank_info* b) {
+  return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
+}
+
+/* Nodes, ranks per node (min, max) and this rank's node-local count from the rank infos. */
+static void count_nodes(const struct ncclComm* comm, weft_tune_facts* f, int* local) {
+  int n = comm->nranks, nodes = 0, pmin = n, pmax = 0;
+  for (int r = 0; r < n; r++) {
+    int first = 1, count = 0;
+    for (int q = 0; q < n; q++) {
+      if (!same_node(&comm->peers[q], &comm->peers[r])) continue;
+      if (q < r) first = 0;
+      count++;
+    }
+    if (r == comm->rank) *local = count;
+    if (!first) continue;
+    nodes++;
+    if (count < pmin) pmin = count;
+    if (count > pmax) pmax = count;
+  }
+  f->nnodes = nodes;
+  f->ppn_min = pmin;
+  f->ppn_max = pmax;
+}
+
+static void nvl_info(const weft_tune_facts* f, ncclNvlDomainInfo_v5_t* nvl) {
+  /* Host: each node's shared memory plays the NVLink domain (ranks per node); the tuner reads
+   * the communicator's shape from it. */
+  nvl->nNvlDomains = f->nnodes;
+  nvl->minRanksPerNvlDomain = f->ppn_min;
+  nvl->maxRanksPerNvlDomain = f->ppn_max;
+}
+
+static uint64_t tuner_hash(const weft_tuner* tu, const ncclTunerConstants_v5_t* k) {
+  if (tu == NULL) return 0;
+  uint64_t h = fnv(tu->name, strlen(tu->name), 0xcbf29ce484222325ull);
+  return fnv(k, sizeof *k, h);
+}
+
+/* Agree on the proposals; returns 0 when every rank has the same tuner and constants. */
+static int agree(struct ncclComm* comm, const tune_proposal* all, weft_tune_facts* f) {
+  int same_tuner = 1, odd = -1;
+  for (int r = 0; r < comm->nranks; r++) {
+    if (all[r].shm_disable) f->intra_link = TUNE_LINK_NET;
+    if (all[r].cores_per_rank < f->cores_per_rank) f->cores_per_rank = all[r].cores_per_rank;
+    if (all[r].oversub_pct / 100.0 > f->oversub) f->oversub = all[r].oversub_pct / 100.0;
+    if (all[r].net_socket) f->net_socket = 1;
+    if (all[r].tuner_version != all[0].tuner_version || all[r].tuner_hash != all[0].tuner_hash) {
+      same_tuner = 0;
+      if (odd < 0) odd = r;
+    }
+  }
+  if (!same_tuner && comm->rank == 0) {
+    char a[48], b[48];
+    snprintf(a, sizeof a, "%.31s v%d", all[0].tuner_name, (int)all[0].tuner_version);
+    snprintf(b, sizeof b, "%.31s v%d", all[odd].tuner_name, (int)all[odd].tuner_version);
+    WARN("TUNER: ranks disagree on the tuner: rank 0 uses %s, rank %d uses %s (or the constants "
+         "it set differ); every rank must decide alike, so weft's model decides alone on this "
+         "communicator",
+         all[0].tuner_version ? a : "none", odd, all[odd].tuner_version ? b : "none");
+  }
+  return same_tuner ? 0 : -1;
+}
+
+ncclResult_t tune_comm_init(struct ncclComm* comm) {
+  if (comm->mode != WEFT_MODE_HOST || comm->plan == NULL) return ncclSuccess;
+  ncclResult_t res = ncclSuccess;
+  weft_tune* t = calloc(1, sizeof *t);
+  tune_proposal* all = calloc((size_t)comm->nranks, sizeof *all);
+  if (!t || !all) {
+    WARN("rank %d: out of memory for the tuning state", comm->rank);
+    res = ncclSystemError;
+    goto fail;
+  }
+  weft_tune_facts f;
+  int local = 1;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  tune_facts_host(&f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), comm->plan->nchannels,
+                  1, 1.0);
+  count_nodes(comm, &f, &local);
+  f.cores_per_rank = ncpu > local ? (int)(ncpu / local) : 1;
+  f.oversub = ncpu > 0 && local > ncpu ? (double)local / (double)ncpu : 1.0;
+  f.net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+
+  ncclTunerConstants_v5_t k;
+  tune_constants_default(&f, &k);
+  ncclNvlDomainInfo_v5_t nvl;
+  nvl_info(&f, &nvl);
+  WEFT_CHECK_GOTO(tuner_open_for_comm(comm->comm_hash, (size_t)comm->nranks, (size_t)f.nnodes,
+                                      &nvl, &k, &t->tuner),
+                  res, fail);
+  tune_proposal* mine = &all[comm->rank];
+  mine->shm_disable = f.intra_link != TUNE_LINK_SHM;
+  mine->cores_per_rank = f.cores_per_rank;
+  mine->oversub_pct = (int32_t)(f.oversub * 100 + 0.5);
+  mine->net_socket = f.net_socket;
+  mine->tuner_version = t->tuner ? t->tuner->version : 0;
+  mine->tuner_hash = tuner_hash(t->tuner, &k);
+  if (t->tuner) snprintf(mine->tuner_name, sizeof mine->tuner_name, "%s", t->tuner->name);
+  if (comm->nranks > 1)
+    WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, fail);
+  if (agree(comm, all, &f) != 0) {
+    tuner_close_for_comm(t->tuner);
+    t->tuner = NULL;
+    tune_constants_default(&f, &k);
+  }
+  weft_tune_host_bw hb;
+  tune_host_bw_default(&f, &hb);
+  tune_model_init(&t->model, &f, &k, &hb);
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
+                             (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL),
+                             comm->plan->nchannels};
+  t->rank = comm->rank;
+  INFO(NCCL_INIT | NCCL_TUNING,
+       "rank %d: tuning: %d ranks on %d node(s) (%d..%d per node), %s, %d channel(s), %d core(s) "
+       "per rank, %.2f ranks per core, tuner %s",
+       comm->rank, f.nranks, f.nnodes, f.ppn_min, f.ppn_max,
+       f.intra_link == TUNE_LINK_SHM ? "shared memory" : "net only", f.max_channels,
+       f.cores_per_rank, f.oversub, t->tuner ? t->tuner->name : "none");
+  free(all);
+  comm->tune = t;
+  return ncclSuccess;
+fail:
+  if (t) tuner_close_for_comm(t->tuner);
+  free(t);
+  free(all);
+  return res;
+}
+
+void tune_comm_fini(struct ncclComm* comm) {
+  weft_tune* t = comm->tune;
+  if (t == NULL) return;
+  tuner_close_for_comm(t->tuner);
+  free(t);
+  comm->tune = NULL;
+}

@@ -1,0 +1,30 @@
+/* Inside the cost model: the two parameter sets fill weft_tune_model's tables at init and turn
+ * wire bytes into microseconds. */
+#ifndef WEFT_TUNE_MODEL_IMPL_H
+#define WEFT_TUNE_MODEL_IMPL_H
+
+#include "tune/tune_model.h"
+
+void tune_model_init_host(weft_tune_model* m);
+void tune_model_init_device(weft_tune_model* m);
+double tune_host_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
+                         double bytes, int nch);
+double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
+                           double bytes, int nch);
+
+/* floor(log2(n)) for n >= 1; 0 for n <= 1. */
+static inline int tune_log2i(int n) {
+  int l = 0;
+  while (n > 1) {
+    n >>= 1;
+    l++;
+  }
+  return l;
+}
+
+/* Ring steps of func over n ranks: 2(n-1) for AllReduce, n-1 otherwise (pipelined chains). */
+static inline int tune_ring_steps(ncclFunc_t func, int n) {
+  return func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1;
+}
+
+#endif

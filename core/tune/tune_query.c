@@ -1,0 +1,46 @@
+/* weftCommTuneQuery, a weft extension: what a communicator would run for one collective call,
+ * asked exactly as the plan asks (same bytes, masks, model and tuner), without running or
+ * logging it. weft-perf --explain prints it next to the measured time.
+ *
+ *   ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
+ *                                  ncclDataType_t datatype, int* algorithm, int* protocol,
+ *                                  int* nChannels, float* predictedUs);
+ *
+ * coll is an ncclFunc_t (ncclFuncBroadcast .. ncclFuncAllReduce); count as passed to that call
+ * (AllGather: sendcount, ReduceScatter: recvcount). Outputs may be NULL when not wanted and are
+ * written only on success. ncclInvalidUsage on a communicator without a host data path. */
+#include "api/api.h"
+#include "host/reduce.h"
+#include "plan/plan.h"
+#include "tune/tune.h"
+#include "util/check.h"
+
+WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
+                                        ncclDataType_t datatype, int* algorithm, int* protocol,
+                                        int* nChannels, float* predictedUs);
+
+WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
+                                        ncclDataType_t datatype, int* algorithm, int* protocol,
+                                        int* nChannels, float* predictedUs) {
+  const char* fn = "weftCommTuneQuery";
+  WEFT_CHECK(comm_check(comm, fn));
+  WEFT_CHECK(arg_check_datatype(fn, datatype));
+  if (coll < ncclFuncBroadcast || coll > ncclFuncAllReduce) {
+    WARN("%s: coll %d is not a collective (ncclFuncBroadcast %d .. ncclFuncAllReduce %d)", fn,
+         coll, (int)ncclFuncBroadcast, (int)ncclFuncAllReduce);
+    return ncclInvalidArgument;
+  }
+  if (comm->tune == NULL || comm->plan == NULL) {
+    WARN("%s: comm %p has no host data path to tune (device mode comes later)", fn, (void*)comm);
+    return ncclInvalidUsage;
+  }
+  size_t nbytes = count * dtype_size(datatype);
+  if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) nbytes *= (size_t)comm->nranks;
+  weft_decision d;
+  WEFT_CHECK(tune_decide(comm->tune, &comm->plan->mask, (ncclFunc_t)coll, nbytes, 1, 0, 1, &d));
+  if (algorithm) *algorithm = d.algo;
+  if (protocol) *protocol = d.proto;
+  if (nChannels) *nChannels = d.nchannels;
+  if (predictedUs) *predictedUs = (float)d.predicted_us;
+  return ncclSuccess;
+}

@@ -1,0 +1,21 @@
+/* libnccl-tuner-weft.so: the entries every exported version shares (tuner_plugin.c) and that
+ * tuner_exports.c puts into the ncclTunerPlugin_v2 .. _v5 tables. */
+#ifndef WEFT_TUNER_PLUGIN_H
+#define WEFT_TUNER_PLUGIN_H
+
+#include "nccl_tuner.h"
+#include "tuner_rules.h"
+
+ncclResult_t weft_tuner_init(size_t nranks, size_t nnodes, ncclDebugLogger_t log, void** ctx);
+ncclResult_t weft_tuner_init_v5(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
+                                ncclDebugLogger_t log, ncclNvlDomainInfo_v5_t* nvl,
+                                ncclTunerConstants_v5_t* constants);
+ncclResult_t weft_tuner_get_v2(void* ctx, ncclFunc_t coll, size_t nbytes, int collnet, int nvls,
+                               int pipe_ops, int* algo, int* proto, int* nch);
+ncclResult_t weft_tuner_get_v3(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_ops,
+                               float** table, int nalgo, int nproto, int* nch);
+ncclResult_t weft_tuner_get_v4(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_ops,
+                               float** table, int nalgo, int nproto, int reg_buff, int* nch);
+ncclResult_t weft_tuner_fini(void* ctx);
+
+#endif

@@ -1,0 +1,26 @@
+#!/bin/sh
+# weft-perf --explain on 2 host ranks: the decision table follows the results, one row per size
+# with an algorithm, a protocol, a channel count and a predicted time from the library, and the
+# PNG plot is written. Usage: explain_run.sh WEFT_PERF OUTDIR
+set -eu
+perf=$1
+out=$2
+mkdir -p "$out"
+png="$out/explain.png"
+rm -f "$png"
+WEFT_DEVICE=host "$perf" all_reduce -np 2 -b 8 -e 1M -f 8 -n 3 -w 1 -c 1 --explain \
+  --explain-png "$png" > "$out/explain.txt"
+awk '
+  /^# explain: all_reduce float sum, 2 ranks/ { ex = 1; next }
+  ex && /^ +[0-9]/ {
+    rows++
+    if ($2 !~ /^(Ring|Tree)$/ || $3 !~ /^(LL|Simple)$/ || $4 < 1 || $5 <= 0 || $6 <= 0) bad = bad "\n" $0
+  }
+  END {
+    if (rows != 6) { print "expected 6 explain rows, got " rows; exit 1 }
+    if (bad != "") { print "bad explain rows:" bad; exit 1 }
+  }' "$out/explain.txt" || { cat "$out/explain.txt"; exit 1; }
+grep -q "plot of predicted vs measured written to $png" "$out/explain.txt"
+test -s "$png"
+head -c 8 "$png" | od -An -c | grep -q 'P   N   G'
+echo "explain ok: $(grep -c '' "$out/explain.txt") lines, $(wc -c < "$png") byte plot"

@@ -1,0 +1,161 @@
+/* tune_decide with a tuner (in-process fakes of the v5 view, no library): a usable answer wins
+ * and is flagged; its channel count is honoured, clamped to the communicator's; every unusable
+ * answer (error return, a write into an ignored cell, NaN, nothing usable left, a negative
+ * channel count) leaves the model's choice and is WARNed once per communicator however often
+ * it happens; NCCL_ALGO/NCCL_PROTO cells stay closed to the tuner. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "tune/tune.h"
+#include "util/log.h"
+
+typedef enum { F_GOOD, F_ERROR, F_IGNORED, F_NAN, F_EMPTY, F_NEGCH, F_BIGCH, F_NONE } fake_kind;
+static fake_kind kind;
+static int calls;
+
+static ncclResult_t fake_get(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe, float** table,
+                             int na, int np, int reg, int* nch) {
+  (void)ctx, (void)coll, (void)nbytes, (void)pipe, (void)na, (void)np, (void)reg;
+  float(*t)[NCCL_NUM_PROTOCOLS] = (float(*)[NCCL_NUM_PROTOCOLS])(void*)table;
+  calls++;
+  switch (kind) {
+    case F_GOOD: t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 0; *nch = 1; break;
+    case F_ERROR: return ncclInternalError;
+    case F_IGNORED: t[NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE] = 0; break;
+    case F_NAN: t[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = NAN; break;
+    case F_EMPTY:
+      for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+        for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) t[a][p] = -1;
+      break;
+    case F_NEGCH: t[NCCL_ALGO_TREE][NCCL_PROTO_LL] = 0; *nch = -2; break;
+    case F_BIGCH: *nch = 1000; break;
+    case F_NONE: break;
+  }
+  return ncclSuccess;
+}
+static ncclResult_t fake_init(void** ctx, uint64_t id, size_t nr, size_t nn, ncclDebugLogger_t l,
+                              ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t* k) {
+  (void)ctx, (void)id, (void)nr, (void)nn, (void)l, (void)nvl, (void)k;
+  return ncclSuccess;
+}
+static ncclResult_t fake_fini(void* ctx) {
+  (void)ctx;
+  return ncclSuccess;
+}
+static const ncclTuner_v5_t fake_api = {"fake", fake_init, fake_get, fake_fini};
+
+static char logpath[64];
+
+static int warn_lines(void) {
+  FILE* f = fopen(logpath, "r");
+  if (!f) return 0;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, " WARN ")) n++;
+  fclose(f);
+  return n;
+}
+
+static void fresh(weft_tune* t, weft_tuner* tu, int max_channels) {
+  memset(t, 0, sizeof *t);
+  weft_tune_facts f;
+  tune_facts_host(&f, 4, 1, 1, max_channels, 4, 1.0);
+  ncclTunerConstants_v5_t k;
+  weft_tune_host_bw hb;
+  tune_constants_default(&f, &k);
+  tune_host_bw_default(&f, &hb);
+  tune_model_init(&t->model, &f, &k, &hb);
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
+                             (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE), max_channels};
+  *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
+  t->tuner = tu;
+}
+
+int main(void) {
+  test_require_weft_lib();
+  snprintf(logpath, sizeof logpath, "/tmp/weft-tune-decide-%d.log", (int)getpid());
+  setenv("NCCL_DEBUG", "WARN", 1);
+  setenv("NCCL_DEBUG_FILE", logpath, 1);
+  weft_log_reset();
+  weft_algo_proto_mask all, simple_only;
+  EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
+  EXPECT_OK(tune_parse_masks(NULL, "Simple", &simple_only));
+  weft_tune t;
+  weft_tuner tu;
+  weft_decision model, d;
+
+  /* The model alone, for reference: 64 MiB AllReduce on 4 channels. */
+  fresh(&t, &tu, 4);
+  t.tuner = NULL;
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &model));
+  EXPECT(model.algo == NCCL_ALGO_RING && model.proto == NCCL_PROTO_SIMPLE && model.nchannels == 4);
+  EXPECT(!model.by_tuner && !model.tuner_fallback && model.predicted_us > 0);
+
+  /* A good answer wins, is flagged, sets the channels; the prediction is the model's for it. */
+  fresh(&t, &tu, 4);
+  kind = F_GOOD;
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &d));
+  EXPECT(d.algo == NCCL_ALGO_TREE && d.proto == NCCL_PROTO_LL && d.nchannels == 1 && d.by_tuner);
+  EXPECT(d.predicted_us > model.predicted_us);
+  /* ...but cannot open a cell NCCL_PROTO closed: LL is ignored there, so writing it is a defect
+   * and the model decides. */
+  EXPECT_OK(tune_decide(&t, &simple_only, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &d));
+  EXPECT(d.proto == NCCL_PROTO_SIMPLE && d.tuner_fallback && !d.by_tuner);
+  EXPECT_EQ_INT(warn_lines(), 1);
+
+  /* Channels above the communicator's are clamped (no WARN). */
+  fresh(&t, &tu, 2);
+  kind = F_BIGCH;
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &d));
+  EXPECT(d.nchannels == 2 && !d.tuner_fallback);
+  EXPECT_EQ_INT(warn_lines(), 1);
+
+  /* Each defect: the model's choice, and one WARN per communicator however many calls. */
+  const fake_kind bad[] = {F_ERROR, F_IGNORED, F_NAN, F_EMPTY};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    fresh(&t, &tu, 4);
+    kind = bad[i];
+    int before = warn_lines();
+    for (int rep = 0; rep < 20; rep++) {
+      EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &d));
+      EXPECT(d.algo == model.algo && d.proto == model.proto && d.nchannels == model.nchannels);
+      EXPECT(d.tuner_fallback && !d.by_tuner);
+    }
+    EXPECT_EQ_INT(warn_lines(), before + 1);
+    /* A new communicator warns again, once. */
+    fresh(&t, &tu, 4);
+    EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 8, 1, 0, 1, &d));
+    EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 8, 1, 0, 1, &d));
+    EXPECT_EQ_INT(warn_lines(), before + 2);
+  }
+  /* A negative channel count: the cell edit stands, the count is ignored, one WARN. */
+  fresh(&t, &tu, 4);
+  kind = F_NEGCH;
+  int before = warn_lines();
+  for (int rep = 0; rep < 5; rep++) {
+    EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 64u << 20, 1, 0, 1, &d));
+    EXPECT(d.algo == NCCL_ALGO_TREE && d.proto == NCCL_PROTO_LL && d.nchannels >= 1);
+  }
+  EXPECT_EQ_INT(warn_lines(), before + 1);
+  /* No opinion: the model's choice, not flagged. */
+  fresh(&t, &tu, 4);
+  kind = F_NONE;
+  calls = 0;
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncBroadcast, 4096, 1, 0, 1, &d));
+  EXPECT(!d.by_tuner && !d.tuner_fallback && d.algo == NCCL_ALGO_RING && calls == 1);
+  /* Nothing left by the masks: InvalidUsage before the tuner is asked. */
+  weft_algo_proto_mask ll128;
+  EXPECT_OK(tune_parse_masks(NULL, "LL128", &ll128));
+  calls = 0;
+  EXPECT_RES(tune_decide(&t, &ll128, ncclFuncAllReduce, 4096, 1, 0, 1, &d), ncclInvalidUsage);
+  EXPECT_EQ_INT(calls, 0);
+  EXPECT_RES(tune_decide(NULL, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d), ncclInternalError);
+  EXPECT_RES(tune_decide(&t, &all, ncclFuncSend, 4096, 1, 0, 1, &d), ncclInvalidArgument);
+  unlink(logpath);
+  return 0;
+}
