@@ -7,10 +7,12 @@
  * Host: measured on the host data path with tests/tune/scripts/sweep.sh (forced NCCL_ALGO /
  * NCCL_PROTO, 2 and 4 ranks, shared memory and the socket net; medians over repetitions) and
  * fitted as docs/tuning.md "Host calibration" shows. What the numbers say: a host collective
- * costs a fixed hand-off to the executor's workers and back (10-25 µs) whatever the protocol;
- * LL is never faster than Simple on the host (its flag polling is no cheaper than Simple's
- * head/tail handshake and competes for the CPU) and moves data 4-8x slower; over the socket net
- * a tree step costs half a ring step, so small messages go by Tree there. */
+ * costs a fixed hand-off to the executor's workers and back (~11 µs on a quiet machine)
+ * whatever the protocol; LL is never faster than Simple on the host (its flag polling is no
+ * cheaper than Simple's head/tail handshake) and moves data 5-10x slower; with 2 ranks
+ * Ring/Simple is the best choice at every size, over shared memory and over the socket net; with
+ * more ranks than cores every step costs a context switch and the tree's fewer steps win small
+ * messages. */
 #include <string.h>
 
 #include "tune/tune_model.h"
@@ -55,22 +57,21 @@ static const double dev_nvls_tree[NCCL_NUM_COMPCAPS][NCCL_NUM_TUNING_SCALES] = {
 /* ---- host: measured (docs/tuning.md, "Host calibration") ---- */
 
 /* Fixed cost of one op (µs): the hand-off to the channel workers, their first poll, the
- * completion back to the caller. Tree/Simple is set 2 µs above its 2-rank median: under load
- * it ties with Ring/Simple, on a quiet machine it takes twice as long (24 vs 11 µs). */
+ * completion back to the caller. Medians on a quiet machine; under load from other processes
+ * every host time here roughly doubles. */
 static const double host_base[2][NCCL_NUM_PROTOCOLS] = {
-    /* Tree */ {24.0, 0.0, 24.0},
-    /* Ring */ {23.0, 0.0, 22.0},
+    /* Tree */ {11.0, 0.0, 11.0},
+    /* Ring */ {10.5, 0.0, 10.0},
 };
-/* One algorithm step (µs) over shared memory and over the socket net. Over the net a ring step
- * costs about twice a tree step (each ring step sends and receives at once through the proxy),
- * and LL's steps cost more than Simple's (its polling competes with the proxy for the CPU). */
+/* One algorithm step (µs) over shared memory and over the socket net. LL's flag polling makes
+ * a step no cheaper than Simple's handshake. */
 static const double host_hop_shm[2][NCCL_NUM_PROTOCOLS] = {
-    /* Tree */ {2.0, 0.0, 1.5},
-    /* Ring */ {2.0, 0.0, 1.5},
+    /* Tree */ {1.0, 0.0, 0.75},
+    /* Ring */ {1.0, 0.0, 0.75},
 };
 static const double host_hop_net[2][NCCL_NUM_PROTOCOLS] = {
-    /* Tree */ {63.0, 0.0, 50.5},
-    /* Ring */ {108.0, 0.0, 94.0},
+    /* Tree */ {50.0, 0.0, 48.5},
+    /* Ring */ {55.0, 0.0, 45.0},
 };
 
 void tune_constants_default(const weft_tune_facts* f, ncclTunerConstants_v5_t* k) {
@@ -97,15 +98,13 @@ void tune_constants_default(const weft_tune_facts* f, ncclTunerConstants_v5_t* k
 void tune_host_bw_default(const weft_tune_facts* f, weft_tune_host_bw* hb) {
   (void)f;
   memset(hb, 0, sizeof *hb);
-  /* GB/s per channel: [shm, net][Tree, Ring][LL, LL128, Simple]. Tree/Simple's hot bandwidth
-   * is set below its loaded median (7) under Ring/Simple's: on a quiet machine Ring/Simple moves
-   * 1-2 MiB twice as fast (min over repetitions: 14 vs 7 GB/s). */
-  static const double hot[2][2][NCCL_NUM_PROTOCOLS] = {{{0.78, 0, 5.5}, {0.75, 0, 6.0}},
-                                                       {{0.44, 0, 0.8}, {0.2, 0, 1.3}}};
-  static const double cold[2][2][NCCL_NUM_PROTOCOLS] = {{{0.67, 0, 3.1}, {0.67, 0, 3.3}},
-                                                        {{0.27, 0, 0.8}, {0.13, 0, 1.0}}};
+  /* GB/s per channel, 2 ranks: [shm, net][Tree, Ring][LL, LL128, Simple]. */
+  static const double hot[2][2][NCCL_NUM_PROTOCOLS] = {{{0.93, 0, 9.0}, {1.05, 0, 10.3}},
+                                                       {{0.5, 0, 1.18}, {0.4, 0, 1.65}}};
+  static const double cold[2][2][NCCL_NUM_PROTOCOLS] = {{{0.9, 0, 4.2}, {0.95, 0, 5.5}},
+                                                        {{0.5, 0, 1.15}, {0.34, 0, 1.15}}};
   memcpy(hb->bw_hot, hot, sizeof hot);
   memcpy(hb->bw_cold, cold, sizeof cold);
   hb->knee_bytes = 2u << 20;
-  hb->oversub_hop = 6.0;
+  hb->oversub_hop = 10.0;
 }

@@ -8,9 +8,10 @@
  *              cold beyond, divided by the ranks per core, shared by the channels the rank's
  *              cores can run at once.
  * Steps: a ring 2(n-1) for AllReduce and n-1 otherwise, a tree 2·log2(n) (up, then down).
- * wire: the bytes each rank moves per byte of buffer, 2(n-1)/n for AllReduce (both algorithms
- * move the same total through memory on one host; the measured bandwidths carry the rest),
- * (n-1)/n for AllGather/ReduceScatter, 1 for Broadcast/Reduce.
+ * wire: the bytes the busiest rank sends per byte of buffer: a ring 2(n-1)/n for AllReduce,
+ * (n-1)/n for AllGather/ReduceScatter, 1 for Broadcast/Reduce; a tree 1 on 2 ranks (leaf and
+ * root each send the buffer once), 2 on 3 (the root serves two children), 3 from 4 ranks on (an
+ * interior rank sends up once and down to two children).
  * hop() is hwLatencies[NCCL_HW_PCI] for shared memory and hwLatencies[NCCL_HW_NET] for the net
  * (the ABI has no "shm" row; weft uses the PCI one, NCCL's row for the same host). */
 #include <math.h>
@@ -34,12 +35,14 @@ void tune_model_init_host(weft_tune_model* m) {
   double slow = 1.0 + m->hb.oversub_hop * (f->oversub - 1.0);
   for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++) {
     ncclFunc_t func = (ncclFunc_t)fn;
-    double wire = func == ncclFuncAllReduce ? 2.0 * (n - 1) / n
-                  : (func == ncclFuncAllGather || func == ncclFuncReduceScatter) ? (double)(n - 1) / n
-                                                                                   : 1.0;
     for (int a = NCCL_ALGO_TREE; a <= NCCL_ALGO_RING; a++) {
       if (!(tune_func_algos(func) & (1u << a))) continue;
       int hops, net_hops;
+      double wire = func == ncclFuncAllReduce ? 2.0 * (n - 1) / n
+                    : (func == ncclFuncAllGather || func == ncclFuncReduceScatter)
+                        ? (double)(n - 1) / n
+                        : 1.0;
+      if (a == NCCL_ALGO_TREE) wire = n <= 2 ? 1.0 : n == 3 ? 2.0 : 3.0;
       if (a == NCCL_ALGO_RING) {
         hops = tune_ring_steps(func, n);
         net_hops = nodes > 1 ? (func == ncclFuncAllReduce ? 2 * (nodes - 1) : nodes - 1) : 0;

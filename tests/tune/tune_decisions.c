@@ -52,9 +52,8 @@ static void expect(const topo_t* t, const weft_algo_proto_mask* mask, ncclFunc_t
 }
 
 int main(void) {
-  weft_algo_proto_mask all, no_ll, tree_ar;
+  weft_algo_proto_mask all, tree_ar;
   EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
-  EXPECT_OK(tune_parse_masks(NULL, "^LL", &no_ll));
   EXPECT_OK(tune_parse_masks("allreduce:tree", NULL, &tree_ar));
   const ncclFunc_t AR = ncclFuncAllReduce;
   const size_t K = 1024, M = 1024 * 1024;
@@ -77,22 +76,22 @@ int main(void) {
   expect(&t, &all, AR, 16 * K, "Tree", "Simple", 1);
   expect(&t, &all, AR, 64 * M, "Ring", "Simple", 1);
 
-  /* Host, 2 ranks over the socket net: a tree step costs half a ring step (a ring step sends
-   * and receives at once through the proxy); LL does not pay there either. */
+  /* Host, 2 ranks over the socket net: Ring/Simple at every size too (on a quiet machine the
+   * four choices lie within 10-20% for small messages, and LL never pays). */
   tune_facts_host(&t.f, 2, 1, 0, 1, 1, 1.0);
   init_topo(&t, "host 2 ranks socket", NULL);
-  expect(&t, &all, AR, 8, "Tree", "Simple", 1);
-  expect(&t, &all, AR, 64 * K, "Tree", "Simple", 1);
-  expect(&t, &no_ll, AR, 8, "Tree", "Simple", 1);
-  expect(&t, &all, ncclFuncAllGather, 8, "Ring", "Simple", 1);
+  expect(&t, &all, AR, 8, "Ring", "Simple", 1);
+  expect(&t, &all, AR, 64 * K, "Ring", "Simple", 1);
   expect(&t, &all, AR, M, "Ring", "Simple", 1);
   expect(&t, &all, AR, 64 * M, "Ring", "Simple", 1);
+  expect(&t, &all, ncclFuncAllGather, 8, "Ring", "Simple", 1);
+  expect(&t, &tree_ar, AR, 8, "Tree", "Simple", 1);
 
   /* Host, 2 nodes of 8 ranks with 4 cores each and 2 channels: tree for latency, ring and both
    * channels for bandwidth. */
   tune_facts_host(&t.f, 16, 2, 1, 2, 4, 1.0);
   init_topo(&t, "host 2 nodes x 8 ranks", NULL);
-  expect(&t, &all, AR, 8, "Tree", "*", 1);
+  expect(&t, &all, AR, 8, "Tree", "Simple", 1);
   expect(&t, &all, AR, 64 * M, "Ring", "Simple", 2);
 
   /* Device: 8 GPUs on NVLink (Hopper) in one node: LL for tiny messages on one channel, not LL

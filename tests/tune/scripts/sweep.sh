@@ -1,9 +1,9 @@
 #!/bin/sh
 # Forced-choice sweep: the measurement behind docs/tuning.md's calibration and its 1.25x table.
 #
-# For each repetition, runs weft-perf once per choice (the model's own, then every forced
-# NCCL_ALGO/NCCL_PROTO pair), interleaved so that load on the machine hits every choice alike,
-# and keeps the out-of-place time of each size. Then prints, per size, the median time of every
+# For each repetition, runs weft-perf once per choice (the model's own and every forced
+# NCCL_ALGO/NCCL_PROTO pair), interleaved and rotated so that load on the machine hits every
+# choice alike, and keeps the out-of-place time of each size. Then prints, per size, the median time of every
 # choice, the best forced choice, the model's pick (from its own run's --explain table when the
 # library has it), pick/best (the forced median of the model's pick over the best forced median:
 # the quality of the choice, free of run-to-run noise between the model's run and the others)
@@ -55,13 +55,23 @@ run() { # label, then env assignments
       ex && /^ +[0-9]/ { print label, $1, "pick", $2 "/" $3; next }
       !ex && /^ +[0-9]/ { print label, $1, "time", $6 }' >> "$raw"
 }
+# Each repetition runs every choice once, starting one further along the list than the last
+# repetition did, so no choice always runs first (right after the longest run) or last.
+all="model $choices"
+nall=$(echo "$all" | wc -w)
 i=0
 while [ "$i" -lt "$reps" ]; do
-  i=$((i + 1))
-  run model
-  for c in $choices; do
-    run "$c" NCCL_ALGO="${c%/*}" NCCL_PROTO="${c#*/}"
+  k=0
+  while [ "$k" -lt "$nall" ]; do
+    c=$(echo "$all" | awk -v n=$(( (i + k) % nall + 1 )) '{ print $n }')
+    if [ "$c" = model ]; then
+      run model
+    else
+      run "$c" NCCL_ALGO="${c%/*}" NCCL_PROTO="${c#*/}"
+    fi
+    k=$((k + 1))
   done
+  i=$((i + 1))
   echo "sweep: repetition $i of $reps done" >&2
 done
 awk -v choices="model $choices" '
