@@ -1,24 +1,8 @@
-/* Rings per channel. Every channel uses the identity order 0,1,…,n-1 for now: host mode has no
- * topology to follow, and with identical rings each channel's chunk walks the same links, which
- * keeps the ring executors' indexing trivial. A topology-aware order (rotations per channel,
- * NIC-aware placement) replaces ring_order_at() alone; the rest derives from it. */
+/* Rings per channel, from the order in ring_order.h (shared with the kernels). */
 #include "graph/graph.h"
+#include "graph/ring_order.h"
 
 #include "util/log.h"
-
-/* Rank at `position` of channel `channel`'s ring. Must be a permutation of 0..nranks-1. */
-static int ring_order_at(int nranks, int channel, int position) {
-  (void)nranks;
-  (void)channel;
-  return position;
-}
-
-/* Inverse of ring_order_at: the position of `rank`. */
-static int ring_position_of(int nranks, int channel, int rank) {
-  (void)nranks;
-  (void)channel;
-  return rank;
-}
 
 ncclResult_t graph_ring(int nranks, int rank, int channel, weft_ring* out) {
   if (nranks < 1 || rank < 0 || rank >= nranks || channel < 0 || out == NULL) {

@@ -19,6 +19,7 @@
 #include "host/reduce.h"
 #include "nccl.h"
 #include "nccl_common.h"
+#include "plan/algo.h"
 #include "transport/conn.h"
 #include "transport/transport.h"
 #include "tune/algo_proto.h"
@@ -43,21 +44,7 @@ typedef struct weft_op {
   uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
 } weft_op;
 
-#define WEFT_PRIM_MAX_PEERS 3 /* tree: up to 3 children */
 #define WEFT_WORK_MAX_CONNS 8
-
-/* One primitive step. recv[]/send[] index the work item's conns. */
-typedef struct {
-  int nrecv, nsend;
-  unsigned char recv[WEFT_PRIM_MAX_PEERS];
-  unsigned char send[WEFT_PRIM_MAX_PEERS];
-  const char* src; /* local input (NULL: none) */
-  char* dst;       /* local output (NULL: none) */
-  size_t nelem;
-  int reduce;      /* reduce the inputs; else copy the single input */
-  int pre;         /* src enters a reduction: apply the op's pre-op (PreMulSum) */
-  int post;        /* the output is final: apply the op's post-op (SumPostDiv) */
-} weft_prim;
 
 struct weft_launch;
 
@@ -77,6 +64,7 @@ typedef struct weft_work {
   int nstreams;
   uint64_t pc[2], npc[2];
   int down_after_up;           /* stream 1 step i needs stream 0 past step i (tree root) */
+  weft_algo alg;               /* what the steps depend on (algo.h) */
   weft_ring ring;
   weft_tree tree;
   /* Connections by role (NULL: unused). Ring and p2p: [0] receive from prev/peer, [1] send to
@@ -162,9 +150,7 @@ ncclResult_t plan_check_collectives(struct ncclComm* comm, const weft_op* const*
  * it does not use has peer -1). w->op, comm, channel, part_* are set by the caller. */
 ncclResult_t plan_work_setup(weft_work* w);
 void plan_ring_setup(weft_work* w);
-int plan_ring_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p);
 void plan_tree_setup(weft_work* w);
-int plan_tree_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p);
 
 const char* plan_func_name(int func);
 

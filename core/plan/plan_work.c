@@ -1,13 +1,18 @@
-/* A work item's shape: which algorithm generates its steps, how big a step is, and the
- * send/recv steps of point-to-point transfers (a Send is a chain of sends through the FIFO to
- * the peer, a Recv the matching chain of receives). */
+/* A work item's shape: which algorithm generates its steps (algo.h), how big a step is, and the
+ * connections it needs (a Send is a chain of sends through the FIFO to the peer, a Recv the
+ * matching chain of receives). */
 #include <string.h>
 
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "util/check.h"
 
-static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
+_Static_assert((int)WEFT_FN_SEND == (int)ncclFuncSend && (int)WEFT_FN_RECV == (int)ncclFuncRecv &&
+                   (int)WEFT_FN_ALLREDUCE == (int)ncclFuncAllReduce &&
+                   (int)WEFT_FN_BROADCAST == (int)ncclFuncBroadcast,
+               "algo.h repeats ncclFunc_t");
+_Static_assert(WEFT_ALGO_RING_ID == NCCL_ALGO_RING && WEFT_ALGO_TREE_ID == NCCL_ALGO_TREE,
+               "algo.h repeats the algorithm ids");
 
 ncclResult_t plan_work_setup(weft_work* w) {
   const weft_op* op = w->op;
@@ -26,6 +31,22 @@ ncclResult_t plan_work_setup(weft_work* w) {
     return ncclInternalError;
   }
   w->nstreams = 1;
+  weft_algo* a = &w->alg;
+  memset(a, 0, sizeof *a);
+  a->func = op->func;
+  a->algo = op->algo;
+  a->nranks = w->nranks;
+  a->rank = w->rank;
+  a->channel = w->channel;
+  a->root = op->root;
+  a->tree_up = -1;
+  a->elem = op->elem;
+  a->count = op->count;
+  a->part_off = w->part_off;
+  a->part_count = w->part_count;
+  a->chunk = w->chunk;
+  a->src = w->src;
+  a->dst = w->dst;
   switch (op->func) {
     case ncclFuncSend:
     case ncclFuncRecv: {
@@ -36,48 +57,27 @@ ncclResult_t plan_work_setup(weft_work* w) {
       k->peer = op->root;
       k->send = send;
       k->proto = op->proto;
-      w->npc[0] = divup(w->part_count, w->chunk);
-      return ncclSuccess;
+      break;
     }
     case ncclFuncAllReduce:
       if (op->algo == NCCL_ALGO_TREE) {
         plan_tree_setup(w);
-        return ncclSuccess;
+        break;
       }
       /* fall through */
     default:
+      a->algo = NCCL_ALGO_RING;
       plan_ring_setup(w);
-      return ncclSuccess;
+      break;
   }
+  algo_count_steps(a);
+  w->npc[0] = a->npc[0];
+  w->npc[1] = a->npc[1];
+  return ncclSuccess;
 }
 
 int plan_work_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p) {
-  if (pc >= w->npc[stream]) return 0;
-  memset(p, 0, sizeof *p);
-  const weft_op* op = w->op;
-  switch (op->func) {
-    case ncclFuncSend:
-    case ncclFuncRecv: {
-      size_t off = (size_t)pc * w->chunk;
-      p->nelem = w->part_count - off < w->chunk ? w->part_count - off : w->chunk;
-      size_t at = (w->part_off + off) * op->elem;
-      if (op->func == ncclFuncSend) {
-        p->src = w->src + at;
-        p->nsend = 1;
-        p->send[0] = 1;
-      } else {
-        p->dst = w->dst + at;
-        p->nrecv = 1;
-        p->recv[0] = 0;
-      }
-      return 1;
-    }
-    case ncclFuncAllReduce:
-      if (op->algo == NCCL_ALGO_TREE) return plan_tree_prim(w, stream, pc, p);
-      /* fall through */
-    default:
-      return plan_ring_prim(w, stream, pc, p);
-  }
+  return algo_prim(&w->alg, stream, pc, p);
 }
 
 const char* plan_func_name(int func) {
