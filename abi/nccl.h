@@ -10,6 +10,14 @@
 #include <limits.h>
 #include <stddef.h>
 
+/* Compiled by nvcc, NVIDIA's header brings the runtime and the half/bfloat16 types along, and
+ * applications (nccl-tests among them) rely on that; so does this one. Plain C needs nothing. */
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#endif
+
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 27
 #define NCCL_PATCH 7

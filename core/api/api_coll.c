@@ -1,7 +1,7 @@
 /* Collective and point-to-point entry points: validate every argument (an invalid one returns
  * ncclInvalidArgument and changes nothing), then queue the operation on the calling thread's
- * group (group/), which runs it at once outside a group. The stream is not used by the host
- * executor (host mode is synchronous). AlltoAll, Gather and Scatter are lowered to grouped
+ * group (group/), which runs it at once outside a group. The stream goes with the op: the
+ * device executor enqueues on it; the host executor ignores it (host mode is synchronous). AlltoAll, Gather and Scatter are lowered to grouped
  * Send/Recv, as NCCL 2.28 does, behind a marker that takes part in WEFT_CHECK_COLLECTIVES. */
 #include <string.h>
 
@@ -32,8 +32,9 @@ static ncclResult_t check_size(const char* fn, size_t count, ncclDataType_t type
 }
 
 static void op_init(weft_op* op, int func, const void* sendbuff, void* recvbuff, size_t count,
-                    ncclDataType_t type, int root) {
+                    ncclDataType_t type, int root, cudaStream_t stream) {
   memset(op, 0, sizeof *op);
+  op->stream = stream;
   op->func = func;
   op->sendbuff = sendbuff;
   op->recvbuff = recvbuff;
@@ -56,11 +57,10 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
   const char* fn = "ncclAllReduce";
-  (void)stream;
   WEFT_CHECK(check_common(fn, comm, sendbuff, recvbuff, count, datatype));
   WEFT_CHECK(check_size(fn, count, datatype, 1));
   weft_op o;
-  op_init(&o, ncclFuncAllReduce, sendbuff, recvbuff, count, datatype, -1);
+  op_init(&o, ncclFuncAllReduce, sendbuff, recvbuff, count, datatype, -1, stream);
   WEFT_CHECK(with_redop(fn, comm, &o, op));
   return group_add_op(comm, &o);
 }
@@ -72,7 +72,6 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
                         cudaStream_t stream) {
   const char* fn = "ncclReduce";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "root", root));
@@ -80,7 +79,7 @@ ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
   if (comm->rank == root) WEFT_CHECK(arg_check_buffer(fn, "recvbuff", recvbuff, count));
   WEFT_CHECK(check_size(fn, count, datatype, 1));
   weft_op o;
-  op_init(&o, ncclFuncReduce, sendbuff, recvbuff, count, datatype, root);
+  op_init(&o, ncclFuncReduce, sendbuff, recvbuff, count, datatype, root, stream);
   WEFT_CHECK(with_redop(fn, comm, &o, op));
   return group_add_op(comm, &o);
 }
@@ -91,7 +90,6 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
   const char* fn = "ncclBroadcast";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "root", root));
@@ -99,7 +97,7 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
   WEFT_CHECK(arg_check_buffer(fn, "recvbuff", recvbuff, count));
   WEFT_CHECK(check_size(fn, count, datatype, 1));
   weft_op o;
-  op_init(&o, ncclFuncBroadcast, sendbuff, recvbuff, count, datatype, root);
+  op_init(&o, ncclFuncBroadcast, sendbuff, recvbuff, count, datatype, root, stream);
   return group_add_op(comm, &o);
 }
 
@@ -117,11 +115,10 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
   const char* fn = "ncclReduceScatter";
-  (void)stream;
   WEFT_CHECK(check_common(fn, comm, sendbuff, recvbuff, recvcount, datatype));
   WEFT_CHECK(check_size(fn, recvcount, datatype, (size_t)comm->nranks));
   weft_op o;
-  op_init(&o, ncclFuncReduceScatter, sendbuff, recvbuff, recvcount, datatype, -1);
+  op_init(&o, ncclFuncReduceScatter, sendbuff, recvbuff, recvcount, datatype, -1, stream);
   WEFT_CHECK(with_redop(fn, comm, &o, op));
   return group_add_op(comm, &o);
 }
@@ -131,28 +128,28 @@ WEFT_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclAllGather";
-  (void)stream;
   WEFT_CHECK(check_common(fn, comm, sendbuff, recvbuff, sendcount, datatype));
   WEFT_CHECK(check_size(fn, sendcount, datatype, (size_t)comm->nranks));
   weft_op o;
-  op_init(&o, ncclFuncAllGather, sendbuff, recvbuff, sendcount, datatype, -1);
+  op_init(&o, ncclFuncAllGather, sendbuff, recvbuff, sendcount, datatype, -1, stream);
   return group_add_op(comm, &o);
 }
 
 /* ---- point to point, and the collectives lowered to it ---- */
 
 static ncclResult_t add_p2p(struct ncclComm* comm, int func, const void* sendbuff,
-                            void* recvbuff, size_t count, ncclDataType_t type, int peer) {
+                            void* recvbuff, size_t count, ncclDataType_t type, int peer,
+                            cudaStream_t stream) {
   weft_op o;
-  op_init(&o, func, sendbuff, recvbuff, count, type, peer);
+  op_init(&o, func, sendbuff, recvbuff, count, type, peer, stream);
   return group_add_op(comm, &o);
 }
 
 /* The marker: a collective fingerprint with no data of its own. */
 static ncclResult_t add_marker(struct ncclComm* comm, int func, size_t count,
-                               ncclDataType_t type, int root) {
+                               ncclDataType_t type, int root, cudaStream_t stream) {
   weft_op o;
-  op_init(&o, func, NULL, NULL, count, type, root);
+  op_init(&o, func, NULL, NULL, count, type, root, stream);
   return group_add_op(comm, &o);
 }
 
@@ -167,19 +164,18 @@ WEFT_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_
 ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                           ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclAlltoAll";
-  (void)stream;
   WEFT_CHECK(check_common(fn, comm, sendbuff, recvbuff, count, datatype));
   WEFT_CHECK(check_size(fn, count, datatype, (size_t)comm->nranks));
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
   if (res != ncclSuccess) return res;
-  res = add_marker(comm, ncclFuncAlltoAll, count, datatype, -1);
+  res = add_marker(comm, ncclFuncAlltoAll, count, datatype, -1, stream);
   for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
     res = add_p2p(comm, ncclFuncSend, (const char*)sendbuff + (size_t)p * bytes, NULL, count,
-                  datatype, p);
+                  datatype, p, stream);
     if (res == ncclSuccess)
       res = add_p2p(comm, ncclFuncRecv, NULL, (char*)recvbuff + (size_t)p * bytes, count,
-                    datatype, p);
+                    datatype, p, stream);
   }
   return end_lowered(res);
 }
@@ -190,7 +186,6 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
                         ncclDataType_t datatype, int root, ncclComm_t comm,
                         cudaStream_t stream) {
   const char* fn = "ncclGather";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "root", root));
@@ -200,13 +195,13 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
   if (res != ncclSuccess) return res;
-  res = add_marker(comm, ncclFuncGather, count, datatype, root);
+  res = add_marker(comm, ncclFuncGather, count, datatype, root, stream);
   if (res == ncclSuccess)
-    res = add_p2p(comm, ncclFuncSend, sendbuff, NULL, count, datatype, root);
+    res = add_p2p(comm, ncclFuncSend, sendbuff, NULL, count, datatype, root, stream);
   if (comm->rank == root)
     for (int p = 0; p < comm->nranks && res == ncclSuccess; p++)
       res = add_p2p(comm, ncclFuncRecv, NULL, (char*)recvbuff + (size_t)p * bytes, count,
-                    datatype, p);
+                    datatype, p, stream);
   return end_lowered(res);
 }
 
@@ -216,7 +211,6 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                          ncclDataType_t datatype, int root, ncclComm_t comm,
                          cudaStream_t stream) {
   const char* fn = "ncclScatter";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "root", root));
@@ -226,12 +220,13 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
   if (res != ncclSuccess) return res;
-  res = add_marker(comm, ncclFuncScatter, count, datatype, root);
+  res = add_marker(comm, ncclFuncScatter, count, datatype, root, stream);
   if (comm->rank == root)
     for (int p = 0; p < comm->nranks && res == ncclSuccess; p++)
       res = add_p2p(comm, ncclFuncSend, (const char*)sendbuff + (size_t)p * bytes, NULL, count,
-                    datatype, p);
-  if (res == ncclSuccess) res = add_p2p(comm, ncclFuncRecv, NULL, recvbuff, count, datatype, root);
+                    datatype, p, stream);
+  if (res == ncclSuccess)
+    res = add_p2p(comm, ncclFuncRecv, NULL, recvbuff, count, datatype, root, stream);
   return end_lowered(res);
 }
 
@@ -240,13 +235,12 @@ WEFT_API(ncclResult_t, ncclSend, const void* sendbuff, size_t count, ncclDataTyp
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclSend";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "peer", peer));
   WEFT_CHECK(arg_check_buffer(fn, "sendbuff", sendbuff, count));
   WEFT_CHECK(check_size(fn, count, datatype, 1));
-  return add_p2p(comm, ncclFuncSend, sendbuff, NULL, count, datatype, peer);
+  return add_p2p(comm, ncclFuncSend, sendbuff, NULL, count, datatype, peer, stream);
 }
 
 WEFT_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -254,11 +248,10 @@ WEFT_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t da
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclRecv";
-  (void)stream;
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(arg_check_datatype(fn, datatype));
   WEFT_CHECK(arg_check_root(fn, comm, "peer", peer));
   WEFT_CHECK(arg_check_buffer(fn, "recvbuff", recvbuff, count));
   WEFT_CHECK(check_size(fn, count, datatype, 1));
-  return add_p2p(comm, ncclFuncRecv, NULL, recvbuff, count, datatype, peer);
+  return add_p2p(comm, ncclFuncRecv, NULL, recvbuff, count, datatype, peer, stream);
 }

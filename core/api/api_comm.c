@@ -1,6 +1,9 @@
 /* Communicator lifecycle and queries: Finalize, Destroy, Abort, Split, Revoke, Shrink,
  * GetAsyncError, Count, CuDevice, UserRank. */
 #include "api/api.h"
+#ifdef WEFT_HAVE_CUDA
+#include "device/device_exec.h"
+#endif
 #include "group/group.h"
 #include "util/check.h"
 
@@ -82,6 +85,21 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   WEFT_ARG_NONNULL("ncclCommGetAsyncError", asyncError);
   ncclResult_t r = (ncclResult_t)__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
   if (r != ncclInProgress) comm_join_init(comm); /* reap a finished non-blocking init */
+#ifdef WEFT_HAVE_CUDA
+  if (r == ncclSuccess && comm->device) {
+    /* A kernel that gave up waiting (peer gone, WEFT_TIMEOUT_MS, abort) said so here. */
+    ncclResult_t e = device_exec_error(comm);
+    int ok = ncclSuccess;
+    if (e != ncclSuccess &&
+        __atomic_compare_exchange_n(&comm->async_error, &ok, (int)e, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_RELAXED)) {
+      __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
+      WARN("rank %d: a kernel stopped waiting for a peer (%s); the communicator has failed",
+           comm->rank, e == ncclRemoteError ? "aborted" : "no progress within WEFT_TIMEOUT_MS");
+    }
+    if (e != ncclSuccess) r = (ncclResult_t)__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
+  }
+#endif
   *asyncError = r;
   return ncclSuccess;
 }

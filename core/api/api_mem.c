@@ -1,35 +1,370 @@
-/* Memory and registration entry points: MemAlloc/MemFree, CommRegister/Deregister,
- * CommWindowRegister/Deregister. These need the device data path; arguments are validated now
- * and each call says what is missing. (Reduction ops are in api_redop.c.) */
+/* Memory and registration entry points: ncclMemAlloc/ncclMemFree, ncclCommRegister/Deregister,
+ * ncclCommWindowRegister/Deregister, and weft's weftMemAllocTyped/weftMemFreeTyped.
+ * (Reduction ops are in api_redop.c.)
+ *
+ * ncclMemAlloc uses the CUDA VMM API (cuMemCreate + cuMemMap), as NCCL does, so the memory can
+ * later be exported (POSIX fd handles) and registered with NICs. The driver functions come
+ * from cudaGetDriverEntryPoint*, never from linking libcuda: the library must load where no
+ * driver is installed. What ncclMemAlloc handed out is kept in a process-wide registry (one
+ * mutex), so ncclMemFree rejects foreign pointers instead of corrupting the driver's state.
+ *
+ * Registrations are recorded per communicator (comm->regs, under comm->lock), in both modes:
+ * applications written for NCCL register unconditionally, and the data path copies through its
+ * own connection buffers either way, so a registration only has to be remembered and checked
+ * at deregistration (a foreign or twice-released handle is ncclInvalidArgument). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "api/api.h"
 #include "topo/cuda_probe.h"
 #include "util/check.h"
 
+#ifdef WEFT_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#endif
+
+/* ncclInvalidUsage with a WARN when this process cannot use a GPU; the runtime is never
+ * touched before this says yes (CI machines have no driver). */
 static ncclResult_t need_gpu(const char* fn) {
+#ifndef WEFT_HAVE_CUDA
+  return api_not_available(fn, "GPU memory (this weft was built without CUDA)");
+#else
   weft_cuda_info cu;
   cuda_probe(&cu);
   if (!cu.usable) {
     WARN("%s: needs a CUDA device, and none is usable here (%s)", fn, cu.why);
     return ncclInvalidUsage;
   }
-  return api_not_available(fn, "cuMem allocation");
+  return ncclSuccess;
+#endif
 }
+
+#ifdef WEFT_HAVE_CUDA
+static ncclResult_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
+  WARN("%s: %s failed: %s (CUDA error %d)", fn, what, cudaGetErrorString(e), (int)e);
+  cudaGetLastError(); /* not sticky: clear it for the application's own checks */
+  return ncclUnhandledCudaError;
+}
+
+/* ---- driver functions (cuMem*), through the runtime's entry-point lookup ---- */
+
+typedef CUresult (*pfn_cuGetErrorString)(CUresult, const char**);
+typedef CUresult (*pfn_cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
+typedef CUresult (*pfn_cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*,
+                                                      CUmemAllocationGranularity_flags);
+typedef CUresult (*pfn_cuMemCreate)(CUmemGenericAllocationHandle*, size_t,
+                                    const CUmemAllocationProp*, unsigned long long);
+typedef CUresult (*pfn_cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr,
+                                            unsigned long long);
+typedef CUresult (*pfn_cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                 unsigned long long);
+typedef CUresult (*pfn_cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
+typedef CUresult (*pfn_cuMemUnmap)(CUdeviceptr, size_t);
+typedef CUresult (*pfn_cuMemAddressFree)(CUdeviceptr, size_t);
+typedef CUresult (*pfn_cuMemRelease)(CUmemGenericAllocationHandle);
+
+static struct {
+  pfn_cuGetErrorString get_error_string; /* optional */
+  pfn_cuDeviceGetAttribute device_get_attribute;
+  pfn_cuMemGetAllocationGranularity granularity;
+  pfn_cuMemCreate create;
+  pfn_cuMemAddressReserve reserve;
+  pfn_cuMemMap map;
+  pfn_cuMemSetAccess set_access;
+  pfn_cuMemUnmap unmap;
+  pfn_cuMemAddressFree address_free;
+  pfn_cuMemRelease release;
+  const char* missing; /* first symbol not found, NULL when all are there */
+} drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+/* The ABI every symbol below has had since CUDA 10.2; asking for 12.0 keeps the lookup valid
+ * on any driver a CUDA 12+ runtime runs on. */
+#define DRV_ABI_VERSION 12000
+
+static void* drv_sym(const char* name) {
+  void* fn = NULL;
+#if CUDART_VERSION >= 12000
+  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  cudaError_t e =
+      cudaGetDriverEntryPointByVersion(name, &fn, DRV_ABI_VERSION, cudaEnableDefault, &q);
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
+#endif
+  int found = e == cudaSuccess && q == cudaDriverEntryPointSuccess;
+#else
+  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
+  int found = e == cudaSuccess;
+#endif
+  if (e != cudaSuccess) cudaGetLastError();
+  return found ? fn : NULL;
+}
+
+static void drv_load(void) {
+#define DRV_LOAD(field, sym)                                            \
+  do {                                                                  \
+    drv.field = (pfn_##sym)drv_sym(#sym);                               \
+    if (!drv.field && !drv.missing) drv.missing = #sym;                 \
+  } while (0)
+  DRV_LOAD(device_get_attribute, cuDeviceGetAttribute);
+  DRV_LOAD(granularity, cuMemGetAllocationGranularity);
+  DRV_LOAD(create, cuMemCreate);
+  DRV_LOAD(reserve, cuMemAddressReserve);
+  DRV_LOAD(map, cuMemMap);
+  DRV_LOAD(set_access, cuMemSetAccess);
+  DRV_LOAD(unmap, cuMemUnmap);
+  DRV_LOAD(address_free, cuMemAddressFree);
+  DRV_LOAD(release, cuMemRelease);
+#undef DRV_LOAD
+  drv.get_error_string = (pfn_cuGetErrorString)drv_sym("cuGetErrorString");
+}
+
+static ncclResult_t drv_fail(const char* fn, const char* what, CUresult r) {
+  const char* text = NULL;
+  if (!drv.get_error_string || drv.get_error_string(r, &text) != CUDA_SUCCESS || !text)
+    text = "unknown error";
+  WARN("%s: %s failed: %s (CUDA driver error %d)", fn, what, text, (int)r);
+  return ncclUnhandledCudaError;
+}
+
+/* ---- the registry of ncclMemAlloc allocations ---- */
+
+typedef struct mem_block {
+  CUdeviceptr ptr;
+  size_t bytes; /* granularity-rounded: what is reserved and mapped */
+  CUmemGenericAllocationHandle handle;
+  int dev;
+  struct mem_block* next;
+} mem_block;
+
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static mem_block* blocks;
+
+static mem_block* blocks_take(CUdeviceptr p) {
+  pthread_mutex_lock(&blocks_lock);
+  mem_block** pp = &blocks;
+  while (*pp && (*pp)->ptr != p) pp = &(*pp)->next;
+  mem_block* b = *pp;
+  if (b) *pp = b->next;
+  pthread_mutex_unlock(&blocks_lock);
+  return b;
+}
+
+/* Read/write for dev and every device that can reach dev's memory peer to peer. */
+static ncclResult_t set_access(const char* fn, CUdeviceptr va, size_t bytes, int dev) {
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  if (e != cudaSuccess) return cuda_fail(fn, "cudaGetDeviceCount", e);
+  CUmemAccessDesc* desc = calloc((size_t)ndev, sizeof *desc);
+  if (!desc) {
+    WARN("%s: out of memory for %d access descriptors", fn, ndev);
+    return ncclSystemError;
+  }
+  size_t n = 0;
+  for (int d = 0; d < ndev; d++) {
+    int ok = d == dev;
+    if (!ok) {
+      e = cudaDeviceCanAccessPeer(&ok, d, dev);
+      if (e != cudaSuccess) {
+        free(desc);
+        return cuda_fail(fn, "cudaDeviceCanAccessPeer", e);
+      }
+    }
+    if (!ok) continue;
+    desc[n].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    desc[n].location.id = d;
+    desc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    n++;
+  }
+  CUresult r = drv.set_access(va, bytes, desc, n);
+  free(desc);
+  return r == CUDA_SUCCESS ? ncclSuccess : drv_fail(fn, "cuMemSetAccess", r);
+}
+
+static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
+  pthread_once(&drv_once, drv_load);
+  if (drv.missing) {
+    WARN("%s: the CUDA driver lacks %s (cuMem allocation needs CUDA 10.2+ drivers)", fn,
+         drv.missing);
+    return ncclInvalidUsage;
+  }
+  int dev;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return cuda_fail(fn, "cudaGetDevice", e);
+  e = cudaSetDevice(dev); /* makes the primary context exist before the driver calls */
+  if (e != cudaSuccess) return cuda_fail(fn, "cudaSetDevice", e);
+
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof prop);
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  int fd_ok = 0, rdma_ok = 0;
+  CUresult r = drv.device_get_attribute(
+      &fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev);
+  if (r != CUDA_SUCCESS) fd_ok = 0;
+  r = drv.device_get_attribute(&rdma_ok,
+                               CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
+  if (r != CUDA_SUCCESS) rdma_ok = 0;
+  /* Exportable (fd) so peers can map it later; RDMA-capable so NICs can register it. */
+  prop.requestedHandleTypes =
+      fd_ok ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : CU_MEM_HANDLE_TYPE_NONE;
+  if (rdma_ok) prop.allocFlags.gpuDirectRDMACapable = 1;
+
+  size_t gran = 0;
+  r = drv.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  if (r != CUDA_SUCCESS || gran == 0)
+    r = drv.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  if (r != CUDA_SUCCESS) return drv_fail(fn, "cuMemGetAllocationGranularity", r);
+  if (gran == 0 || size > SIZE_MAX - gran) {
+    WARN("%s: size = %zu cannot be rounded to the %zu-byte granularity", fn, size, gran);
+    return ncclInvalidArgument;
+  }
+  size_t bytes = (size + gran - 1) / gran * gran;
+
+  mem_block* b = calloc(1, sizeof *b);
+  if (!b) {
+    WARN("%s: out of memory for the allocation record", fn);
+    return ncclSystemError;
+  }
+  ncclResult_t res;
+  r = drv.create(&b->handle, bytes, &prop, 0);
+  if (r != CUDA_SUCCESS && prop.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) {
+    /* Some containers refuse exportable memory: plain memory still serves this process. */
+    INFO(NCCL_ALLOC, "%s: cuMemCreate with a POSIX fd handle failed (%d); retrying without", fn,
+         (int)r);
+    prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    r = drv.create(&b->handle, bytes, &prop, 0);
+  }
+  if (r != CUDA_SUCCESS) {
+    res = drv_fail(fn, "cuMemCreate", r);
+    goto fail_record;
+  }
+  r = drv.reserve(&b->ptr, bytes, gran, 0, 0);
+  if (r != CUDA_SUCCESS) {
+    res = drv_fail(fn, "cuMemAddressReserve", r);
+    goto fail_release;
+  }
+  r = drv.map(b->ptr, bytes, 0, b->handle, 0);
+  if (r != CUDA_SUCCESS) {
+    res = drv_fail(fn, "cuMemMap", r);
+    goto fail_address;
+  }
+  WEFT_CHECK_GOTO(set_access(fn, b->ptr, bytes, dev), res, fail_unmap);
+  b->bytes = bytes;
+  b->dev = dev;
+  pthread_mutex_lock(&blocks_lock);
+  b->next = blocks;
+  blocks = b;
+  pthread_mutex_unlock(&blocks_lock);
+  INFO(NCCL_ALLOC, "%s: %zu bytes (%zu requested) at %p on CUDA device %d", fn, bytes, size,
+       (void*)(uintptr_t)b->ptr, dev);
+  *ptr = (void*)(uintptr_t)b->ptr;
+  return ncclSuccess;
+fail_unmap:
+  drv.unmap(b->ptr, bytes);
+fail_address:
+  drv.address_free(b->ptr, bytes);
+fail_release:
+  drv.release(b->handle);
+fail_record:
+  free(b);
+  return res;
+}
+
+static ncclResult_t cumem_free(const char* fn, mem_block* b) {
+  int saved = -1;
+  cudaError_t e = cudaGetDevice(&saved);
+  if (e == cudaSuccess && saved != b->dev) e = cudaSetDevice(b->dev);
+  if (e != cudaSuccess) cuda_fail(fn, "making the allocation's device current", e);
+  ncclResult_t res = ncclSuccess;
+  CUresult r = drv.unmap(b->ptr, b->bytes);
+  if (r != CUDA_SUCCESS) res = drv_fail(fn, "cuMemUnmap", r);
+  r = drv.release(b->handle);
+  if (r != CUDA_SUCCESS && res == ncclSuccess) res = drv_fail(fn, "cuMemRelease", r);
+  r = drv.address_free(b->ptr, b->bytes);
+  if (r != CUDA_SUCCESS && res == ncclSuccess) res = drv_fail(fn, "cuMemAddressFree", r);
+  if (saved >= 0 && saved != b->dev) cudaSetDevice(saved);
+  free(b);
+  return res;
+}
+#endif /* WEFT_HAVE_CUDA */
 
 WEFT_API(ncclResult_t, ncclMemAlloc, void** ptr, size_t size);
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  WEFT_ARG_NONNULL("ncclMemAlloc", ptr);
+  const char* fn = "ncclMemAlloc";
+  WEFT_ARG_NONNULL(fn, ptr);
   if (size == 0) {
-    WARN("ncclMemAlloc: size is 0");
+    WARN("%s: size is 0", fn);
     return ncclInvalidArgument;
   }
-  return need_gpu("ncclMemAlloc");
+  WEFT_CHECK(need_gpu(fn));
+#ifdef WEFT_HAVE_CUDA
+  return cumem_alloc(fn, ptr, size);
+#else
+  return ncclInvalidUsage; /* need_gpu said why */
+#endif
 }
 
 WEFT_API(ncclResult_t, ncclMemFree, void* ptr);
 ncclResult_t ncclMemFree(void* ptr) {
   if (ptr == NULL) return ncclSuccess;
-  WARN("ncclMemFree: %p was not allocated by ncclMemAlloc", ptr);
+#ifdef WEFT_HAVE_CUDA
+  mem_block* b = blocks_take((CUdeviceptr)(uintptr_t)ptr);
+  if (b) return cumem_free("ncclMemFree", b);
+#endif
+  WARN("ncclMemFree: %p was not allocated by ncclMemAlloc (or was freed already)", ptr);
   return ncclInvalidArgument;
+}
+
+/* ---- registrations ---- */
+
+static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, size_t size,
+                            int window, int win_flags, weft_mem_reg** out) {
+  weft_mem_reg* r = calloc(1, sizeof *r);
+  if (!r) {
+    WARN("%s: out of memory for a registration", fn);
+    return ncclSystemError;
+  }
+  r->buff = buff;
+  r->size = size;
+  r->window = window;
+  r->win_flags = win_flags;
+  pthread_mutex_lock(&comm->lock);
+  r->next = comm->regs;
+  comm->regs = r;
+  pthread_mutex_unlock(&comm->lock);
+  INFO(NCCL_REG, "%s: comm %p rank %d: %p (%zu bytes) registered as %p", fn, (void*)comm,
+       comm->rank, buff, size, (void*)r);
+  *out = r;
+  return ncclSuccess;
+}
+
+/* Remove handle from comm's list when it is there with the same kind; the handle is only
+ * compared until found, so any stale or foreign value is safe. */
+static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void* handle,
+                               int window) {
+  weft_mem_reg* found = NULL;
+  pthread_mutex_lock(&comm->lock);
+  for (weft_mem_reg** pp = &comm->regs; *pp; pp = &(*pp)->next)
+    if (*pp == handle && (*pp)->window == window) {
+      found = *pp;
+      *pp = found->next;
+      break;
+    }
+  pthread_mutex_unlock(&comm->lock);
+  if (!found) {
+    WARN("%s: %s %p is not registered on comm %p (foreign, or released already)", fn,
+         window ? "window" : "handle", handle, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  free(found);
+  return ncclSuccess;
 }
 
 WEFT_API(ncclResult_t, ncclCommRegister, const ncclComm_t comm, void* buff, size_t size,
@@ -43,7 +378,10 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, vo
     WARN("%s: size is 0", fn);
     return ncclInvalidArgument;
   }
-  return api_not_available(fn, "buffer registration");
+  weft_mem_reg* r;
+  WEFT_CHECK(reg_add(comm, fn, buff, size, 0, 0, &r));
+  *handle = r;
+  return ncclSuccess;
 }
 
 WEFT_API(ncclResult_t, ncclCommDeregister, const ncclComm_t comm, void* handle);
@@ -51,9 +389,7 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   const char* fn = "ncclCommDeregister";
   WEFT_CHECK(comm_check_handle(comm, fn));
   WEFT_ARG_NONNULL(fn, handle);
-  WARN("%s: handle %p was not returned by ncclCommRegister on comm %p", fn, handle,
-       (void*)comm);
-  return ncclInvalidArgument;
+  return reg_remove(comm, fn, handle, 0);
 }
 
 WEFT_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
@@ -72,7 +408,11 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     WARN("%s: winFlags = %d is not NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", fn, winFlags);
     return ncclInvalidArgument;
   }
-  return api_not_available(fn, "window registration");
+  /* Recorded locally: no symmetric mapping is built (the data path does not use one yet). */
+  weft_mem_reg* r;
+  WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
+  *win = (ncclWindow_t)(void*)r;
+  return ncclSuccess;
 }
 
 WEFT_API(ncclResult_t, ncclCommWindowDeregister, ncclComm_t comm, ncclWindow_t win);
@@ -80,6 +420,110 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   const char* fn = "ncclCommWindowDeregister";
   WEFT_CHECK(comm_check_handle(comm, fn));
   WEFT_ARG_NONNULL(fn, win);
-  WARN("%s: window %p was not registered on comm %p", fn, (void*)win, (void*)comm);
-  return ncclInvalidArgument;
+  return reg_remove(comm, fn, (const void*)win, 1);
+}
+
+/* ---- weft's typed allocation (abi/weft.h) ---- */
+
+static size_t page_bytes(void) {
+  long p = sysconf(_SC_PAGESIZE);
+  return p >= 4096 ? (size_t)p : 4096;
+}
+
+/* Host memory is page-aligned (and a whole number of pages) so it can be registered with a NIC
+ * as is; with a usable GPU it is also pinned and mapped (cudaHostRegister rather than
+ * cudaMallocHost, whose alignment is not documented), so copies to and from it run at full
+ * speed. */
+WEFT_EXT ncclResult_t weftMemAllocTyped(void** ptr, size_t size, weftMemType_t type) {
+  const char* fn = "weftMemAllocTyped";
+  WEFT_ARG_NONNULL(fn, ptr);
+  if (size == 0) {
+    WARN("%s: size is 0", fn);
+    return ncclInvalidArgument;
+  }
+  switch (type) {
+    case weftMemHost: {
+      size_t pg = page_bytes();
+      if (size > SIZE_MAX - pg) {
+        WARN("%s: size = %zu is too large", fn, size);
+        return ncclInvalidArgument;
+      }
+      size_t bytes = (size + pg - 1) / pg * pg;
+      void* p = NULL;
+      if (posix_memalign(&p, pg, bytes) != 0) {
+        WARN("%s: cannot allocate %zu bytes of host memory", fn, size);
+        return ncclSystemError;
+      }
+#ifdef WEFT_HAVE_CUDA
+      weft_cuda_info cu;
+      cuda_probe(&cu);
+      if (cu.usable) {
+        cudaError_t e =
+            cudaHostRegister(p, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+        if (e != cudaSuccess) {
+          free(p);
+          return cuda_fail(fn, "cudaHostRegister", e);
+        }
+      }
+#endif
+      *ptr = p;
+      return ncclSuccess;
+    }
+    case weftMemDevice:
+    case weftMemManaged: {
+      WEFT_CHECK(need_gpu(fn));
+#ifdef WEFT_HAVE_CUDA
+      void* p = NULL;
+      cudaError_t e = type == weftMemDevice ? cudaMalloc(&p, size)
+                                            : cudaMallocManaged(&p, size, cudaMemAttachGlobal);
+      if (e != cudaSuccess)
+        return cuda_fail(fn, type == weftMemDevice ? "cudaMalloc" : "cudaMallocManaged", e);
+      *ptr = p;
+      return ncclSuccess;
+#else
+      return ncclInvalidUsage; /* need_gpu said why */
+#endif
+    }
+    default:
+      WARN("%s: type = %d is not a weftMemType_t", fn, (int)type);
+      return ncclInvalidArgument;
+  }
+}
+
+WEFT_EXT ncclResult_t weftMemFreeTyped(void* ptr, weftMemType_t type) {
+  const char* fn = "weftMemFreeTyped";
+  if (ptr == NULL) return ncclSuccess;
+  switch (type) {
+    case weftMemHost: {
+#ifdef WEFT_HAVE_CUDA
+      weft_cuda_info cu;
+      cuda_probe(&cu);
+      if (cu.usable) {
+        cudaError_t e = cudaHostUnregister(ptr);
+        if (e == cudaErrorHostMemoryNotRegistered)
+          cudaGetLastError(); /* not pinned by us: plain memory, free it all the same */
+        else if (e != cudaSuccess)
+          return cuda_fail(fn, "cudaHostUnregister", e);
+      }
+#endif
+      free(ptr);
+      return ncclSuccess;
+    }
+    case weftMemDevice:
+    case weftMemManaged: {
+#ifdef WEFT_HAVE_CUDA
+      weft_cuda_info cu;
+      cuda_probe(&cu);
+      if (cu.usable) {
+        cudaError_t e = cudaFree(ptr);
+        return e == cudaSuccess ? ncclSuccess : cuda_fail(fn, "cudaFree", e);
+      }
+#endif
+      WARN("%s: %p cannot be GPU memory: no CUDA device is usable here", fn, ptr);
+      return ncclInvalidArgument;
+    }
+    default:
+      WARN("%s: type = %d is not a weftMemType_t", fn, (int)type);
+      return ncclInvalidArgument;
+  }
 }

@@ -1,15 +1,15 @@
 /* User reduction ops: ncclRedOpCreatePreMulSum, weftRedOpCreateCustom and ncclRedOpDestroy.
  * Handles belong to one communicator (plan/plan_redop.c); any other communicator, and the same
- * one after destroy, rejects them with ncclInvalidArgument. On the host executor a
- * ncclScalarDevice scalar is host memory read when each operation using it is launched;
- * ncclScalarHostImmediate copies it now. */
+ * one after destroy, rejects them with ncclInvalidArgument. A ncclScalarDevice scalar is read
+ * when each operation using it runs (host executor: at launch; GPU: by the kernel, in stream
+ * order); ncclScalarHostImmediate copies it now. */
 #include "api/api.h"
 #include "plan/plan.h"
 #include "util/check.h"
 
-static ncclResult_t need_host(const char* fn, const struct ncclComm* comm) {
-  if (comm->mode == WEFT_MODE_HOST && comm->plan != NULL) return ncclSuccess;
-  return api_not_available(fn, "user reductions on the device executor");
+static ncclResult_t need_plan(const char* fn, const struct ncclComm* comm) {
+  if (comm->plan != NULL) return ncclSuccess;
+  return api_not_available(fn, "user reductions without a data path (built without CUDA)");
 }
 
 WEFT_API(ncclResult_t, ncclRedOpCreatePreMulSum, ncclRedOp_t* op, void* scalar,
@@ -26,9 +26,13 @@ ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataTyp
          (int)residence);
     return ncclInvalidArgument;
   }
-  WEFT_CHECK(need_host(fn, comm));
+  WEFT_CHECK(need_plan(fn, comm));
   weft_redop r;
-  redop_premulsum(datatype, scalar, &r);
+  /* A device-resident scalar on a GPU communicator is GPU memory: the kernels read it when
+   * they run; the host never dereferences it. */
+  static const unsigned char zero[8] = {0};
+  int on_gpu = residence == ncclScalarDevice && comm->mode == WEFT_MODE_DEVICE;
+  redop_premulsum(datatype, on_gpu ? zero : scalar, &r);
   r.nranks = comm->nranks;
   return plan_redop_create(comm, &r, residence == ncclScalarDevice ? scalar : NULL, op);
 }
@@ -45,7 +49,7 @@ WEFT_EXT ncclResult_t weftRedOpCreateCustom(ncclRedOp_t* op, weftReduceFn_t fn, 
          name, (void*)comm, comm->rank);
     return ncclInvalidUsage;
   }
-  WEFT_CHECK(need_host(name, comm));
+  WEFT_CHECK(need_plan(name, comm));
   weft_redop r = {0};
   r.kind = WEFT_RED_CUSTOM;
   r.fn = fn;

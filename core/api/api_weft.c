@@ -21,43 +21,7 @@ WEFT_EXT ncclResult_t weftCommGetMode(ncclComm_t comm, int* isDevice) {
   return ncclSuccess;
 }
 
-/* Host memory is page-aligned so it can later be registered with a NIC as is. */
-WEFT_EXT ncclResult_t weftMemAllocTyped(void** ptr, size_t size, weftMemType_t type) {
-  const char* fn = "weftMemAllocTyped";
-  WEFT_ARG_NONNULL(fn, ptr);
-  if (size == 0) {
-    WARN("%s: size is 0", fn);
-    return ncclInvalidArgument;
-  }
-  switch (type) {
-    case weftMemHost: {
-      void* p = NULL;
-      if (posix_memalign(&p, 4096, size) != 0) {
-        WARN("%s: cannot allocate %zu bytes of host memory", fn, size);
-        return ncclSystemError;
-      }
-      *ptr = p;
-      return ncclSuccess;
-    }
-    case weftMemDevice:
-    case weftMemManaged: return api_not_available(fn, "device and managed allocation");
-    default:
-      WARN("%s: type = %d is not a weftMemType_t", fn, (int)type);
-      return ncclInvalidArgument;
-  }
-}
-
-WEFT_EXT ncclResult_t weftMemFreeTyped(void* ptr, weftMemType_t type) {
-  if (ptr == NULL) return ncclSuccess;
-  switch (type) {
-    case weftMemHost: free(ptr); return ncclSuccess;
-    case weftMemDevice:
-    case weftMemManaged: return api_not_available("weftMemFreeTyped", "device and managed memory");
-    default:
-      WARN("weftMemFreeTyped: type = %d is not a weftMemType_t", (int)type);
-      return ncclInvalidArgument;
-  }
-}
+/* weftMemAllocTyped / weftMemFreeTyped live with the other allocators in api_mem.c. */
 
 #define WEFT_OOB_MAX_BYTES (1u << 20)
 

@@ -8,6 +8,7 @@
 #include "bootstrap/bootstrap.h"
 #include "nccl.h"
 #include "policy/policy.h"
+#include "transport/transport.h"
 
 #define WEFT_COMM_MAGIC_START 0x77656674636f6d6dull /* "weftcomm" */
 #define WEFT_COMM_MAGIC_END 0x6d6d6f6374666577ull
@@ -31,7 +32,19 @@ typedef struct {
   int pid;
   uint64_t host_hash;
   char host[64];
+  weft_p2p_rank_info p2p; /* device mode: what decides p2p against shm (transport/) */
 } weft_rank_info;
+
+/* A buffer registered with ncclCommRegister or ncclCommWindowRegister (api/api_mem.c). The
+ * handle handed out is the node's address; it is only ever compared, never dereferenced,
+ * before it is found in the list. */
+typedef struct weft_mem_reg {
+  void* buff;
+  size_t size;
+  int window; /* 1: ncclCommWindowRegister (flags below), 0: ncclCommRegister */
+  int win_flags;
+  struct weft_mem_reg* next;
+} weft_mem_reg;
 
 struct ncclComm {
   uint64_t magic_start;
@@ -60,8 +73,11 @@ struct ncclComm {
   struct weft_transport* transport; /* connections (transport/) */
   struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */
   struct weft_host* host;           /* host executor: channel workers */
+  struct weft_device* device;       /* GPU executor: launches, abort/error words (device/) */
+  int proxy_always_on;              /* device mode: the proxy was activated for good */
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
+  weft_mem_reg* regs;               /* registered buffers and windows, under lock */
   uint64_t magic_end;
 };
 

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#ifdef WEFT_HAVE_CUDA
+#include "device/device_exec.h"
+#endif
 #include "host/host.h"
 #include "plan/plan.h"
 #include "plugin/net.h"
@@ -36,11 +39,20 @@ static int local_ranks(const struct ncclComm* comm) {
 }
 
 static int propose_channels(const struct ncclComm* comm) {
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  int local = local_ranks(comm);
-  int nch = ncpu > 0 ? (int)(ncpu / (local > 0 ? local : 1)) : 1;
-  if (nch > HOST_DEFAULT_MAX_CHANNELS) nch = HOST_DEFAULT_MAX_CHANNELS;
-  if (nch < 1) nch = 1;
+  int nch;
+  if (comm->mode == WEFT_MODE_DEVICE) {
+#ifdef WEFT_HAVE_CUDA
+    nch = device_default_channels(); /* one block each: enough to fill NVLink */
+#else
+    nch = 1;
+#endif
+  } else {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int local = local_ranks(comm);
+    nch = ncpu > 0 ? (int)(ncpu / (local > 0 ? local : 1)) : 1;
+    if (nch > HOST_DEFAULT_MAX_CHANNELS) nch = HOST_DEFAULT_MAX_CHANNELS;
+    if (nch < 1) nch = 1;
+  }
   if (param_is_set(WEFT_PARAM_MIN_NCHANNELS) && nch < (int)param_int(WEFT_PARAM_MIN_NCHANNELS))
     nch = (int)param_int(WEFT_PARAM_MIN_NCHANNELS);
   if (param_is_set(WEFT_PARAM_MAX_NCHANNELS) && nch > (int)param_int(WEFT_PARAM_MAX_NCHANNELS))
@@ -52,7 +64,9 @@ static int propose_channels(const struct ncclComm* comm) {
 }
 
 ncclResult_t comm_datapath_init(struct ncclComm* comm) {
-  if (comm->mode != WEFT_MODE_HOST) return ncclSuccess; /* the device data path comes later */
+#ifndef WEFT_HAVE_CUDA
+  if (comm->mode != WEFT_MODE_HOST) return ncclSuccess; /* built without kernels: enqueue says so */
+#endif
   dp_proposal* all = calloc((size_t)comm->nranks, sizeof *all);
   if (!all) {
     WARN("rank %d: out of memory agreeing on the data path", comm->rank);
@@ -83,11 +97,36 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     goto out;
   }
   WEFT_CHECK_GOTO(plan_comm_init(comm, tp.nchannels), res, out);
+#ifdef WEFT_HAVE_CUDA
+  if (comm->mode == WEFT_MODE_DEVICE) {
+    /* Only what the kernels implement; a forced protocol they lack falls back to Simple. */
+    for (int f = 0; f < WEFT_NUM_COLL_FUNCS; f++) {
+      unsigned want = comm->plan->mask.proto[f];
+      comm->plan->mask.proto[f] &= device_protocols();
+      if (comm->plan->mask.proto[f] == 0) {
+        if (f == 0 && comm->rank == 0)
+          INFO(NCCL_INIT | NCCL_TUNING, "NCCL_PROTO allows only protocols the device executor "
+               "lacks (mask 0x%x); using Simple", want);
+        comm->plan->mask.proto[f] = 1u << NCCL_PROTO_SIMPLE;
+      }
+    }
+  }
+#endif
   if (comm->nranks > 1 && comm->net == NULL)
     WEFT_CHECK_GOTO(net_open_for_comm(comm->config.netName, comm->comm_hash,
                                       comm->config.trafficClass, &comm->net),
                     res, out);
   WEFT_CHECK_GOTO(transport_init(comm, &tp), res, out);
+#ifdef WEFT_HAVE_CUDA
+  if (comm->mode == WEFT_MODE_DEVICE) {
+    WEFT_CHECK_GOTO(device_exec_create(comm, &comm->device), res, out);
+    INFO(NCCL_INIT, "rank %d: device data path on cuda device %d: %d channel(s), Simple %zu B / "
+         "LL %zu B per connection, shm %s, net %s",
+         comm->rank, comm->cuda_dev, tp.nchannels, tp.buffsize, tp.ll_buffsize,
+         tp.shm_disable ? "off" : "on", comm->net ? comm->net->name : "none");
+    goto out;
+  }
+#endif
   size_t ll_payload = conn_payload_max(tp.ll_buffsize / WEFT_NSTEPS, 1);
   WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, &comm->host), res, out);
   INFO(NCCL_INIT, "rank %d: host data path: %d channel(s), Simple %zu B / LL %zu B per "
@@ -118,6 +157,11 @@ void comm_datapath_fini(struct ncclComm* comm) {
          (void*)comm);
   host_exec_destroy(comm->host);
   comm->host = NULL;
+#ifdef WEFT_HAVE_CUDA
+  /* Kernels may still use the connections: they finish (or stop, after an abort) first. */
+  device_exec_destroy(comm, comm->device, __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0);
+  comm->device = NULL;
+#endif
   if (comm->proxy) {
     comm_datapath_quiesce(comm);
     proxy_destroy(comm->proxy);

@@ -40,7 +40,7 @@ ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cu
   return ncclSuccess;
 }
 
-static void fill_rank_info(const struct ncclComm* comm, weft_rank_info* info) {
+static ncclResult_t fill_rank_info(const struct ncclComm* comm, weft_rank_info* info) {
   memset(info, 0, sizeof *info);
   const char* fake = param_str(WEFT_PARAM_FAKE_VERSION);
   snprintf(info->weft_version, sizeof info->weft_version, "%s",
@@ -51,6 +51,7 @@ static void fill_rank_info(const struct ncclComm* comm, weft_rank_info* info) {
   info->pid = (int)getpid();
   gethostname(info->host, sizeof info->host - 1);
   info->host_hash = hash_bytes(info->host, strlen(info->host), 0xcbf29ce484222325ull);
+  return transport_p2p_rank_info(comm, &info->p2p);
 }
 
 /* Every rank must run the same weft build and executor; the classic cause of random
@@ -92,7 +93,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
     res = ncclSystemError;
     goto fail;
   }
-  fill_rank_info(comm, &comm->peers[comm->rank]);
+  WEFT_CHECK_GOTO(fill_rank_info(comm, &comm->peers[comm->rank]), res, fail);
   WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, comm->peers, sizeof *comm->peers), res,
                   fail);
   WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
@@ -158,6 +159,11 @@ void comm_free(struct ncclComm* comm) {
   tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);
   free(comm->peers);
+  while (comm->regs) { /* registrations the application never released (as NCCL frees them) */
+    weft_mem_reg* r = comm->regs;
+    comm->regs = r->next;
+    free(r);
+  }
   pthread_mutex_destroy(&comm->lock);
   comm->magic_start = comm->magic_end = 0; /* a stale handle now fails comm_check */
   free(comm);

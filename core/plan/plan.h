@@ -42,6 +42,7 @@ typedef struct weft_op {
   int root;                  /* root, or peer for Send/Recv */
   int algo, proto, nchannels;
   uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
+  void* stream;              /* cudaStream_t of the call (device mode) */
 } weft_op;
 
 #define WEFT_WORK_MAX_CONNS 8

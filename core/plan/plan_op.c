@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#ifdef WEFT_HAVE_CUDA
+#include "device/device_exec.h"
+#endif
 #include "host/host.h"
 #include "plan/plan.h"
 #include "proxy/proxy.h"
@@ -24,6 +27,7 @@
 
 #define P2P_LL_MAX_BYTES 16384
 #define P2P_BYTES_PER_CHANNEL (512u * 1024u)
+#define DEVICE_P2P_BLOCKS 128 /* WEFT_DEV_MAX_BLOCKS */
 
 static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -34,6 +38,31 @@ static int is_marker(int func) {
 
 /* ---- enqueue ---- */
 
+/* Device communicators, until the cost model covers the kernels: LL up to 64 KiB (latency),
+ * Simple beyond; the ring unless NCCL_ALGO asks for the tree; a channel per 64 KiB (LL: per
+ * 8 KiB) up to the communicator's. */
+#define DEVICE_LL_MAX_BYTES 65536
+static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
+  struct weft_plan* p = comm->plan;
+  unsigned algos = p->mask.algo[op->func], protos = p->mask.proto[op->func];
+  op->algo = (algos & (1u << NCCL_ALGO_RING)) ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
+  if (!(algos & (1u << op->algo))) {
+    WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", comm->rank,
+         plan_func_name(op->func));
+    return ncclInvalidUsage;
+  }
+  int ll = (protos & (1u << NCCL_PROTO_LL)) &&
+           (nbytes <= DEVICE_LL_MAX_BYTES || !(protos & (1u << NCCL_PROTO_SIMPLE)));
+  op->proto = ll ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+  size_t per = ll ? 8192 : 65536;
+  size_t nch = divup(nbytes, per);
+  op->nchannels = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
+  INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
+       plan_func_name(op->func), nbytes, op->algo == NCCL_ALGO_RING ? "Ring" : "Tree",
+       ll ? "LL" : "Simple", op->nchannels);
+  return ncclSuccess;
+}
+
 static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   struct weft_plan* p = comm->plan;
   size_t bytes = op->count * op->elem;
@@ -42,7 +71,16 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
     int ll_ok = (p->mask.proto[ncclFuncAllReduce] & (1u << NCCL_PROTO_LL)) != 0;
     op->proto = bytes <= P2P_LL_MAX_BYTES && ll_ok ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
     size_t nch = divup(bytes, P2P_BYTES_PER_CHANNEL);
-    op->nchannels = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
+    /* Device: every channel of a peer is a FIFO pair of its own in GPU memory and a block of
+     * its own in the launch; an all-to-all of every peer must fit one launch. A function of
+     * nranks alone, so that both ends of a transfer cut it alike. */
+    int maxch = p->nchannels;
+    if (comm->mode == WEFT_MODE_DEVICE && comm->nranks > 1) {
+      int fit = DEVICE_P2P_BLOCKS / (2 * (comm->nranks - 1));
+      if (fit < 1) fit = 1;
+      if (maxch > fit) maxch = fit;
+    }
+    op->nchannels = nch < 1 ? 1 : (nch > (size_t)maxch ? maxch : (int)nch);
     if (bytes == 0) op->nchannels = 0;
     return ncclSuccess;
   }
@@ -53,6 +91,7 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   size_t nbytes = bytes;
   if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
     nbytes *= (size_t)comm->nranks;
+  if (comm->tune == NULL) return choose_device(comm, op, nbytes);
   weft_decision d; /* tune/ logs the decision at NCCL_DEBUG_SUBSYS=TUNING */
   WEFT_CHECK(tune_decide(comm->tune, &p->mask, (ncclFunc_t)op->func, nbytes, 1, 0, 0, &d));
   op->algo = d.algo;
@@ -63,7 +102,7 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
 
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
   struct weft_plan* p = comm->plan;
-  if (comm->mode != WEFT_MODE_HOST || p == NULL) {
+  if (p == NULL) {
     WARN("%s: the device data path is not available yet in weft %s", plan_func_name(in->func),
          WEFT_VERSION_STRING);
     return ncclInvalidUsage;
@@ -75,6 +114,15 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
   }
   *op = *in;
   op->next = NULL;
+  if (comm->mode == WEFT_MODE_DEVICE && op->redop.kind == WEFT_RED_CUSTOM &&
+      (op->func == ncclFuncAllReduce || op->func == ncclFuncReduce ||
+       op->func == ncclFuncReduceScatter)) {
+    WARN("rank %d: %s: a custom (host function) reduction cannot run in GPU kernels; use it on "
+         "a host-mode communicator",
+         comm->rank, plan_func_name(op->func));
+    free(op);
+    return ncclInvalidArgument;
+  }
   op->elem = dtype_size(op->dtype);
   op->seq = (is_coll(op->func) || is_marker(op->func)) ? ++p->coll_seq : 0;
   ncclResult_t res = choose(comm, op);
@@ -167,7 +215,14 @@ static ncclResult_t self_copies(struct ncclComm* comm, weft_op* ops) {
            comm->rank, sb, rb);
       return ncclInvalidUsage;
     }
-    if (sb && recv->recvbuff != s->sendbuff) memmove(recv->recvbuff, s->sendbuff, sb);
+    if (sb && recv->recvbuff != s->sendbuff) {
+#ifdef WEFT_HAVE_CUDA
+      if (comm->mode == WEFT_MODE_DEVICE)
+        WEFT_CHECK(device_exec_copy(comm, recv->recvbuff, s->sendbuff, sb, recv->stream));
+      else
+#endif
+        memmove(recv->recvbuff, s->sendbuff, sb);
+    }
     recv->nchannels = 0; /* done */
     recv = recv->next;
   }
@@ -325,8 +380,10 @@ static void commit(comm_launch* cl) {
           proxy_expect_recvs(comm->proxy, w->conns[k], steps[k]);
     }
   }
-  for (weft_op* op = cl->ops; op; op = op->next)
-    if (op->scalar_ptr) memcpy(op->redop.scalar, op->scalar_ptr, op->elem);
+  /* Device kernels read a device scalar themselves, when they run. */
+  if (comm->mode == WEFT_MODE_HOST)
+    for (weft_op* op = cl->ops; op; op = op->next)
+      if (op->scalar_ptr) memcpy(op->redop.scalar, op->scalar_ptr, op->elem);
 }
 
 /* A failure that leaves connections out of step breaks the communicator. */
@@ -396,6 +453,21 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   }
   for (int i = 0; i < n; i++) commit(&cls[i]);
 
+#ifdef WEFT_HAVE_CUDA
+  if (comms[0]->mode == WEFT_MODE_DEVICE) {
+    /* Enqueued on the callers' streams; nothing waits here. The proxy of a comm that uses the
+     * net stays active from its first such launch until destroy. */
+    for (int i = 0; i < n && res == ncclSuccess; i++) {
+      if (cls[i].uses_net && cls[i].comm->proxy && !cls[i].comm->proxy_always_on) {
+        proxy_activate(cls[i].comm->proxy);
+        cls[i].comm->proxy_always_on = 1;
+      }
+      res = device_exec_launch(cls[i].comm, cls[i].ops, cls[i].works, cls[i].nworks);
+      if (res != ncclSuccess && res != ncclInvalidUsage) mark_failed(cls[i].comm, res);
+    }
+    goto done;
+  }
+#endif
   for (int i = 0; i < n; i++) L.remaining += cls[i].nworks;
   for (int i = 0; i < n; i++)
     if (cls[i].uses_net && cls[i].comm->proxy) proxy_activate(cls[i].comm->proxy);

@@ -33,7 +33,11 @@ typedef struct {
   uint8_t pad1[WEFT_CACHELINE - sizeof(uint64_t)];
   int64_t sizes[WEFT_NSTEPS]; /* producer: bytes in each slot, stored before tail */
 } weft_fifo_ctrl;
+#ifdef __cplusplus
+static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fits its page");
+#else
 _Static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fits its page");
+#endif
 
 #define WEFT_LL_LINE_BYTES 16
 #define WEFT_LL_LINE_PAYLOAD 8

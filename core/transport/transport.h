@@ -6,6 +6,12 @@
  * stays in /dev/shm) and net (the communicator's net plugin; buffers are local on both sides
  * and the proxy thread moves slots with isend/irecv). Both give the executor a weft_conn.
  *
+ * Device mode (comm->mode == WEFT_MODE_DEVICE) adds p2p (GPU memory of the receiver, opened by
+ * the sender through CUDA IPC, or used directly when both ranks live in one process), preferred
+ * over shm for peers on the same host whose GPUs reach each other; shm and net slots are then
+ * pinned and mapped into the GPU. Every connected key also gets a weft_dev_conn (device/device.h)
+ * in device memory, in a per-communicator table, for the kernels.
+ *
  * Setup is collective per pair: when rank A connects key (kind, c, B, send, proto), B must
  * connect (kind, c, A, recv, proto) at the same logical point (its own transport_connect call).
  * Messages are tagged by the key, and bootstrap queues early arrivals, so the order in which
@@ -14,6 +20,7 @@
 #define WEFT_TRANSPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "nccl.h"
 #include "transport/conn.h"
 
@@ -22,7 +29,7 @@ struct ncclComm;
 /* Connections of collectives (ring, tree) and of send/recv are separate FIFOs: collectives run
  * in the same order on every rank, point-to-point transfers only match per peer. */
 enum { WEFT_CONN_COLL = 0, WEFT_CONN_P2P = 1, WEFT_CONN_NKINDS = 2 };
-enum { WEFT_TRANSPORT_SHM = 1, WEFT_TRANSPORT_NET = 2 };
+enum { WEFT_TRANSPORT_SHM = 1, WEFT_TRANSPORT_NET = 2, WEFT_TRANSPORT_P2P = 3 };
 
 #define WEFT_MAX_CHANNELS 64
 
@@ -41,7 +48,8 @@ typedef struct {
   int shm_disable;    /* agreed across ranks */
 } weft_transport_params;
 
-/* Table of connections; nothing is connected yet. */
+/* Table of connections; nothing is connected yet. Device mode makes no CUDA call here: the
+ * device table and the private stream are created by the first transport_connect. */
 ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* p);
 
 /* Connect every key not connected yet (duplicates and connected keys are skipped). Blocking,
@@ -53,14 +61,40 @@ ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
 weft_conn* transport_find(struct ncclComm* comm, const weft_conn_key* key);
 /* How that connection is carried (WEFT_TRANSPORT_*), 0 when not connected. */
 int transport_kind_of(struct ncclComm* comm, const weft_conn_key* key);
+/* Device mode: the kernels' descriptor of that connection (device memory of comm->cuda_dev,
+ * filled before the key counts as connected, never moved until transport_fini); NULL when not
+ * connected or in host mode. */
+typedef struct weft_dev_conn weft_dev_conn;
+weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* key);
 /* 1 when any connection goes through the net (the proxy then has work). */
 int transport_uses_net(struct ncclComm* comm);
 
-/* Close everything (net comms, registrations, mappings, segment names still owned) and free
- * the table. The executor and the proxy must be stopped first. */
+/* Close everything (net comms, registrations, mappings, segment names still owned, CUDA IPC
+ * mappings, device memory, the device table and stream) and free the table. The executor, the
+ * proxy and every kernel using the connections must be stopped first. */
 void transport_fini(struct ncclComm* comm);
 
 /* The two ends' byte sizes of one step for a protocol under the agreed parameters. */
 size_t transport_step_bytes(struct ncclComm* comm, int proto);
+
+/* What each rank publishes at init (inside weft_rank_info) so that both ends of a pair decide
+ * p2p against shm from the same facts: device ordinals mean nothing across processes
+ * (CUDA_VISIBLE_DEVICES), PCI addresses do. Zero in host mode. */
+#define WEFT_P2P_MAX_GPUS 32
+typedef struct {
+  uint64_t proc_id;    /* random per process: "same process" survives pid namespaces */
+  uint64_t bus;        /* this rank's GPU: PCI domain << 16 | bus << 8 | device */
+  uint8_t uuid[16];    /* this rank's GPU (MIG instance): "the same GPU" */
+  int32_t p2p_disable; /* this rank's NCCL_P2P_DISABLE */
+  int32_t p2p_level;   /* this rank's NCCL_P2P_LEVEL (WEFT_P2P_LEVEL_*) */
+  int32_t npeers;      /* GPUs this rank's GPU can write peer to peer (visible to it) */
+  int32_t pad;
+  uint64_t peer_bus[WEFT_P2P_MAX_GPUS];
+  uint8_t peer_nvl[WEFT_P2P_MAX_GPUS]; /* 1: NVLink-class link (see transport_p2p.c) */
+} weft_p2p_rank_info;
+enum { WEFT_P2P_LEVEL_ANY = 0, WEFT_P2P_LEVEL_LOC = 1, WEFT_P2P_LEVEL_NVL = 2 };
+
+/* Fill this rank's weft_p2p_rank_info (CUDA queries in device mode, zeros in host mode). */
+ncclResult_t transport_p2p_rank_info(const struct ncclComm* comm, weft_p2p_rank_info* out);
 
 #endif

@@ -9,10 +9,12 @@
 #include "transport/transport.h"
 
 #define SHM_NAME_MAX 64
+#define WEFT_IPC_HANDLE_BYTES 64 /* sizeof(cudaIpcMemHandle_t), checked in transport_p2p.c */
 
 typedef struct tconn {
   weft_conn conn; /* first: the executor's view */
   weft_conn_key key;
+  size_t slot; /* index in the table (and in the device table) */
   int transport;
   /* shm */
   void* map;
@@ -25,6 +27,13 @@ typedef struct tconn {
   void* mhandle;
   void* mem;      /* local control block + slots */
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+  /* device mode */
+  void* p2p_mem;           /* p2p receiver: cudaMalloc'd control block + slots */
+  void* p2p_ipc;           /* p2p sender: the receiver's memory opened through CUDA IPC */
+  int p2p_how;             /* P2P_VIA_IPC or P2P_VIA_PTR */
+  void* host_reg;          /* shm/net: the host range registered with cudaHostRegister */
+  weft_fifo_ctrl* dev_ctrl; /* the FIFO at addresses valid on this rank's GPU */
+  char* dev_buff;
   int connected;
 } tconn;
 
@@ -34,6 +43,11 @@ struct weft_transport {
   tconn** table; /* WEFT_CONN_NKINDS * nchannels * nranks * 2 (dir) * 2 (proto) */
   size_t ntable;
   int nnet;      /* connections over the net */
+  /* Device mode: one weft_dev_conn per table entry (device memory, allocated by the first
+   * connect) and the private non-blocking stream that fills them. */
+  int device;
+  struct weft_dev_conn* dev_table;
+  void* stream; /* cudaStream_t */
 };
 
 /* What the receiver tells the sender about a connection (bootstrap, tagged by the key). */
@@ -47,7 +61,14 @@ typedef struct {
   uint64_t shm_bytes;
   char shm_name[SHM_NAME_MAX];
   unsigned char net_handle[NCCL_NET_HANDLE_MAXSIZE];
+  /* p2p: how the sender reaches the receiver's GPU memory */
+  int32_t p2p_how; /* P2P_VIA_IPC or P2P_VIA_PTR (same process) */
+  int32_t p2p_dev; /* receiver's CUDA device (P2P_VIA_PTR: same ordinals as the sender's) */
+  uint64_t p2p_bytes;
+  uint64_t p2p_ptr; /* P2P_VIA_PTR: the device address */
+  unsigned char p2p_handle[WEFT_IPC_HANDLE_BYTES]; /* P2P_VIA_IPC: cudaIpcMemHandle_t */
 } conn_info;
+enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2 };
 
 /* ---- transport_shm.c ---- */
 /* Receiver: create and map a segment for c (name in c->shm_name, fills info). */
@@ -61,9 +82,41 @@ ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* info);
 /* One non-blocking attempt at connect/accept; *done set when the comm exists. */
 ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done);
-/* Buffers, registration, hand-off to the proxy (once connected). */
+/* Buffers and registration (regMr; in device mode also pinned and mapped), once connected. */
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c);
+/* Hand-off to the proxy: from then on the connection is the proxy's too. */
+ncclResult_t net_start(struct ncclComm* comm, tconn* c);
 void net_close(struct ncclComm* comm, tconn* c);
+
+/* ---- transport_p2p.c (device mode) ---- */
+/* 1 when the pair (this rank, peer) on one host uses p2p: decided from both ranks' published
+ * weft_p2p_rank_info only, so both ends agree. */
+int p2p_usable(const struct ncclComm* comm, int peer);
+/* Receiver: allocate and zero the FIFO on this GPU, describe it in info. */
+ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
+/* Sender: open the receiver's FIFO (IPC handle, or the pointer within one process). */
+ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info);
+void p2p_close(struct ncclComm* comm, tconn* c);
+
+/* ---- transport_devmem.c (device mode) ----
+ * Callers make the communicator's device current first (devmem_enter / devmem_leave around
+ * every public entry point), since one thread may drive comms on several GPUs. */
+ncclResult_t devmem_enter(struct ncclComm* comm, int* saved_dev);
+void devmem_leave(struct ncclComm* comm, int saved_dev);
+/* WARN naming rank, peer, channel (c may be NULL), what failed and the CUDA error text;
+ * returns ncclUnhandledCudaError. err is a cudaError_t. */
+ncclResult_t devmem_cuda_fail(struct ncclComm* comm, const tconn* c, const char* what, int err);
+/* The private stream (created on first use). */
+ncclResult_t devmem_stream(struct ncclComm* comm, void** stream);
+/* Pin and map host memory of c (shm segment or net buffer) into the GPU: sets host_reg,
+ * dev_ctrl, dev_buff. */
+ncclResult_t devmem_register_host(struct ncclComm* comm, tconn* c, void* mem, size_t bytes);
+void devmem_unregister_host(struct ncclComm* comm, tconn* c);
+/* Write the weft_dev_conn of each of the m connections into the device table (allocated on
+ * first use) and wait for the copies. */
+ncclResult_t devmem_fill(struct ncclComm* comm, tconn* const* cs, int m);
+/* Free the device table and the stream. */
+void devmem_fini(struct ncclComm* comm);
 
 /* Control block + slots of a connection, page aligned. */
 static inline size_t conn_mem_bytes(size_t step_bytes) {

@@ -1,8 +1,8 @@
 /* Net connections through the communicator's net plugin. The receiver listens and sends the
  * handle over bootstrap; the sender connects; both poll connect/accept (non-blocking) until
  * the plugin hands back a comm. Each side then allocates its own control block + slots in
- * host memory, registers the slots with regMr and gives the connection to the proxy, which
- * moves the slots with isend/irecv (proxy/). */
+ * host memory, registers the slots with regMr (and, in device mode, pins and maps them into the
+ * GPU) and gives the connection to the proxy, which moves the slots with isend/irecv (proxy/). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +78,9 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
   c->conn.ctrl = c->mem;
   c->conn.buff = (char*)c->mem + WEFT_FIFO_CTRL_BYTES;
   if (!c->conn.is_send) c->conn.flags |= WEFT_CONN_LL_TAIL;
+  /* Device mode: the kernels reach the same host slots through a mapping; the proxy keeps
+   * working on the host addresses. */
+  if (comm->transport->device) WEFT_CHECK(devmem_register_host(comm, c, c->mem, bytes));
   ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, (size_t)WEFT_NSTEPS * c->conn.step_bytes,
                                 NCCL_PTR_HOST, &c->mhandle);
   if (res != ncclSuccess) {
@@ -87,6 +90,10 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
     c->mhandle = NULL;
     return res;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
   if (comm->proxy == NULL)
     WEFT_CHECK(proxy_create(comm, comm->net, (int)comm->transport->ntable, &comm->proxy));
   return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle);

@@ -6,8 +6,11 @@
  *  2. for every connection this rank sends on: receive the peer's description (sent in the
  *     peer's phase 1) and open the sending end;
  *  3. poll every net connect/accept of the batch until the plugin has finished them all;
- *  4. allocate and register net buffers and hand the connections to the proxy.
- * A connection that failed half-way is closed again, so a later call starts it afresh. */
+ *  4. allocate and register net buffers; in device mode write every connection's weft_dev_conn
+ *     into the device table; then hand the net connections to the proxy.
+ * A connection that failed half-way is closed again, so a later call starts it afresh.
+ * Device mode runs the whole batch with the communicator's CUDA device current (restored on
+ * return): one thread may drive communicators on several GPUs. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "device/device.h"
 #include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
@@ -64,6 +68,14 @@ ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* 
   }
   t->p = *p;
   t->nranks = comm->nranks;
+  t->device = comm->mode == WEFT_MODE_DEVICE;
+#ifndef WEFT_HAVE_CUDA
+  if (t->device) {
+    free(t);
+    WARN("rank %d: device-mode connections need a weft built with CUDA", comm->rank);
+    return ncclInvalidUsage;
+  }
+#endif
   t->ntable = (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 4;
   t->table = calloc(t->ntable, sizeof *t->table);
   if (!t->table) {
@@ -90,16 +102,35 @@ int transport_kind_of(struct ncclComm* comm, const weft_conn_key* key) {
   return c && c->connected ? c->transport : 0;
 }
 
+weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* key) {
+  size_t i;
+  if (comm->transport == NULL || comm->transport->dev_table == NULL ||
+      key_index(comm, key, &i) != ncclSuccess)
+    return NULL;
+  tconn* c = comm->transport->table[i];
+  return c && c->connected ? comm->transport->dev_table + i : NULL;
+}
+
 int transport_uses_net(struct ncclComm* comm) {
   return comm->transport && comm->transport->nnet > 0;
 }
 
+/* Both ends compute this from facts they share (rank infos, agreed parameters). */
 static int choose_transport(struct ncclComm* comm, int peer) {
-  if (comm->transport->p.shm_disable) return WEFT_TRANSPORT_NET;
   if (comm->peers[peer].host_hash != comm->peers[comm->rank].host_hash ||
       strcmp(comm->peers[peer].host, comm->peers[comm->rank].host) != 0)
     return WEFT_TRANSPORT_NET;
+  if (comm->transport->device && p2p_usable(comm, peer)) return WEFT_TRANSPORT_P2P;
+  if (comm->transport->p.shm_disable) return WEFT_TRANSPORT_NET;
   return WEFT_TRANSPORT_SHM;
+}
+
+static const char* transport_name(struct ncclComm* comm, const tconn* c) {
+  switch (c->transport) {
+    case WEFT_TRANSPORT_P2P: return c->p2p_how == P2P_VIA_IPC ? "P2P/IPC" : "P2P/direct";
+    case WEFT_TRANSPORT_SHM: return c->host_reg ? "SHM (mapped into the GPU)" : "SHM";
+    default: return comm->net->name;
+  }
 }
 
 /* The peer's process, when it is on this host and visible to kill() from here. */
@@ -112,10 +143,18 @@ static int watchable_pid(struct ncclComm* comm, int peer) {
 }
 
 static void tconn_close(struct ncclComm* comm, tconn* c) {
-  if (c->transport == WEFT_TRANSPORT_NET)
-    net_close(comm, c);
-  else
-    shm_close(c);
+  /* Unregister (device mode) before the memory goes away. */
+  switch (c->transport) {
+    case WEFT_TRANSPORT_NET:
+      devmem_unregister_host(comm, c);
+      net_close(comm, c);
+      break;
+    case WEFT_TRANSPORT_SHM:
+      devmem_unregister_host(comm, c);
+      shm_close(c);
+      break;
+    default: p2p_close(comm, c); break;
+  }
 }
 
 static void describe(const tconn* c, char* buf, size_t len) {
@@ -134,10 +173,14 @@ static ncclResult_t recv_side(struct ncclComm* comm, tconn* c) {
   info.proto = c->key.proto;
   info.pid = (int32_t)getpid();
   info.step_bytes = c->conn.step_bytes;
-  if (c->transport == WEFT_TRANSPORT_SHM)
+  if (c->transport == WEFT_TRANSPORT_P2P) {
+    WEFT_CHECK(p2p_recv_setup(comm, c, &info));
+  } else if (c->transport == WEFT_TRANSPORT_SHM) {
     WEFT_CHECK(shm_recv_setup(comm, c, &info));
-  else
+    if (comm->transport->device) WEFT_CHECK(devmem_register_host(comm, c, c->map, c->map_bytes));
+  } else {
     WEFT_CHECK(net_recv_setup(comm, c, &info));
+  }
   return bootstrap_send(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info, sizeof info);
 }
 
@@ -155,7 +198,12 @@ static ncclResult_t send_side(struct ncclComm* comm, tconn* c) {
          c->conn.step_bytes);
     return ncclInvalidUsage;
   }
-  if (c->transport == WEFT_TRANSPORT_SHM) return shm_send_connect(comm, c, &info);
+  if (c->transport == WEFT_TRANSPORT_P2P) return p2p_send_connect(comm, c, &info);
+  if (c->transport == WEFT_TRANSPORT_SHM) {
+    WEFT_CHECK(shm_send_connect(comm, c, &info));
+    if (comm->transport->device) WEFT_CHECK(devmem_register_host(comm, c, c->map, c->map_bytes));
+    return ncclSuccess;
+  }
   return net_send_setup(comm, c, &info);
 }
 
@@ -198,10 +246,21 @@ static ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) 
   }
 }
 
+static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys, int n);
+
 ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys, int n) {
+  if (n == 0) return ncclSuccess;
+  if (!comm->transport->device) return connect_batch(comm, keys, n);
+  int saved;
+  WEFT_CHECK(devmem_enter(comm, &saved));
+  ncclResult_t res = connect_batch(comm, keys, n);
+  devmem_leave(comm, saved);
+  return res;
+}
+
+static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys, int n) {
   struct weft_transport* t = comm->transport;
   ncclResult_t res = ncclSuccess;
-  if (n == 0) return ncclSuccess;
   tconn** todo = calloc((size_t)n, sizeof *todo);
   if (!todo) {
     WARN("rank %d: out of memory setting up %d connections", comm->rank, n);
@@ -220,6 +279,7 @@ ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
     }
     c->key = keys[i];
     c->key.send = keys[i].send ? 1 : 0;
+    c->slot = idx;
     c->transport = choose_transport(comm, c->key.peer);
     c->conn.step_bytes = transport_step_bytes(comm, c->key.proto);
     c->conn.proto = c->key.proto;
@@ -242,9 +302,14 @@ ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
   for (int i = 0; i < m; i++)
     if (todo[i]->conn.is_send) WEFT_CHECK_GOTO(send_side(comm, todo[i]), res, fail);
   WEFT_CHECK_GOTO(net_connect_all(comm, todo, m), res, fail);
+  for (int i = 0; i < m; i++)
+    if (todo[i]->transport == WEFT_TRANSPORT_NET)
+      WEFT_CHECK_GOTO(net_finish(comm, todo[i]), res, fail);
+  /* The kernels' descriptors exist before any key counts as connected. */
+  if (t->device) WEFT_CHECK_GOTO(devmem_fill(comm, todo, m), res, fail);
   for (int i = 0; i < m; i++) {
     if (todo[i]->transport == WEFT_TRANSPORT_NET) {
-      WEFT_CHECK_GOTO(net_finish(comm, todo[i]), res, fail);
+      WEFT_CHECK_GOTO(net_start(comm, todo[i]), res, fail);
       t->nnet++;
     }
     todo[i]->connected = 1; /* from here on the proxy may use it: never undone below */
@@ -252,7 +317,7 @@ ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
       char what[96];
       describe(todo[i], what, sizeof what);
       INFO(NCCL_INIT, "rank %d: connected %s via %s", comm->rank, what,
-           todo[i]->transport == WEFT_TRANSPORT_SHM ? "SHM" : comm->net->name);
+           transport_name(comm, todo[i]));
     }
   }
   free(todo);
@@ -274,10 +339,17 @@ fail:
 void transport_fini(struct ncclComm* comm) {
   struct weft_transport* t = comm->transport;
   if (!t) return;
+  int saved = -1;
+  /* Device mode: free on the comm's device; when even that fails, still try (and warn). */
+  if (t->device && devmem_enter(comm, &saved) != ncclSuccess) saved = -1;
   for (size_t i = 0; i < t->ntable; i++) {
     if (!t->table[i]) continue;
     tconn_close(comm, t->table[i]);
     free(t->table[i]);
+  }
+  if (t->device) {
+    devmem_fini(comm);
+    devmem_leave(comm, saved);
   }
   free(t->table);
   free(t);

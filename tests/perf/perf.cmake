@@ -98,3 +98,92 @@ perf_test(NAME perf_fake_env_launch LABELS unit mp
   ARGS --ranks 3 --comm-id fake-${perf_port} --out "rank 0 of 3" --not-out "FAILED"
   --out "Collective test concluded: broadcast_perf" --
   ${PERF_BIN} --lib ${PERF_FAKE} all_gather broadcast -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 -a 3 -T 100)
+
+# --- --vs, --plot, device defaults ---------------------------------------------------------
+# weft against itself (the same code loaded twice, from libnccl.so.2 and libweft.so, each in
+# processes of its own): both tables, the comparison, ratios near 1 (the bound is loose: CI
+# boxes are noisy), the JSON of both libraries and the plot.
+set(PERF_WEFT_SO ${PROJECT_BINARY_DIR}/lib/libweft.so)
+perf_test(NAME perf_vs_weft_against_itself LABELS unit mp TIMEOUT 200
+  ARGS --skip-if "${PERF_SKIP}"
+  --out "^# ======== A = weft: " --out "^# ======== B = weft#2: .*libweft.so"
+  --out "Collective test concluded: all_reduce_perf" --out "^# ======== comparison"
+  --out "bw A/B   t A/B" --out "^      524288  +131072  +float  +sum  +-1  +[0-9.]+  +[0-9.]+ "
+  --out "^# A/B all_reduce float sum, 9 sizes: busbw geomean [0-9.]+"
+  --out "NCCL_NVLS_ENABLE=0: set by weft-perf" --not-out "FAILED" --geomean-within 3
+  --vs-json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_self.json
+  --png ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_self.png --
+  ${PERF_BIN} -np 2 all_reduce -b 8 -e 1M -f 4 -n 10 -w 2 --vs ${PERF_WEFT_SO} -T 180
+  --json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_self.json
+  --plot ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_self.png)
+# Every collective, 3 ranks, weft against the stand-in library (a different "nccl").
+perf_test(NAME perf_vs_fake_every_collective LABELS unit mp TIMEOUT 280
+  ARGS --skip-if "${PERF_SKIP}" --out "^# ======== B = nccl: .*libperf_fake_nccl" --not-out "FAILED"
+  --out "^# A/B all_reduce float sum, 5 sizes" --out "^# A/B alltoall float, 5 sizes"
+  --out "^# A/B broadcast float root 0, 5 sizes" --out "^# A/B sendrecv float, 5 sizes"
+  --vs-json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_fake.json --
+  ${PERF_BIN} --all -np 3 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 --vs ${PERF_FAKE} -T 260
+  --json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_fake.json)
+# One process (-np 1), as -g N runs on a GPU machine.
+perf_test(NAME perf_vs_one_process LABELS unit mp
+  ARGS --out "Launch: one process: 1 ranks" --out "^# A/B all_gather float, 3 sizes"
+  --not-out "FAILED" --
+  ${PERF_BIN} all_gather -np 1 -b 1K -e 64K -f 8 -n 2 --vs ${PERF_FAKE_OLD} --lib ${PERF_FAKE}
+  -T 100)
+perf_test(NAME perf_vs_missing_library_exits_2 LABELS unit
+  ARGS --rc 2 --err "library B: cannot load /nonexistent/libnccl.so.2"
+  --err "library A \\(.*\\) stopped: the other could not start"
+  --not-out "^ +[0-9]+ +[0-9]+ " --
+  ${PERF_BIN} --lib ${PERF_FAKE} all_reduce -np 2 -b 8 -e 1K --vs /nonexistent/libnccl.so.2 -T 100)
+perf_test(NAME perf_vs_dead_rank_ends_run LABELS unit mp ENV FAKE_NCCL_DIE_RANK=1
+  ARGS --rc 9 --err "library B \\(nccl\\) ended with exit code 9" --out "^# ======== comparison"
+  --out "no size was measured with both libraries" --
+  ${PERF_BIN} --lib ${PERF_WEFT_SO} all_reduce -np 2 -b 8 -e 1K -f 4 -n 1 -c 1
+  --vs ${PERF_FAKE} -T 100)
+perf_test(NAME perf_vs_under_launcher_exits_2 LABELS unit
+  ENV WEFT_RANK=0 WEFT_NRANKS=2 NCCL_COMM_ID=127.0.0.1:1
+  ARGS --rc 2 --err "--vs forks both libraries' processes itself" --
+  ${PERF_BIN} --vs ${PERF_FAKE})
+perf_test(NAME perf_plot_one_library LABELS unit mp
+  ARGS --out "plot: busbw and time per call against size written to"
+  --png ${CMAKE_CURRENT_BINARY_DIR}/perf_plot.png --
+  ${PERF_BIN} --lib ${PERF_FAKE} all_reduce broadcast -np 2 -b 8 -e 64K -f 8 -n 1 -T 100
+  --plot ${CMAKE_CURRENT_BINARY_DIR}/perf_plot.png)
+perf_test(NAME perf_nvls_enable_from_environment LABELS unit ENV NCCL_NVLS_ENABLE=1
+  ARGS --out "NCCL_NVLS_ENABLE=1: from the environment" --
+  ${PERF_BIN} --lib ${PERF_FAKE} all_reduce -np 1 -b 8 -e 8 -n 1 -T 100)
+perf_test(NAME perf_graph_needs_device_buffers LABELS unit
+  ARGS --rc 2 --err "-G 2: CUDA graphs need device buffers" --
+  ${PERF_BIN} --lib ${PERF_FAKE} all_reduce -G 2 -b 8 -e 8)
+# Two ranks in one process (-g 2), the shape of a 2-GPU run, in host mode.
+perf_test(NAME perf_vs_two_ranks_in_one_process LABELS unit mp
+  ARGS --skip-if "${PERF_SKIP}" --out "Launch: one process: 2 ranks \\(1 processes x 2\\)"
+  --out "^# A/B all_reduce float sum, 5 sizes" --not-out "FAILED" --
+  ${PERF_BIN} -np 1 -g 2 all_reduce -b 8 -e 64K -f 8 -n 2 --vs ${PERF_WEFT_SO} -T 100)
+
+# The CUDA backend without a GPU: a stand-in runtime (fake_cudart.c) whose "device" memory is
+# host memory, under the stand-in NCCL library. It runs the device code paths (staging and
+# copies for checking, streams, -G capture and launches, --vs with device buffers) and
+# complains ("fake-cudart: …") about misuse and leaks.
+add_library(perf_fake_cudart SHARED ${PERF_DIR}/fake_cudart.c)
+set_target_properties(perf_fake_cudart PROPERTIES OUTPUT_NAME cudart
+  LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/fake_cudart)
+set(PERF_CUDART_ENV LD_LIBRARY_PATH=${PROJECT_BINARY_DIR}/tests/fake_cudart)
+perf_test(NAME perf_cuda_backend_fake_runtime LABELS unit mp ENV ${PERF_CUDART_ENV}
+  ARGS --out "buffers: device memory" --out "device cuda  1 \\[0000:11:00.0\\] Fake GPU 1"
+  --out "Collective test concluded: alltoall_perf" --out "Out of bounds values : 0 OK"
+  --not-out "FAILED" --not-err "fake-cudart: " --
+  ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} all_reduce reduce_scatter alltoall -np 2
+  -b 8 -e 1M -f 8 -n 2 -c 2 -T 100)
+perf_test(NAME perf_cuda_graph_fake_runtime LABELS unit mp
+  ENV ${PERF_CUDART_ENV} FAKE_CUDART_REPORT=1
+  ARGS --out "graph: 3 unalign" --out "Out of bounds values : 0 OK" --not-out "FAILED"
+  --err "fake-cudart report: [1-9][0-9]* graph launches, 0 misuses" --not-err "fake-cudart: " --
+  ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} all_reduce broadcast -np 2 -b 8 -e 64K -f 8
+  -n 2 -G 3 -T 100)
+perf_test(NAME perf_vs_cuda_fake_runtime LABELS unit mp ENV ${PERF_CUDART_ENV}
+  ARGS --out "^# ======== B = nccl#2: .*libperf_fake_old_nccl" --out "buffers: device memory"
+  --out "^# A/B all_gather float, 5 sizes" --not-out "FAILED" --not-err "fake-cudart: "
+  --vs-json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_cuda.json --
+  ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_gather -np 2 -g 1
+  -b 8 -e 64K -f 8 -n 2 -G 2 -T 100 --json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_cuda.json)

@@ -1,14 +1,17 @@
 /* weft-perf's pure logic, without any library: the command-line parser (sizes, suffixes, bad
  * flags), nccl-tests' element counts and bus-bandwidth factors, the small-float conversions,
- * the result checker against hand-made outputs, and the table's number format against a row
- * of stock NCCL's nccl-tests output (shared/reference/baselines). */
+ * the result checker against hand-made outputs (also split over threads), the table's number
+ * format against a row of stock NCCL's nccl-tests output (shared/reference/baselines), and
+ * --vs's pairing, ratios and comparison table, and --plot's picture. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "perf.h"
+#include "results.h"
 #include "table.h"
 
 static int failures;
@@ -86,6 +89,12 @@ static void options_parse_like_nccl_tests(void) {
   CHECK(!strcmp(o.json, "y.json") && o.average == 3 && o.blocking == 1 && o.agg_iters == 4);
   /* nccl-tests flags weft-perf lacks are fine at their defaults. */
   CHECK(PARSE("-G", "0", "-C", "0", "-p", "0", "-N", "1") == 0);
+  CHECK(o.graph_launches == 0 && !o.vs && !o.plot);
+  /* -G N (graph launches), --vs, --plot. */
+  CHECK(PARSE("-G", "10") == 0 && o.graph_launches == 10);
+  CHECK(PARSE("--cudagraph=3") == 0 && o.graph_launches == 3);
+  CHECK(PARSE("--vs", "/usr/lib/libnccl.so.2", "--plot", "out.png", "--json", "o.json") == 0);
+  CHECK(!strcmp(o.vs, "/usr/lib/libnccl.so.2") && !strcmp(o.plot, "out.png"));
 }
 
 static void defaults_match_nccl_tests_and_all_is_a_ci_run(void) {
@@ -134,7 +143,13 @@ static void bad_flags_are_usage_errors(void) {
   CHECK(PARSE("-t", "4") == PERF_EXIT_USAGE && strstr(err, "-np"));
   CHECK(PARSE("all_sum") == PERF_EXIT_USAGE && strstr(err, "all_sum"));
   CHECK(PARSE("-np", "0") == PERF_EXIT_USAGE);
-  CHECK(PARSE("-G", "1") == PERF_EXIT_USAGE && strstr(err, "not supported"));
+  CHECK(PARSE("-C", "1") == PERF_EXIT_USAGE && strstr(err, "not supported"));
+  CHECK(PARSE("-G", "-1") == PERF_EXIT_USAGE && strstr(err, "graph launches"));
+  CHECK(PARSE("-G", "1", "-z", "1") == PERF_EXIT_USAGE && strstr(err, "-z 1"));
+  CHECK(PARSE("--vs") == PERF_EXIT_USAGE && strstr(err, "needs a value"));
+  CHECK(PARSE("--vs", "") == PERF_EXIT_USAGE && strstr(err, "empty path"));
+  CHECK(PARSE("--vs", "x.so", "--explain") == PERF_EXIT_USAGE && strstr(err, "--explain"));
+  CHECK(PARSE("--plot", "") == PERF_EXIT_USAGE);
   CHECK(PARSE("--all", "sendrecv") == PERF_EXIT_USAGE);
   CHECK(PARSE("-b", "2M", "-e", "1M") == PERF_EXIT_USAGE && strstr(err, "larger"));
   CHECK(PARSE("-f", "1", "-i", "0") == PERF_EXIT_USAGE);
@@ -334,7 +349,8 @@ static void table_row_matches_nccl_tests(void) {
                          "sum",
                          -1,
                          {20.07, 1.63, 1.63, 0, 1},
-                         {21.53, 1.52, 1.52, 0, 1}};
+                         {21.53, 1.52, 1.52, 0, 1},
+                         NULL};
   char buf[512] = "";
   FILE* f = fmemopen(buf, sizeof buf, "w");
   perf_table_row(f, &row);
@@ -352,7 +368,8 @@ static void table_row_matches_nccl_tests(void) {
                           "sum",
                           -1,
                           {24925.5, 344.62, 344.62, 0, 1},
-                          {24660.8, 348.32, 348.32, 0, 0}};
+                          {24660.8, 348.32, 348.32, 0, 0},
+                          NULL};
   memset(buf, 0, sizeof buf);
   f = fmemopen(buf, sizeof buf, "w");
   perf_table_row(f, &row2);
@@ -366,6 +383,127 @@ static void table_row_matches_nccl_tests(void) {
   CHECK(!strcmp(num, "1.2e+07"));
 }
 
+/* Filling and verifying split over threads gives exactly what one thread gives. */
+static void checker_split_over_threads_agrees(void) {
+  const int nranks = 2;
+  struct perf_check c = {.coll = PERF_ALL_GATHER,
+                         .type = &perf_types[perf_type_find("int32")],
+                         .op = &perf_ops[0],
+                         .root = -1,
+                         .rank = 1,
+                         .nranks = nranks,
+                         .seed = 11};
+  size_t n = (size_t)5 << 20; /* 5 Mi elements: several threads' worth */
+  perf_coll_counts(c.coll, n, 4, nranks, &c.counts);
+  int32_t* a = malloc(c.counts.sendcount * 4);
+  int32_t* b = malloc(c.counts.sendcount * 4);
+  int32_t* out = malloc(c.counts.recvcount * 4);
+  CHECK(a && b && out);
+  if (!a || !b || !out) return;
+  perf_check_fill(&c, a);
+  perf_check_fill_par(&c, b, 4);
+  CHECK(memcmp(a, b, c.counts.sendcount * 4) == 0);
+  for (size_t i = 0; i < c.counts.recvcount; i++)
+    perf_check_element(&c, (int)(i / c.counts.paramcount), i % c.counts.paramcount, &out[i]);
+  CHECK(perf_check_verify_par(&c, out, 4) == 0);
+  out[3] ^= 1;
+  out[c.counts.recvcount - 1] ^= 1;
+  CHECK(perf_check_verify_par(&c, out, 4) == 2 && perf_check_verify(&c, out) == 2);
+  free(a);
+  free(b);
+  free(out);
+}
+
+static struct perf_result result(int lib, int coll, size_t size, double time_us, double busbw) {
+  struct perf_result r = {.lib = lib,
+                          .coll = coll,
+                          .type = perf_type_default(),
+                          .op = perf_colls[coll].has_op ? perf_op_find("sum") : -1,
+                          .root = perf_colls[coll].has_root ? 0 : -1,
+                          .size = size,
+                          .count = size / 4};
+  r.oop = (struct perf_half_row){time_us, busbw, busbw, 0, 1};
+  r.ip = (struct perf_half_row){time_us, busbw, busbw, 0, 1};
+  return r;
+}
+
+/* --vs: rows pair up in order per library; ratios are A/B; a library that stopped early
+ * leaves rows without a partner; the table says all of it. */
+static void vs_pairs_ratios_and_table(void) {
+  struct perf_results rs = {0};
+  /* Interleaved as they arrive: A twice as fast as B on all_reduce, equal on broadcast. */
+  struct perf_result rows[] = {
+      result(0, PERF_ALL_REDUCE, 1024, 10, 2), result(1, PERF_ALL_REDUCE, 1024, 20, 1),
+      result(0, PERF_ALL_REDUCE, 4096, 20, 4), result(1, PERF_ALL_REDUCE, 4096, 40, 2),
+      result(0, PERF_BROADCAST, 1024, 5, 3),   result(1, PERF_BROADCAST, 1024, 5, 3),
+      result(0, PERF_BROADCAST, 4096, 8, 0),   result(1, PERF_BROADCAST, 4096, 8, 0),
+      result(0, PERF_ALLTOALL, 1024, 1, 1), /* B stopped before this one */
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) perf_results_add(&rs, &rows[i]);
+  struct perf_pairs p;
+  CHECK(perf_pairs_make(&rs, &p) == 0);
+  CHECK(p.n == 4 && p.unpaired_a == 1 && p.unpaired_b == 0 && !p.mismatch);
+  CHECK(p.a[1]->size == 4096 && p.b[1]->lib == 1 && p.b[1]->oop.time_us == 40);
+  double tr, br;
+  perf_half_ratio(&p.a[0]->oop, &p.b[0]->oop, &tr, &br);
+  CHECK(tr == 0.5 && br == 2.0);
+  perf_half_ratio(&p.a[3]->oop, &p.b[3]->oop, &tr, &br);
+  CHECK(tr == 1.0 && isnan(br)); /* nothing moved: no bandwidth ratio */
+  double v[] = {2, 8, NAN, 0, -1};
+  CHECK(fabs(perf_geomean(v, 5) - 4) < 1e-12);
+  CHECK(isnan(perf_geomean(v + 2, 3)));
+
+  char buf[8192] = "";
+  FILE* f = fmemopen(buf, sizeof buf, "w");
+  perf_compare_print(f, &p, "weft", "nccl");
+  fclose(f);
+  CHECK(strstr(buf, "A = weft, B = nccl") != NULL);
+  CHECK(strstr(buf,
+               "# A/B all_reduce float sum, 2 sizes: busbw geomean 2.00 (in-place 2.00), "
+               "time geomean 0.50 (in-place 0.50)") != NULL);
+  CHECK(strstr(buf, "# A/B broadcast float root 0, 2 sizes: busbw geomean 1.00") != NULL);
+  CHECK(strstr(buf, "rows without a partner: 1 of A, 0 of B") != NULL);
+  /* A row: the key columns as the nccl-tests table, then time A, time B, busbw A, busbw B,
+   * bw A/B, t A/B for each half. */
+  CHECK(strstr(buf,
+               "        1024           256     float     sum      -1     10.00     20.00"
+               "     2.00     1.00    2.00    0.50") != NULL);
+  if (!strstr(buf, "2 sizes: busbw geomean 2.00")) fprintf(stderr, "%s", buf);
+  perf_pairs_free(&p);
+
+  /* Rows that measure different things stop the pairing. */
+  rs.r[1].size = 2048;
+  CHECK(perf_pairs_make(&rs, &p) == 0 && p.n == 0 && p.mismatch);
+  perf_pairs_free(&p);
+  perf_results_free(&rs);
+}
+
+/* --plot: a PNG (signature, IHDR of the expected size) with both libraries' colours; nothing
+ * to plot is an error. */
+static void plot_writes_a_png(void) {
+  struct perf_results rs = {0};
+  for (int k = 0; k < 12; k++)
+    for (int lib = 0; lib < 2; lib++) {
+      struct perf_result r =
+          result(lib, PERF_ALL_REDUCE, (size_t)8 << (2 * k), 10 + k * k * (lib + 1), k + lib);
+      perf_results_add(&rs, &r);
+    }
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/weft-perf-plot-%d.png", (int)getpid());
+  const char* labels[2] = {"weft", "nccl"};
+  CHECK(perf_plot_png(&rs, labels, path, "TEST") == 0);
+  FILE* f = fopen(path, "rb");
+  unsigned char head[24] = {0};
+  CHECK(f && fread(head, 1, sizeof head, f) == sizeof head);
+  if (f) fclose(f);
+  CHECK(memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0 && memcmp(head + 12, "IHDR", 4) == 0);
+  CHECK(head[16] == 0 && head[17] == 0 && head[18] == 900 >> 8 && head[19] == (900 & 0xff));
+  unlink(path);
+  struct perf_results empty = {0};
+  CHECK(perf_plot_png(&empty, labels, path, "EMPTY") == -1);
+  perf_results_free(&rs);
+}
+
 int main(void) {
   sizes_parse_with_suffixes();
   options_parse_like_nccl_tests();
@@ -376,6 +514,9 @@ int main(void) {
   small_floats_round_to_nearest_even();
   checker_counts_wrong_elements();
   table_row_matches_nccl_tests();
+  checker_split_over_threads_agrees();
+  vs_pairs_ratios_and_table();
+  plot_writes_a_png();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }

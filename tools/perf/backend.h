@@ -25,6 +25,13 @@ struct perf_backend {
   int (*stream_create)(cudaStream_t* stream);
   void (*stream_destroy)(cudaStream_t stream);
   int (*stream_sync)(cudaStream_t stream);
+  /* CUDA graphs (-G): capture what is issued on a stream (thread-local capture, as nccl-tests),
+   * end the capture into an executable graph, launch it on the stream, destroy it. The host
+   * backend has none: graph_begin fails and says so. */
+  int (*graph_begin)(cudaStream_t stream);
+  int (*graph_end)(cudaStream_t stream, void** exec);
+  int (*graph_launch)(void* exec, cudaStream_t stream);
+  void (*graph_destroy)(void* exec);
   /* One line about device dev for the "Using devices" report. */
   void (*describe)(int dev, char* buf, size_t len);
   const char* (*error)(void);

@@ -1,7 +1,10 @@
 /* CUDA backend: device buffers and streams through the CUDA runtime, loaded with dlopen so
  * weft-perf builds and runs without CUDA headers or libraries. Only the handful of runtime
  * entries below are used, with the signatures the runtime has had since CUDA 4 (cudaError_t
- * is an int-sized enum; cudaMemcpyKind values are fixed). Untested until the GPU issue. */
+ * is an int-sized enum; cudaMemcpyKind values are fixed); the graph entries (-G) since
+ * CUDA 11.4 (cudaGraphInstantiateWithFlags keeps one signature where cudaGraphInstantiate
+ * changed in CUDA 12). The library under test may bring its own runtime (stock NCCL links it
+ * statically): streams and captures are driver objects, so both runtimes see the same ones. */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -12,6 +15,7 @@
 
 typedef int cuda_err_t;
 enum { CUDA_MEMCPY_H2D = 1, CUDA_MEMCPY_D2H = 2, CUDA_STREAM_NON_BLOCKING = 1 };
+enum { CUDA_CAPTURE_THREAD_LOCAL = 1 }; /* cudaStreamCaptureModeThreadLocal */
 
 static struct {
   void* handle;
@@ -28,6 +32,13 @@ static struct {
   cuda_err_t (*DeviceGetPCIBusId)(char*, int, int);
   cuda_err_t (*GetDeviceProperties)(void*, int);
   const char* (*GetErrorString)(cuda_err_t);
+  /* -G only; NULL when the runtime lacks them (graph_begin then says so). */
+  cuda_err_t (*StreamBeginCapture)(cudaStream_t, int);
+  cuda_err_t (*StreamEndCapture)(cudaStream_t, void**);
+  cuda_err_t (*GraphInstantiateWithFlags)(void**, void*, unsigned long long);
+  cuda_err_t (*GraphLaunch)(void*, cudaStream_t);
+  cuda_err_t (*GraphExecDestroy)(void*);
+  cuda_err_t (*GraphDestroy)(void*);
 } rt;
 
 static char cuda_err[256];
@@ -49,6 +60,12 @@ static void* sym(const char* name) { return dlsym(rt.handle, name); }
       return -1;                                                          \
     }                                                                     \
     memcpy(&rt.field, &p_, sizeof p_);                                    \
+  } while (0)
+
+#define LOAD_OPTIONAL(field, name)     \
+  do {                                 \
+    void* p_ = sym(name);              \
+    memcpy(&rt.field, &p_, sizeof p_); \
   } while (0)
 
 static int cuda_init(void) {
@@ -78,6 +95,12 @@ static int cuda_init(void) {
   void* props = sym("cudaGetDeviceProperties_v2");
   if (!props) props = sym("cudaGetDeviceProperties");
   memcpy(&rt.GetDeviceProperties, &props, sizeof props);
+  LOAD_OPTIONAL(StreamBeginCapture, "cudaStreamBeginCapture");
+  LOAD_OPTIONAL(StreamEndCapture, "cudaStreamEndCapture");
+  LOAD_OPTIONAL(GraphInstantiateWithFlags, "cudaGraphInstantiateWithFlags");
+  LOAD_OPTIONAL(GraphLaunch, "cudaGraphLaunch");
+  LOAD_OPTIONAL(GraphExecDestroy, "cudaGraphExecDestroy");
+  LOAD_OPTIONAL(GraphDestroy, "cudaGraphDestroy");
   return 0;
 }
 
@@ -123,6 +146,32 @@ static void cuda_stream_destroy(cudaStream_t stream) {
 
 static int cuda_stream_sync(cudaStream_t stream) {
   return record(rt.StreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+static int cuda_graph_begin(cudaStream_t stream) {
+  if (!rt.StreamBeginCapture || !rt.StreamEndCapture || !rt.GraphInstantiateWithFlags ||
+      !rt.GraphLaunch || !rt.GraphExecDestroy || !rt.GraphDestroy) {
+    snprintf(cuda_err, sizeof cuda_err,
+             "this CUDA runtime lacks the graph entries -G needs (CUDA 11.4 or later)");
+    return -1;
+  }
+  return record(rt.StreamBeginCapture(stream, CUDA_CAPTURE_THREAD_LOCAL), "cudaStreamBeginCapture");
+}
+
+static int cuda_graph_end(cudaStream_t stream, void** exec) {
+  void* graph = NULL;
+  if (record(rt.StreamEndCapture(stream, &graph), "cudaStreamEndCapture")) return -1;
+  int rc = record(rt.GraphInstantiateWithFlags(exec, graph, 0), "cudaGraphInstantiateWithFlags");
+  rt.GraphDestroy(graph); /* the executable graph does not need it */
+  return rc;
+}
+
+static int cuda_graph_launch(void* exec, cudaStream_t stream) {
+  return record(rt.GraphLaunch(exec, stream), "cudaGraphLaunch");
+}
+
+static void cuda_graph_destroy(void* exec) {
+  if (exec) rt.GraphExecDestroy(exec);
 }
 
 static void cuda_describe(int dev, char* buf, size_t len) {
@@ -180,6 +229,10 @@ const struct perf_backend perf_backend_cuda = {
     .stream_create = cuda_stream_create,
     .stream_destroy = cuda_stream_destroy,
     .stream_sync = cuda_stream_sync,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
     .describe = cuda_describe,
     .error = cuda_error,
 };

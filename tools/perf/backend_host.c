@@ -55,6 +55,24 @@ static int host_stream_sync(cudaStream_t stream) {
   return 0;
 }
 
+static int host_graph_begin(cudaStream_t stream) {
+  (void)stream;
+  snprintf(host_err, sizeof host_err, "CUDA graphs (-G) need device buffers (--backend cuda)");
+  return -1;
+}
+
+static int host_graph_end(cudaStream_t stream, void** exec) {
+  (void)stream, (void)exec;
+  return host_graph_begin(NULL);
+}
+
+static int host_graph_launch(void* exec, cudaStream_t stream) {
+  (void)exec, (void)stream;
+  return host_graph_begin(NULL);
+}
+
+static void host_graph_destroy(void* exec) { (void)exec; }
+
 /* "host <cpu model>" from /proc/cpuinfo when it says. */
 static void host_describe(int dev, char* buf, size_t len) {
   (void)dev;
@@ -92,6 +110,10 @@ const struct perf_backend perf_backend_host = {
     .stream_create = host_stream_create,
     .stream_destroy = host_stream_destroy,
     .stream_sync = host_stream_sync,
+    .graph_begin = host_graph_begin,
+    .graph_end = host_graph_end,
+    .graph_launch = host_graph_launch,
+    .graph_destroy = host_graph_destroy,
     .describe = host_describe,
     .error = host_error,
 };

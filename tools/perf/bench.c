@@ -2,7 +2,9 @@
  * `warmup` untimed calls (done once per size before the sweep), a barrier, `iters` calls (each
  * of `agg` operations grouped) timed on the host clock until the streams are idle, then
  * `check` verification calls on fresh data. The per-call time is combined across processes
- * as -a says (default: the mean, as nccl-tests) and algbw/busbw follow colls.c. */
+ * as -a says (default: the mean, as nccl-tests) and algbw/busbw follow colls.c. With -G N the
+ * `iters` calls are captured in a CUDA graph per stream instead, and the graphs launched N
+ * times are timed (nccl-tests' -G). Under --vs the warm-up and every size are turns (vs.h). */
 #include "bench.h"
 
 #include <math.h>
@@ -11,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "vs.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -110,6 +114,13 @@ static int start_ops(struct perf_proc* p, const struct test* t, int in_place, in
   return res == ncclSuccess ? 0 : nccl_fail(p, fail_i, res, call, t);
 }
 
+static void graph_release(struct perf_proc* p) {
+  for (int i = 0; p->graphs && i < p->nlocal; i++) {
+    if (p->graphs[i]) p->be->graph_destroy(p->graphs[i]);
+    p->graphs[i] = NULL;
+  }
+}
+
 static int sync_all(struct perf_proc* p) {
   for (int i = 0; i < p->nlocal; i++) {
     if (p->be->stream_sync(p->streams[i])) {
@@ -157,6 +168,15 @@ static size_t recv_region(const struct test* t, int rank, int in_place) {
   return n * t->type->size;
 }
 
+/* Threads for filling and verifying: this process's share of the cores (the other local rank
+ * processes check at the same time). */
+static int check_threads(const struct perf_proc* p) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  int local = p->s->local_proc >= 0 ? 1 : p->nprocs; /* under a launcher: unknown, assume 1 */
+  n = n > 0 ? n / local : 1;
+  return n > 1 ? (int)n : 1;
+}
+
 /* Fresh input (and a poisoned output) for every local rank. */
 static int prepare(struct perf_proc* p, const struct test* t, int in_place, int rep) {
   size_t es = t->type->size;
@@ -169,8 +189,9 @@ static int prepare(struct perf_proc* p, const struct test* t, int in_place, int 
     perf_check_poison(hrecv, region);
     int input_is_output = in_place && t->coll->id == PERF_BROADCAST && c.rank != t->root;
     if (!input_is_output)
-      perf_check_fill(&c,
-                      in_place ? hrecv + t->counts.send_inplace_off * (size_t)c.rank * es : hsend);
+      perf_check_fill_par(
+          &c, in_place ? hrecv + t->counts.send_inplace_off * (size_t)c.rank * es : hsend,
+          check_threads(p));
     if (!p->be->is_host &&
         ((!in_place && p->be->upload(p->send[i], hsend, t->counts.sendcount * es)) ||
          p->be->upload(p->recv[i], hrecv, region))) {
@@ -199,9 +220,41 @@ static int64_t verify(struct perf_proc* p, const struct test* t, int in_place, i
       }
     }
     const char* out = hrecv + (in_place ? t->counts.recv_inplace_off * (size_t)c.rank * es : 0);
-    wrong += (int64_t)perf_check_verify(&c, out);
+    wrong += (int64_t)perf_check_verify_par(&c, out, check_threads(p));
   }
   return wrong;
+}
+
+/* -G: the `iters` iterations captured on every local stream, one executable graph each. */
+static int graph_capture(struct perf_proc* p, const struct test* t, int in_place) {
+  for (int i = 0; i < p->nlocal; i++)
+    if (p->be->set_device(p->devs[i]) || p->be->graph_begin(p->streams[i])) {
+      perf_rank_error(p, "-G: starting the capture: %s", p->be->error());
+      return p->failed = 1, -1;
+    }
+  int rc = 0;
+  for (int it = 0; it < p->o->iters && rc == 0; it++)
+    rc = start_ops(p, t, in_place, p->o->agg_iters);
+  /* End every capture, also after a failed call, so no stream stays in capture mode. */
+  for (int i = 0; i < p->nlocal; i++) {
+    if (p->be->set_device(p->devs[i]) || p->be->graph_end(p->streams[i], &p->graphs[i])) {
+      if (rc == 0) perf_rank_error(p, "-G: ending the capture: %s", p->be->error());
+      p->graphs[i] = NULL;
+      rc = -1;
+    }
+  }
+  if (rc) graph_release(p);
+  return rc ? (p->failed = 1, -1) : 0;
+}
+
+static int graph_replay(struct perf_proc* p) {
+  for (int l = 0; l < p->o->graph_launches; l++)
+    for (int i = 0; i < p->nlocal; i++)
+      if (p->be->graph_launch(p->graphs[i], p->streams[i])) {
+        perf_rank_error(p, "-G: launching the graph: %s", p->be->error());
+        return p->failed = 1, -1;
+      }
+  return 0;
 }
 
 /* nccl-tests' BenchTime: one half of a row. */
@@ -211,12 +264,24 @@ static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
   if (o->check && prepare(p, t, in_place, 0)) return -1;
   if (perf_chan_barrier(p->ch)) return p->failed = 1, -1;
   double t0 = now_s();
-  for (int it = 0; it < o->iters; it++) {
-    if (start_ops(p, t, in_place, o->agg_iters)) return -1;
-    if (o->blocking && (sync_all(p) || perf_chan_barrier(p->ch))) return p->failed = 1, -1;
+  int rc = 0;
+  if (o->graph_launches > 0) {
+    rc = graph_capture(p, t, in_place);
+    if (rc == 0 && perf_chan_barrier(p->ch)) rc = -1, p->failed = 1;
+    t0 = now_s();
+    if (rc == 0) rc = graph_replay(p);
+  } else {
+    for (int it = 0; it < o->iters && rc == 0; it++) {
+      rc = start_ops(p, t, in_place, o->agg_iters);
+      if (rc == 0 && o->blocking && (sync_all(p) || perf_chan_barrier(p->ch)))
+        rc = -1, p->failed = 1;
+    }
   }
-  if (sync_all(p)) return -1;
+  if (rc == 0) rc = sync_all(p);
   double sec = (now_s() - t0) / ((double)o->iters * o->agg_iters);
+  if (o->graph_launches > 0) sec /= o->graph_launches;
+  graph_release(p); /* after the wait: nothing of the graphs is in flight */
+  if (rc) return -1;
 
   /* -a: 0 rank 0's time, 1 mean, 2 min, 3 max over processes. */
   double v = o->average == 0 ? (p->proc == 0 ? sec : 0) : sec;
@@ -286,10 +351,32 @@ static void note_allreduce(struct perf_proc* p, const struct test* t, double bus
   *b = (struct perf_ar_best){1, fs, t->size, t->type->name, t->op->name, busbw};
 }
 
+/* A finished row: the table and JSON (rank 0's process), --plot's list, the --vs coordinator. */
+static void emit_row(struct perf_proc* p, const struct test* t, struct perf_row* row) {
+  if (!p->is_root_proc) return;
+  perf_table_row(stdout, row);
+  row->lib = p->s->lib_label;
+  perf_json_row(p->json, row);
+  struct perf_result r = {
+      .lib = p->s->vs_lib,
+      .coll = (int)t->coll->id,
+      .type = (int)(t->type - perf_types),
+      .op = t->coll->has_op ? (int)(t->op - perf_ops) : -1,
+      .root = row->root,
+      .size = row->size,
+      .count = row->count,
+      .oop = row->oop,
+      .ip = row->ip,
+  };
+  if (p->o->plot && p->s->vs_fd < 0) perf_results_add(&p->results, &r);
+  perf_vs_row(p, &r);
+}
+
 /* nccl-tests' TimeTest: warm-up over the sizes, then one row per size. */
 static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* bw_count,
                      int* errors) {
   const struct perf_opts* o = p->o;
+  if (perf_vs_turn(p)) return p->failed = 1, -1;
   if (ops_create(p, t)) return -1;
   int rc = 0;
   for (size_t size = o->minbytes; o->warmup > 0; size = perf_size_next(o, size)) {
@@ -307,6 +394,11 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
     perf_explain_begin(&p->explain, label);
   }
   for (size_t size = o->minbytes; rc == 0; size = perf_size_next(o, size)) {
+    if (perf_vs_turn(p)) {
+      rc = -1;
+      p->failed = 1;
+      break;
+    }
     set_counts(p, t, size);
     struct perf_row row = {
         .coll = t->coll->name,
@@ -324,10 +416,7 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
     *bw_count += 2;
     *errors += (row.oop.reported && row.oop.wrong) + (row.ip.reported && row.ip.wrong);
     note_allreduce(p, t, row.oop.busbw);
-    if (p->is_root_proc) {
-      perf_table_row(stdout, &row);
-      perf_json_row(p->json, &row);
-    }
+    emit_row(p, t, &row);
     if (explain)
       perf_explain_add(&p->explain, p->lib, p->comms[0], t->coll->id, row.size,
                        t->counts.paramcount, t->type->nccl, row.oop.time_us);
@@ -343,10 +432,10 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
   printf("# Collective test starting: %s\n", coll->title);
   printf(
       "# nThread %d nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d "
-      "iters: %d agg iters: %d validation: %d graph: 0 unalign: 0\n",
+      "iters: %d agg iters: %d validation: %d graph: %d unalign: 0\n",
       o->nthreads, p->nlocal, o->minbytes, o->maxbytes,
       o->stepfactor > 1 ? o->stepfactor : o->stepbytes, o->stepfactor > 1 ? "factor" : "bytes",
-      o->warmup, o->iters, o->agg_iters, o->check);
+      o->warmup, o->iters, o->agg_iters, o->check, o->graph_launches);
   if (o->blocking) printf("# Blocking Enabled: wait and barrier after each iteration\n");
   perf_table_columns(stdout);
   fflush(stdout);
@@ -384,7 +473,7 @@ int perf_bench_coll(struct perf_proc* p, const struct perf_coll* coll) {
     printf("# %-20s : %g %s\n", "Avg bus bandwidth", avg, verdict);
     printf("#\n# Collective test concluded: %s\n#\n", coll->title);
     fflush(stdout);
-    perf_json_coll_summary(p->json, coll->name, avg, errors);
+    perf_json_coll_summary(p->json, p->s->lib_label, coll->name, avg, errors);
   }
   return 0;
 }

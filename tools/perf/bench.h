@@ -12,6 +12,7 @@
 #include "explain.h"
 #include "lib.h"
 #include "perf.h"
+#include "results.h"
 #include "table.h"
 
 struct perf_setup {
@@ -23,6 +24,10 @@ struct perf_setup {
   int id_from_env;      /* every process builds the id from NCCL_COMM_ID */
   const char* launcher; /* how the processes were started, for the header */
   const struct perf_baseline* baseline; /* NULL when not measured */
+  const char* lib_label;                /* "weft" or "nccl" (lib.c), for JSON rows and --vs */
+  int nvls_set; /* weft-perf set NCCL_NVLS_ENABLE=0 itself (the user had not) */
+  int vs_fd;    /* --vs: this library's socket to the coordinator (vs.c); else -1 */
+  int vs_lib;   /* --vs: 0 for library A, 1 for B */
   int argc;
   char** argv;
 };
@@ -53,11 +58,13 @@ struct perf_proc {
   void* stage_send; /* host copies for checking when buffers are not host memory */
   void* stage_recv;
   ncclRedOp_t* ops; /* [nlocal]: the operator handle of the current test */
+  void** graphs;    /* [nlocal]: -G's executable graphs while a half row is timed */
   struct perf_json* json;
   struct perf_ar_best ar;
   struct perf_explain explain; /* --explain rows (rank 0's process) */
-  int failed;     /* a call failed: stop */
-  int wrong_rows; /* halves with #wrong > 0 over the whole run */
+  struct perf_results results; /* --plot rows (rank 0's process, without --vs) */
+  int failed;                  /* a call failed: stop */
+  int wrong_rows;              /* halves with #wrong > 0 over the whole run */
   int below_min_bw;
 };
 
@@ -69,6 +76,14 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* setup);
 /* bench.c: runs one collective over every type/op/root asked for, printing its block. 0, or
  * -1 when a call failed (p->failed is set, the error printed). */
 int perf_bench_coll(struct perf_proc* p, const struct perf_coll* coll);
+
+/* rank.c: the run's description in JSON ("run", "config", "baselines"), for rank 0's file and
+ * for the --vs coordinator's. */
+void perf_json_describe_run(struct perf_json* j, const struct perf_setup* s, int nprocs, int nlocal,
+                            const char* buffers);
+
+/* NCCL_NVLS_ENABLE as the run sees it, for the header: "# NCCL_NVLS_ENABLE=0 (…)". */
+void perf_print_nvls(FILE* out, const struct perf_setup* s);
 
 /* Prints "weft-perf: rank R: …" on stderr. */
 void perf_rank_error(const struct perf_proc* p, const char* fmt, ...)

@@ -50,6 +50,11 @@ struct perf_chan* perf_chan_nccl(const struct perf_nccl* lib, const struct perf_
 
 typedef int (*perf_rank_main)(int proc, int nprocs, struct perf_chan* ch, void* arg);
 
+/* Whole-buffer I/O on a socket or pipe, retrying on EINTR. write: 0 or -1. read: 0 on
+ * success, 1 on EOF before the first byte, -1 on an error or EOF mid-way. */
+int perf_write_all(int fd, const void* buf, size_t len);
+int perf_read_all(int fd, void* buf, size_t len);
+
 /* Forks np rank processes running fn, then serves as their hub until all have left. Returns
  * the exit code of the run: 0 when every rank returned 0; else the first non-zero code, with
  * a line on stderr for each rank that died, was killed or hung past timeout_s (0 = none). */

@@ -15,6 +15,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,11 +151,16 @@ void perf_check_premul_scalar(const struct perf_type* t, int rank, void* buf) {
     perf_store_int(t, buf, 0, (uint64_t)s);
 }
 
-void perf_check_fill(const struct perf_check* c, void* in) {
+void perf_check_fill_range(const struct perf_check* c, void* in, size_t first, size_t end) {
   struct gen g;
   if (gen_init(&g, c)) return;
-  for (size_t j = 0; j < c->counts.sendcount; j++) store_elem(&g, c->rank, j, in, j);
+  if (end > c->counts.sendcount) end = c->counts.sendcount;
+  for (size_t j = first; j < end; j++) store_elem(&g, c->rank, j, in, j);
   gen_fini(&g);
+}
+
+void perf_check_fill(const struct perf_check* c, void* in) {
+  perf_check_fill_range(c, in, 0, c->counts.sendcount);
 }
 
 void perf_check_poison(void* buf, size_t bytes) {
@@ -246,41 +252,108 @@ static inline int copy_wrong(const struct gen* g, const void* out, size_t i, int
   return memcmp(want, (const char*)out + i * es, es) != 0;
 }
 
-size_t perf_check_verify(const struct perf_check* c, const void* out) {
+size_t perf_check_verify_range(const struct perf_check* c, const void* out, size_t first,
+                               size_t end) {
+  if (end > c->counts.recvcount) end = c->counts.recvcount;
+  if (first >= end) return 0;
   struct gen g;
-  if (gen_init(&g, c)) return c->counts.recvcount ? c->counts.recvcount : 1;
+  if (gen_init(&g, c)) return end - first;
   size_t wrong = 0;
-  size_t n = c->counts.recvcount, part = c->counts.paramcount;
+  size_t part = c->counts.paramcount;
   int rank = c->rank, nranks = c->nranks;
   switch (c->coll) {
     case PERF_ALL_REDUCE:
-      for (size_t i = 0; i < n; i++) wrong += (size_t)reduced_wrong(&g, out, i, i);
+      for (size_t i = first; i < end; i++) wrong += (size_t)reduced_wrong(&g, out, i, i);
       break;
     case PERF_REDUCE:
       if (rank != c->root) break;
-      for (size_t i = 0; i < n; i++) wrong += (size_t)reduced_wrong(&g, out, i, i);
+      for (size_t i = first; i < end; i++) wrong += (size_t)reduced_wrong(&g, out, i, i);
       break;
     case PERF_REDUCE_SCATTER:
-      for (size_t i = 0; i < n; i++)
+      for (size_t i = first; i < end; i++)
         wrong += (size_t)reduced_wrong(&g, out, i, (size_t)rank * part + i);
       break;
     case PERF_BROADCAST:
-      for (size_t i = 0; i < n; i++) wrong += (size_t)copy_wrong(&g, out, i, c->root, i);
+      for (size_t i = first; i < end; i++) wrong += (size_t)copy_wrong(&g, out, i, c->root, i);
       break;
     case PERF_ALL_GATHER:
-      for (size_t i = 0; i < n; i++)
+      for (size_t i = first; i < end; i++)
         wrong += (size_t)copy_wrong(&g, out, i, (int)(i / part), i % part);
       break;
     case PERF_SENDRECV:
-      for (size_t i = 0; i < n; i++)
+      for (size_t i = first; i < end; i++)
         wrong += (size_t)copy_wrong(&g, out, i, (rank - 1 + nranks) % nranks, i);
       break;
     case PERF_ALLTOALL:
-      for (size_t i = 0; i < n; i++)
+      for (size_t i = first; i < end; i++)
         wrong += (size_t)copy_wrong(&g, out, i, (int)(i / part), (size_t)rank * part + i % part);
       break;
     default: break;
   }
   gen_fini(&g);
   return wrong;
+}
+
+size_t perf_check_verify(const struct perf_check* c, const void* out) {
+  return perf_check_verify_range(c, out, 0, c->counts.recvcount);
+}
+
+/* --- the same split over threads ------------------------------------------------------------ */
+
+enum { PAR_MIN_PER_THREAD = 1 << 20, PAR_MAX_THREADS = 64 };
+
+struct par_part {
+  const struct perf_check* c;
+  void* buf;
+  size_t first, end;
+  int verify;
+  size_t wrong;
+};
+
+static void* par_main(void* arg) {
+  struct par_part* w = arg;
+  if (w->verify)
+    w->wrong = perf_check_verify_range(w->c, w->buf, w->first, w->end);
+  else
+    perf_check_fill_range(w->c, w->buf, w->first, w->end);
+  return NULL;
+}
+
+static size_t par_run(const struct perf_check* c, void* buf, size_t n, int verify, int nthreads) {
+  size_t most = n / PAR_MIN_PER_THREAD;
+  if (nthreads > PAR_MAX_THREADS) nthreads = PAR_MAX_THREADS;
+  if ((size_t)nthreads > most) nthreads = (int)most;
+  if (nthreads < 2) {
+    struct par_part w = {c, buf, 0, n, verify, 0};
+    par_main(&w);
+    return w.wrong;
+  }
+  struct par_part w[PAR_MAX_THREADS];
+  pthread_t tid[PAR_MAX_THREADS];
+  int started[PAR_MAX_THREADS] = {0};
+  size_t step = n / (size_t)nthreads;
+  for (int k = 0; k < nthreads; k++) {
+    size_t first = step * (size_t)k, end = k == nthreads - 1 ? n : first + step;
+    w[k] = (struct par_part){c, buf, first, end, verify, 0};
+  }
+  for (int k = 1; k < nthreads; k++)
+    started[k] = pthread_create(&tid[k], NULL, par_main, &w[k]) == 0;
+  par_main(&w[0]);
+  size_t wrong = w[0].wrong;
+  for (int k = 1; k < nthreads; k++) {
+    if (started[k])
+      pthread_join(tid[k], NULL);
+    else
+      par_main(&w[k]); /* no thread: do that part here */
+    wrong += w[k].wrong;
+  }
+  return wrong;
+}
+
+void perf_check_fill_par(const struct perf_check* c, void* in, int nthreads) {
+  (void)par_run(c, in, c->counts.sendcount, 0, nthreads);
+}
+
+size_t perf_check_verify_par(const struct perf_check* c, const void* out, int nthreads) {
+  return par_run(c, (void*)out, c->counts.recvcount, 1, nthreads);
 }

@@ -35,6 +35,15 @@ void perf_check_poison(void* buf, size_t bytes);
  * a collective leaves undefined (reduce on a non-root) count as right. */
 size_t perf_check_verify(const struct perf_check* c, const void* out);
 
+/* The same on elements [first, end) only; and split over up to nthreads threads (at least
+ * 2^20 elements each; fewer threads, or none, for small buffers). Checking is host work
+ * proportional to the size, so large GPU buffers need the cores. */
+void perf_check_fill_range(const struct perf_check* c, void* in, size_t first, size_t end);
+size_t perf_check_verify_range(const struct perf_check* c, const void* out, size_t first,
+                               size_t end);
+void perf_check_fill_par(const struct perf_check* c, void* in, int nthreads);
+size_t perf_check_verify_par(const struct perf_check* c, const void* out, int nthreads);
+
 /* One input element, as the rank would have written it (exposed for tests). */
 void perf_check_element(const struct perf_check* c, int rank, size_t index, void* dst);
 

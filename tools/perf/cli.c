@@ -1,8 +1,9 @@
 /* weft-perf's command line: nccl-tests' flags (same letters, same long names, same meaning),
  * plus the collective (positional or -t NAME), the launcher (-np), the library (--lib) and the
- * extras of weft-perf (--all, --json, --baseline). Anything malformed is an error with a
- * one-line reason and exit code 2; nothing is silently defaulted. nccl-tests flags that select
- * features weft-perf lacks (CUDA graphs, registration, …) are accepted only at their default. */
+ * extras of weft-perf (--all, --json, --baseline, --vs, --plot). Anything malformed is an error
+ * with a one-line reason and exit code 2; nothing is silently defaulted. nccl-tests flags that
+ * select features weft-perf lacks (registration, timestamps, …) are accepted only at their
+ * default. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -102,6 +103,9 @@ enum opt_id {
   O_MINBW,
   O_EXPLAIN,
   O_EXPLAIN_PNG,
+  O_VS,
+  O_PLOT,
+  O_GRAPH,
   O_COLL,
   O_HELP,
   O_DEFAULT_ONLY
@@ -144,13 +148,15 @@ static const struct opt_def opt_defs[] = {
     {0, "min-bw", O_MINBW, 1, NULL},
     {0, "explain", O_EXPLAIN, 0, NULL},
     {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
+    {0, "vs", O_VS, 1, NULL},
+    {0, "plot", O_PLOT, 1, NULL},
+    {'G', "cudagraph", O_GRAPH, 1, NULL},
     {0, "coll", O_COLL, 1, NULL},
     {'h', "help", O_HELP, 0, NULL},
     /* nccl-tests features weft-perf does not offer: accepted at their default only. */
     {'N', "run_cycles", O_DEFAULT_ONLY, 1, "1"},
     {'p', "parallel_init", O_DEFAULT_ONLY, 1, "0"},
     {'y', "stream_null", O_DEFAULT_ONLY, 1, "0"},
-    {'G', "cudagraph", O_DEFAULT_ONLY, 1, "0"},
     {'C', "report_cputime", O_DEFAULT_ONLY, 1, "0"},
     {'S', "report_timestamps", O_DEFAULT_ONLY, 1, "0"},
     {'R', "local_register", O_DEFAULT_ONLY, 1, "0"},
@@ -183,6 +189,8 @@ void perf_usage(FILE* out, const char* prog) {
       "  -r, --root R            root rank of broadcast/reduce, or all (default 0)\n"
       "  -a, --average 0|1|2|3   time reported across ranks: rank 0, mean, min, max (default 1)\n"
       "  -z, --blocking 0|1      1: wait and barrier after every iteration (default 0)\n"
+      "  -G, --cudagraph N       capture the timed iterations in a CUDA graph and launch it N\n"
+      "                          times (device buffers only; default 0: no graph)\n"
       "  -g, --ngpus N           ranks (GPUs) per process (default 1)\n"
       "  -t, --nthreads 1        threads per process (only 1; -t NAME selects a collective)\n"
       "  -np N                   fork N local rank processes (host mode default: 2)\n"
@@ -190,6 +198,11 @@ void perf_usage(FILE* out, const char* prog) {
       "  -J, --json FILE         also write every row to FILE as JSON\n"
       "      --lib PATH          NCCL-ABI library to load (default: ../lib/libnccl.so.2\n"
       "                          next to this executable, i.e. weft)\n"
+      "      --vs PATH           also measure the library at PATH (e.g. stock NCCL), each in\n"
+      "                          its own processes, taking turns size by size; prints both\n"
+      "                          tables and a comparison (A = --lib or weft, B = PATH)\n"
+      "      --plot FILE         PNG of busbw and time per call against size (one line per\n"
+      "                          library and collective)\n"
       "      --backend B         auto, host or cuda: where buffers live (default auto)\n"
       "      --baseline          measure memcpy and TCP loopback bandwidth too\n"
       "      --baseline-only     measure only the baselines\n"
@@ -202,7 +215,9 @@ void perf_usage(FILE* out, const char* prog) {
       "                          weft-perf-explain.png; none: no plot)\n"
       "  -h, --help              this text\n"
       "Under mpirun (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE) or with WEFT_RANK and\n"
-      "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n",
+      "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n"
+      "NCCL_NVLS_ENABLE=0 is set for the run unless the environment sets it (NVLink multicast\n"
+      "stays off by default).\n",
       prog);
 }
 
@@ -398,6 +413,19 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
       o->explain_png = strcmp(v, "none") == 0 ? NULL : v;
       o->explain_png_given = 1;
       return 0;
+    case O_VS:
+      if (!*v) return fail(err, errlen, "%s: empty path", flag);
+      o->vs = v;
+      return 0;
+    case O_PLOT:
+      if (!*v) return fail(err, errlen, "%s: empty file name", flag);
+      o->plot = v;
+      return 0;
+    case O_GRAPH:
+      if (parse_int(v, 0, 1L << 20, &n))
+        return fail(err, errlen, "%s '%s': expected a number of graph launches >= 0", flag, v);
+      o->graph_launches = (int)n;
+      return 0;
     case O_DEFAULT_ONLY:
       if (parse_int(v, -(1L << 30), 1L << 30, &n) || n != strtol(d->only, NULL, 10))
         return fail(err, errlen, "%s %s: not supported by weft-perf (only %s is accepted)", flag, v,
@@ -460,6 +488,13 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
     return fail(err, errlen, "minbytes %zu is larger than maxbytes %zu", o->minbytes, o->maxbytes);
   if (o->stepfactor <= 1 && o->stepbytes == 0)
     return fail(err, errlen, "-i 0 with -f 1 would never reach maxbytes");
+  if (o->vs && o->explain)
+    return fail(err, errlen, "--explain and --vs: ask for the decisions in a run of its own");
+  if (o->vs && o->baseline_only)
+    return fail(err, errlen, "--baseline-only measures no library; drop --vs");
+  if (o->graph_launches && o->blocking)
+    return fail(err, errlen, "-G %d with -z 1: a graph replays without waits; choose one",
+                o->graph_launches);
   return 0;
 }
 

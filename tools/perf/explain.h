@@ -10,6 +10,7 @@
 
 #include "lib.h"
 #include "perf.h"
+#include "png.h" /* perf_png_write, which the plot is saved with */
 
 struct perf_explain_row {
   size_t size;         /* the table's size column */
@@ -45,8 +46,5 @@ void perf_explain_free(struct perf_explain* e);
 /* explain_png.c: every series on log-log axes, measured solid, predicted dashed. 0, or -1 with
  * errno (file) or EINVAL (nothing to plot). */
 int perf_explain_png(const struct perf_explain* e, const char* path, const char* title);
-
-/* explain_png.c: a PNG of w x h 8-bit RGB pixels (rows top to bottom), zlib stored blocks. */
-int perf_png_write(FILE* f, const unsigned char* rgb, int w, int h);
 
 #endif

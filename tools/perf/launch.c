@@ -29,7 +29,7 @@ struct msg_hdr {
   uint64_t len; /* payload bytes */
 };
 
-static int write_all(int fd, const void* buf, size_t len) {
+int perf_write_all(int fd, const void* buf, size_t len) {
   const char* p = buf;
   while (len) {
     ssize_t n = write(fd, p, len);
@@ -41,8 +41,7 @@ static int write_all(int fd, const void* buf, size_t len) {
   return 0;
 }
 
-/* 0 on success, 1 on EOF before the first byte, -1 on error or EOF mid-way. */
-static int read_all(int fd, void* buf, size_t len) {
+int perf_read_all(int fd, void* buf, size_t len) {
   char* p = buf;
   size_t got = 0;
   while (got < len) {
@@ -72,13 +71,13 @@ static int client_round(struct perf_chan* ch, uint32_t type, uint32_t arg, const
                         size_t outlen, void* in, size_t inlen) {
   struct hub_client* c = ch->ctx;
   struct msg_hdr h = {type, arg, outlen};
-  if (write_all(c->fd, &h, sizeof h) || (outlen && write_all(c->fd, out, outlen))) {
+  if (perf_write_all(c->fd, &h, sizeof h) || (outlen && perf_write_all(c->fd, out, outlen))) {
     fprintf(stderr, "weft-perf: lost the launcher (write: %s)\n", strerror(errno));
     return -1;
   }
   struct msg_hdr r;
-  if (read_all(c->fd, &r, sizeof r) || r.type != type || r.len != inlen ||
-      (inlen && read_all(c->fd, in, inlen))) {
+  if (perf_read_all(c->fd, &r, sizeof r) || r.type != type || r.len != inlen ||
+      (inlen && perf_read_all(c->fd, in, inlen))) {
     fprintf(stderr, "weft-perf: the launcher ended the run (another rank failed)\n");
     return -1;
   }
@@ -102,7 +101,7 @@ static int client_allgather(struct perf_chan* ch, const void* mine, size_t bytes
 static void client_bye(struct perf_chan* ch, int rc) {
   struct hub_client* c = ch->ctx;
   struct msg_hdr h = {MSG_BYE, (uint32_t)rc, 0};
-  (void)write_all(c->fd, &h, sizeof h);
+  (void)perf_write_all(c->fd, &h, sizeof h);
 }
 
 static void client_destroy(struct perf_chan* ch) {
@@ -168,7 +167,8 @@ static int hub_answer(struct hub_rank* r, int np) {
   struct msg_hdr out = {h.type, h.arg, alen};
   for (int i = 0; i < np; i++) {
     /* A rank that died meanwhile shows up as EOF in the next round. */
-    if (write_all(r[i].fd, &out, sizeof out) == 0 && alen) (void)write_all(r[i].fd, answer, alen);
+    if (perf_write_all(r[i].fd, &out, sizeof out) == 0 && alen)
+      (void)perf_write_all(r[i].fd, answer, alen);
   }
   if (h.type == MSG_ALLGATHER) free(answer);
   return 0;
@@ -177,7 +177,7 @@ static int hub_answer(struct hub_rank* r, int np) {
 /* Reads one message from rank i; marks it gone on EOF or garbage. */
 static void hub_read(struct hub_rank* r, int i) {
   struct hub_rank* k = &r[i];
-  int rc = read_all(k->fd, &k->hdr, sizeof k->hdr);
+  int rc = perf_read_all(k->fd, &k->hdr, sizeof k->hdr);
   if (rc == 0 && k->hdr.len > MSG_MAX_PAYLOAD) rc = -1;
   if (rc == 0 && k->hdr.type == MSG_BYE) {
     k->state = R_BYE;
@@ -186,7 +186,7 @@ static void hub_read(struct hub_rank* r, int i) {
   }
   if (rc == 0 && k->hdr.len) {
     k->payload = malloc(k->hdr.len);
-    if (!k->payload || read_all(k->fd, k->payload, k->hdr.len)) rc = -1;
+    if (!k->payload || perf_read_all(k->fd, k->payload, k->hdr.len)) rc = -1;
   }
   if (rc != 0) {
     k->state = R_GONE;

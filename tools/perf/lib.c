@@ -183,6 +183,17 @@ fail_close:
   return -1;
 }
 
+void perf_nccl_version_text(int code, char* buf, size_t len) {
+  if (code >= 10000)
+    snprintf(buf, len, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
+  else
+    snprintf(buf, len, "%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
+}
+
+const char* perf_nccl_label(const struct perf_nccl* lib) {
+  return lib->has_get_mode ? "weft" : "nccl";
+}
+
 void perf_nccl_describe(const struct perf_nccl* lib, ncclResult_t res, ncclComm_t comm,
                         const char* what, char* buf, size_t len) {
   const char* last = lib->GetLastError(comm);

@@ -64,6 +64,13 @@ int perf_default_lib_path(char* buf, size_t len);
  * -1 with the reason in err (missing file, dlerror, missing required symbol). */
 int perf_nccl_load(struct perf_nccl* lib, const char* path, char* err, size_t errlen);
 
+/* ncclGetVersion's code as text: 22803 -> "2.28.3" (codes before 2.9 are major*1000+…). */
+void perf_nccl_version_text(int code, char* buf, size_t len);
+
+/* A short name for tables and JSON: "weft" when the library has weft's extensions, else
+ * "nccl". */
+const char* perf_nccl_label(const struct perf_nccl* lib);
+
 /* "ncclAllReduce failed: invalid usage (…): <last error text>" into buf. */
 void perf_nccl_describe(const struct perf_nccl* lib, ncclResult_t res, ncclComm_t comm,
                         const char* what, char* buf, size_t len);

@@ -4,7 +4,11 @@
  * options, the library (loaded here, inherited by forked ranks), where buffers live, how many
  * processes and how they are started, and the baselines (measured before the ranks start so
  * nothing competes with them). Then it either forks the ranks (-np, the default in host mode)
- * and serves as their hub, or runs as one rank of a launcher's job. */
+ * and serves as their hub, or runs as one rank of a launcher's job, or (--vs) coordinates two
+ * libraries' runs (vs.h): then this process loads no library at all.
+ *
+ * NVLink multicast (NVLS) is never switched on by weft-perf: NCCL_NVLS_ENABLE=0 goes into the
+ * environment of the run (before any library or rank exists) unless the user set it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "vs.h"
 
 static struct perf_opts opts;
 static struct perf_nccl lib; /* lives as long as the process: its stubs point here */
@@ -47,6 +52,11 @@ int main(int argc, char** argv) {
     return PERF_EXIT_USAGE;
   }
   perf_opts_finish(&opts);
+  int nvls_set = 0;
+  if (!getenv("NCCL_NVLS_ENABLE")) {
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
+    nvls_set = 1;
+  }
 
   if (opts.baseline_only) {
     perf_baseline_run(opts.maxbytes, &baseline);
@@ -76,13 +86,30 @@ int main(int argc, char** argv) {
     return PERF_EXIT_USAGE;
   }
 
+  if (from_env && opts.vs) {
+    fprintf(stderr,
+            "weft-perf: --vs forks both libraries' processes itself, but this process already "
+            "is rank %d of %d (%s); run it once, without a launcher (-np N)\n",
+            world.proc, world.nprocs, world.launcher);
+    return PERF_EXIT_USAGE;
+  }
+
   const struct perf_backend* be = choose_backend(&opts);
+  if (opts.graph_launches && be->is_host) {
+    fprintf(stderr,
+            "weft-perf: -G %d: CUDA graphs need device buffers, but this run uses host "
+            "memory (no GPU, WEFT_DEVICE=host or --backend host)\n",
+            opts.graph_launches);
+    return PERF_EXIT_USAGE;
+  }
   struct perf_setup setup = {
       .o = &opts,
       .lib = &lib,
       .be = be,
       .nlocal = opts.ngpus,
       .local_proc = -1,
+      .nvls_set = nvls_set,
+      .vs_fd = -1,
       .argc = argc,
       .argv = argv,
   };
@@ -92,19 +119,37 @@ int main(int argc, char** argv) {
     setup.nlocal = gpus > 0 ? gpus : 1; /* the whole machine, as scripts/bench promises */
   }
 
+  int np = from_env ? world.nprocs : opts.np ? opts.np : be->is_host ? 2 : 1;
+  char launcher[160];
+  if (opts.vs) { /* each library is loaded in its own processes, never here */
+    if (opts.baseline || (be->is_host && np == 2)) {
+      perf_baseline_run(opts.maxbytes, &baseline);
+      setup.baseline = &baseline;
+    }
+    if (np == 1)
+      snprintf(launcher, sizeof launcher, "one process");
+    else
+      snprintf(launcher, sizeof launcher, "fork (-np %d)", np);
+    setup.launcher = launcher;
+    if (opts.timeout_s > 0) {
+      signal(SIGALRM, on_alarm);
+      alarm((unsigned)opts.timeout_s);
+    }
+    return perf_vs_run(&setup, np);
+  }
+
   if (perf_nccl_load(&lib, opts.lib, err, sizeof err)) {
     fprintf(stderr, "weft-perf: %s\n", err);
     return PERF_EXIT_USAGE;
   }
+  setup.lib_label = perf_nccl_label(&lib);
 
-  int np = from_env ? world.nprocs : opts.np ? opts.np : be->is_host ? 2 : 1;
   int want_baseline = opts.baseline || (be->is_host && !from_env && np == 2);
   if (want_baseline && (!from_env || world.proc == 0)) {
     perf_baseline_run(opts.maxbytes, &baseline);
     setup.baseline = &baseline;
   }
 
-  char launcher[160];
   if (from_env) {
     snprintf(launcher, sizeof launcher, "%s, rank %d of %d", world.launcher, world.proc,
              world.nprocs);

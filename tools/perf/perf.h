@@ -138,11 +138,14 @@ struct perf_opts {
   const char* json;  /* --json / -J */
   uint64_t seed;     /* --seed */
   int min_bw_set;
-  double min_bw;  /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
-  int explain;                 /* --explain: decision table after each block, PNG at the end */
-  const char* explain_png;     /* the plot's file; NULL: none */
-  int explain_png_given;       /* --explain-png was given (else the default file) */
-  unsigned given; /* PERF_GIVEN_* bits: which defaults the user overrode */
+  double min_bw;      /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
+  const char* vs;     /* --vs PATH: a second library, measured alternately with the first */
+  const char* plot;   /* --plot FILE.png: busbw and time against size */
+  int graph_launches; /* -G N: capture the timed iterations in a CUDA graph, launch it N times */
+  int explain;        /* --explain: decision table after each block, PNG at the end */
+  const char* explain_png; /* the plot's file; NULL: none */
+  int explain_png_given;   /* --explain-png was given (else the default file) */
+  unsigned given;          /* PERF_GIVEN_* bits: which defaults the user overrode */
 };
 
 enum {

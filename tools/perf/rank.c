@@ -1,6 +1,7 @@
 /* A rank process from start to end: header (process 0), the backend, the unique id, the
  * communicators, the device report, buffers, every collective asked for, the summary with the
- * baselines, teardown. Errors print once, where they happen, and give the exit code. */
+ * baselines, the --plot picture, teardown. Errors print once, where they happen, and give the
+ * exit code. Under --vs, initialisation and teardown are turns of their own (vs.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,19 +10,13 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "vs.h"
 
 #ifndef WEFT_PERF_VERSION
 #define WEFT_PERF_VERSION "0"
 #endif
 
 enum { DEVICE_LINE = 320 };
-
-static void version_text(int code, char* buf, size_t len) {
-  if (code >= 10000)
-    snprintf(buf, len, "%d.%d.%d", code / 10000, code / 100 % 100, code % 100);
-  else
-    snprintf(buf, len, "%d.%d.%d", code / 1000, code / 100 % 10, code % 100);
-}
 
 static const char* average_name(int a) {
   static const char* names[] = {"rank 0", "mean over processes", "min over processes",
@@ -32,7 +27,7 @@ static const char* average_name(int a) {
 static void run_header(struct perf_proc* p) {
   const struct perf_setup* s = p->s;
   char ver[32];
-  version_text(p->lib->version, ver, sizeof ver);
+  perf_nccl_version_text(p->lib->version, ver, sizeof ver);
   printf("# weft-perf version %s nccl-headers=%d nccl-library=%d\n", WEFT_PERF_VERSION,
          NCCL_VERSION_CODE, p->lib->version);
   printf("# Library: %s (ncclGetVersion %d = %s)\n", p->lib->path, p->lib->version, ver);
@@ -40,6 +35,12 @@ static void run_header(struct perf_proc* p) {
          p->nprocs, p->nlocal, p->be->is_host ? "host" : "device");
   printf("# Time: %s (-a %d); bandwidth in GB/s = 1e9 bytes/s\n", average_name(p->o->average),
          p->o->average);
+  perf_print_nvls(stdout, s);
+  if (s->vs_fd >= 0)
+    printf(
+        "# --vs: library %c of 2, measured in turns with the other (its table follows this "
+        "one)\n",
+        s->vs_lib ? 'B' : 'A');
   const struct perf_baseline* b = s->baseline;
   if (b) perf_baseline_print(stdout, b);
   printf("#\n");
@@ -47,29 +48,52 @@ static void run_header(struct perf_proc* p) {
   if (p->json) {
     perf_json_kv_str(p->json, "library", "path", p->lib->path);
     perf_json_kv_num(p->json, "library", "nccl_version", p->lib->version);
-    perf_json_kv_str(p->json, "run", "launcher", s->launcher);
-    perf_json_kv_num(p->json, "run", "nprocs", p->nprocs);
-    perf_json_kv_num(p->json, "run", "ranks_per_process", p->nlocal);
-    perf_json_kv_num(p->json, "run", "nranks", p->nranks);
-    perf_json_kv_str(p->json, "run", "buffers", p->be->name);
-    perf_json_kv_num(p->json, "run", "average", p->o->average);
-    const struct perf_opts* o = p->o;
-    perf_json_kv_num(p->json, "config", "minbytes", (double)o->minbytes);
-    perf_json_kv_num(p->json, "config", "maxbytes", (double)o->maxbytes);
-    perf_json_kv_num(p->json, "config", "stepfactor", (double)o->stepfactor);
-    perf_json_kv_num(p->json, "config", "stepbytes", (double)o->stepbytes);
-    perf_json_kv_num(p->json, "config", "iters", o->iters);
-    perf_json_kv_num(p->json, "config", "warmup_iters", o->warmup);
-    perf_json_kv_num(p->json, "config", "agg_iters", o->agg_iters);
-    perf_json_kv_num(p->json, "config", "check", o->check);
-    if (b && b->have_memcpy) {
-      perf_json_kv_num(p->json, "baselines", "memcpy_gbps", b->memcpy_gbps);
-      perf_json_kv_num(p->json, "baselines", "memcpy_bytes", (double)b->memcpy_bytes);
-    }
-    if (b && b->have_tcp) {
-      perf_json_kv_num(p->json, "baselines", "tcp_loopback_gbps", b->tcp_gbps);
-      perf_json_kv_num(p->json, "baselines", "tcp_write_bytes", (double)b->tcp_chunk);
-    }
+    perf_json_library(p->json, s->lib_label, p->lib->path, p->lib->version);
+    perf_json_describe_run(p->json, s, p->nprocs, p->nlocal, p->be->name);
+  }
+}
+
+void perf_print_nvls(FILE* out, const struct perf_setup* s) {
+  const char* v = getenv("NCCL_NVLS_ENABLE");
+  if (s->nvls_set)
+    fprintf(out,
+            "# NCCL_NVLS_ENABLE=0: set by weft-perf, NVLink multicast stays off (export "
+            "NCCL_NVLS_ENABLE to choose)\n");
+  else
+    fprintf(out, "# NCCL_NVLS_ENABLE=%s: from the environment\n", v ? v : "");
+}
+
+void perf_json_describe_run(struct perf_json* j, const struct perf_setup* s, int nprocs, int nlocal,
+                            const char* buffers) {
+  if (!j) return;
+  const struct perf_opts* o = s->o;
+  const char* nvls = getenv("NCCL_NVLS_ENABLE");
+  perf_json_kv_str(j, "run", "launcher", s->launcher);
+  perf_json_kv_num(j, "run", "nprocs", nprocs);
+  perf_json_kv_num(j, "run", "ranks_per_process", nlocal);
+  perf_json_kv_num(j, "run", "nranks", nprocs * nlocal);
+  perf_json_kv_str(j, "run", "buffers", buffers);
+  perf_json_kv_num(j, "run", "average", o->average);
+  perf_json_kv_str(j, "run", "nccl_nvls_enable", nvls ? nvls : "");
+  perf_json_kv_num(j, "run", "nvls_set_by_weft_perf", s->nvls_set);
+  if (o->vs) perf_json_kv_str(j, "run", "interleave", "per size, turns A B, B A, ...");
+  perf_json_kv_num(j, "config", "minbytes", (double)o->minbytes);
+  perf_json_kv_num(j, "config", "maxbytes", (double)o->maxbytes);
+  perf_json_kv_num(j, "config", "stepfactor", (double)o->stepfactor);
+  perf_json_kv_num(j, "config", "stepbytes", (double)o->stepbytes);
+  perf_json_kv_num(j, "config", "iters", o->iters);
+  perf_json_kv_num(j, "config", "warmup_iters", o->warmup);
+  perf_json_kv_num(j, "config", "agg_iters", o->agg_iters);
+  perf_json_kv_num(j, "config", "check", o->check);
+  perf_json_kv_num(j, "config", "cudagraph_launches", o->graph_launches);
+  const struct perf_baseline* b = s->baseline;
+  if (b && b->have_memcpy) {
+    perf_json_kv_num(j, "baselines", "memcpy_gbps", b->memcpy_gbps);
+    perf_json_kv_num(j, "baselines", "memcpy_bytes", (double)b->memcpy_bytes);
+  }
+  if (b && b->have_tcp) {
+    perf_json_kv_num(j, "baselines", "tcp_loopback_gbps", b->tcp_gbps);
+    perf_json_kv_num(j, "baselines", "tcp_write_bytes", (double)b->tcp_chunk);
   }
 }
 
@@ -250,7 +274,9 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
   p->send = calloc((size_t)n, sizeof *p->send);
   p->recv = calloc((size_t)n, sizeof *p->recv);
   p->ops = calloc((size_t)n, sizeof *p->ops);
-  if (!p->comms || !p->streams || !p->devs || !p->send || !p->recv || !p->ops) goto out;
+  p->graphs = calloc((size_t)n, sizeof *p->graphs);
+  if (!p->comms || !p->streams || !p->devs || !p->send || !p->recv || !p->ops || !p->graphs)
+    goto out;
   int local_proc = s->local_proc >= 0 ? s->local_proc : proc;
   for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : local_proc * n + i;
 
@@ -260,7 +286,7 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     rc = PERF_EXIT_USAGE;
     goto out;
   }
-  if (p->is_root_proc && p->o->json) {
+  if (p->is_root_proc && p->o->json && s->vs_fd < 0) { /* under --vs the coordinator writes */
     p->json = perf_json_open(p->o->json, s->argc, s->argv);
     if (!p->json) {
       fprintf(stderr, "weft-perf: cannot write %s\n", p->o->json);
@@ -269,6 +295,7 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     }
   }
   if (p->is_root_proc) run_header(p);
+  if (perf_vs_turn(p)) goto out; /* --vs: initialisation is a turn */
   if (p->be->init()) {
     perf_rank_error(p, "%s backend: %s", p->be->name, p->be->error());
     goto out;
@@ -293,7 +320,17 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
       fprintf(stderr, "weft-perf: cannot write the explain plot %s: %s\n", p->o->explain_png,
               strerror(errno));
   }
+  if (p->is_root_proc && p->o->plot && s->vs_fd < 0) {
+    char title[96];
+    const char* labels[2] = {s->lib_label, NULL};
+    snprintf(title, sizeof title, "WEFT-PERF %s, %d RANKS", s->lib_label, p->nranks);
+    if (perf_plot_png(&p->results, labels, p->o->plot, title) == 0)
+      printf("# plot: busbw and time per call against size written to %s\n#\n", p->o->plot);
+    else
+      fprintf(stderr, "weft-perf: cannot write the plot %s: %s\n", p->o->plot, strerror(errno));
+  }
   rc = p->wrong_rows || p->below_min_bw ? PERF_EXIT_FAIL : PERF_EXIT_OK;
+  if (perf_vs_turn(p)) rc = PERF_EXIT_FAIL; /* --vs: teardown is a turn */
 
 out_bufs:
   free_buffers(p);
@@ -320,6 +357,8 @@ out:
   free(p->send);
   free(p->recv);
   free(p->ops);
+  free(p->graphs);
   perf_explain_free(&p->explain);
+  perf_results_free(&p->results);
   return rc;
 }

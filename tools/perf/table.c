@@ -51,6 +51,12 @@ void perf_table_row(FILE* out, const struct perf_row* row) {
   fflush(out);
 }
 
+void perf_half_ratio(const struct perf_half_row* a, const struct perf_half_row* b,
+                     double* time_ratio, double* busbw_ratio) {
+  *time_ratio = a->time_us > 0 && b->time_us > 0 ? a->time_us / b->time_us : NAN;
+  *busbw_ratio = a->busbw > 0 && b->busbw > 0 ? a->busbw / b->busbw : NAN;
+}
+
 /* --- JSON ---------------------------------------------------------------------------------- */
 
 struct sbuf {
@@ -107,7 +113,9 @@ struct perf_json {
   const char* sect_name[JSON_MAX_SECTIONS];
   struct sbuf sect[JSON_MAX_SECTIONS]; /* "key": value, … */
   int nsect;
+  struct sbuf libraries;
   struct sbuf rows;
+  struct sbuf compare;
   struct sbuf summary;
 };
 
@@ -168,26 +176,88 @@ static void json_half(struct sbuf* s, const char* key, const struct perf_half_ro
     sb_add(s, ", \"nwrong\": null}");
 }
 
-void perf_json_row(struct perf_json* j, const struct perf_row* r) {
+void perf_json_library(struct perf_json* j, const char* label, const char* path, int version) {
   if (!j) return;
-  struct sbuf* s = &j->rows;
-  sb_add(s, "%s\n    {\"collective\": ", s->len ? "," : "");
+  struct sbuf* s = &j->libraries;
+  sb_add(s, "%s\n    {\"label\": ", s->len ? "," : "");
+  sb_str(s, label);
+  sb_add(s, ", \"path\": ");
+  sb_str(s, path);
+  sb_add(s, ", \"nccl_version\": %d}", version);
+}
+
+/* "library": …, "collective": …, "size": …, "count": …, "type": …, "redop": …, "root": … */
+static void json_point(struct sbuf* s, const struct perf_row* r) {
+  if (r->lib) {
+    sb_add(s, "\"library\": ");
+    sb_str(s, r->lib);
+    sb_add(s, ", ");
+  }
+  sb_add(s, "\"collective\": ");
   sb_str(s, r->coll);
   sb_add(s, ", \"size\": %zu, \"count\": %zu, \"type\": ", r->size, r->count);
   sb_str(s, r->type);
   sb_add(s, ", \"redop\": ");
   sb_str(s, r->op);
   sb_add(s, ", \"root\": %d", r->root);
+}
+
+void perf_json_row(struct perf_json* j, const struct perf_row* r) {
+  if (!j) return;
+  struct sbuf* s = &j->rows;
+  sb_add(s, "%s\n    {", s->len ? "," : "");
+  json_point(s, r);
   json_half(s, "out_of_place", &r->oop);
   json_half(s, "in_place", &r->ip);
   sb_add(s, "}");
 }
 
-void perf_json_coll_summary(struct perf_json* j, const char* coll, double avg_busbw,
-                            int out_of_bounds) {
+static void json_compare_half(struct sbuf* s, const char* key, const struct perf_half_row* a,
+                              const struct perf_half_row* b) {
+  double tr, br;
+  perf_half_ratio(a, b, &tr, &br);
+  sb_add(s, ", \"%s\": {\"time_us_a\": ", key);
+  sb_num(s, a->time_us);
+  sb_add(s, ", \"time_us_b\": ");
+  sb_num(s, b->time_us);
+  sb_add(s, ", \"busbw_gbps_a\": ");
+  sb_num(s, a->busbw);
+  sb_add(s, ", \"busbw_gbps_b\": ");
+  sb_num(s, b->busbw);
+  sb_add(s, ", \"time_ratio\": ");
+  sb_num(s, tr);
+  sb_add(s, ", \"busbw_ratio\": ");
+  sb_num(s, br);
+  sb_add(s, "}");
+}
+
+void perf_json_compare(struct perf_json* j, const struct perf_row* a, const struct perf_row* b) {
+  if (!j) return;
+  struct sbuf* s = &j->compare;
+  struct perf_row key = *a;
+  key.lib = NULL;
+  sb_add(s, "%s\n    {\"a\": ", s->len ? "," : "");
+  sb_str(s, a->lib ? a->lib : "");
+  sb_add(s, ", \"b\": ");
+  sb_str(s, b->lib ? b->lib : "");
+  sb_add(s, ", ");
+  json_point(s, &key);
+  json_compare_half(s, "out_of_place", &a->oop, &b->oop);
+  json_compare_half(s, "in_place", &a->ip, &b->ip);
+  sb_add(s, "}");
+}
+
+void perf_json_coll_summary(struct perf_json* j, const char* lib, const char* coll,
+                            double avg_busbw, int out_of_bounds) {
   if (!j) return;
   struct sbuf* s = &j->summary;
-  sb_add(s, "%s\n    {\"collective\": ", s->len ? "," : "");
+  sb_add(s, "%s\n    {", s->len ? "," : "");
+  if (lib) {
+    sb_add(s, "\"library\": ");
+    sb_str(s, lib);
+    sb_add(s, ", ");
+  }
+  sb_add(s, "\"collective\": ");
   sb_str(s, coll);
   sb_add(s, ", \"avg_busbw_gbps\": ");
   sb_num(s, avg_busbw);
@@ -203,17 +273,21 @@ int perf_json_close(struct perf_json* j) {
     time_t now = time(NULL);
     struct tm tm;
     if (localtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S%z", &tm);
-    fprintf(f, "{\n  \"tool\": \"weft-perf\",\n  \"format_version\": 1,\n");
+    fprintf(f, "{\n  \"tool\": \"weft-perf\",\n  \"format_version\": 2,\n");
     fprintf(f, "  \"end_time\": \"%s\",\n  \"args\": %s,\n", when, j->head.p ? j->head.p : "[]");
     for (int i = 0; i < j->nsect; i++)
       fprintf(f, "  \"%s\": {%s},\n", j->sect_name[i], j->sect[i].p ? j->sect[i].p : "");
+    fprintf(f, "  \"libraries\": [%s\n  ],\n", j->libraries.p ? j->libraries.p : "");
     fprintf(f, "  \"results\": [%s\n  ],\n", j->rows.p ? j->rows.p : "");
+    if (j->compare.len) fprintf(f, "  \"comparison\": [%s\n  ],\n", j->compare.p);
     fprintf(f, "  \"summary\": [%s\n  ]\n}\n", j->summary.p ? j->summary.p : "");
     rc = fclose(f) == 0 ? 0 : -1;
   }
   free(j->head.p);
   for (int i = 0; i < j->nsect; i++) free(j->sect[i].p);
+  free(j->libraries.p);
   free(j->rows.p);
+  free(j->compare.p);
   free(j->summary.p);
   free(j->path);
   free(j);

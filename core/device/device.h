@@ -1,0 +1,109 @@
+/* The GPU executor: what the host side (device_exec.c) hands the kernels (device_kernel.cu),
+ * and what the transports give it. Plain C, included by C and CUDA files alike.
+ *
+ * A connection as the kernels see it is a weft_dev_conn in device memory (one per connected
+ * transport/ connection, owned by the communicator's transport table): the FIFO of conn.h at
+ * device-accessible addresses, plus the kernels' own position in it, which stays in device
+ * memory between launches (so a captured CUDA graph replays with fresh steps).
+ *   P2P:  the receiver's GPU memory holds the control block and the slots; the sender's GPU
+ *         writes slots, sizes and tail there over NVLink/PCIe and polls head there.
+ *   SHM:  pinned host shared memory mapped into both GPUs (cudaHostRegister).
+ *   NET:  each side's local host slots (pinned, mapped); the proxy moves them through the net
+ *         plugin exactly as in host mode (WEFT_CONN_LL_TAIL set on the receive side). */
+#ifndef WEFT_DEVICE_H
+#define WEFT_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan/algo.h"
+#include "transport/conn.h"
+
+typedef struct weft_dev_conn {
+  weft_fifo_ctrl* ctrl; /* head/tail/sizes, device-accessible */
+  char* buff;           /* WEFT_NSTEPS slots of step_bytes, device-accessible */
+  uint64_t step_bytes;
+  uint64_t step;  /* next step this side produces or consumes; advanced by the kernels */
+  uint64_t head_seen; /* send side: the last head read (saves a remote read per launch) */
+  int32_t proto;  /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
+  int32_t flags;  /* WEFT_CONN_* */
+  int32_t is_send;
+  int32_t host_mem; /* 1: slots live in host memory (SHM, NET): stores need a system fence */
+} weft_dev_conn;
+
+/* Reduction kinds the kernels implement (host/reduce.h's weft_red_kind, minus Custom). */
+enum {
+  WEFT_DRED_SUM = 0,
+  WEFT_DRED_PROD = 1,
+  WEFT_DRED_MAX = 2,
+  WEFT_DRED_MIN = 3,
+  WEFT_DRED_PREMULSUM = 4,
+  WEFT_DRED_SUMPOSTDIV = 5
+};
+
+/* One work item: one op's share of one channel (or one point-to-point transfer's). */
+typedef struct {
+  weft_algo alg;
+  weft_dev_conn* conns[8]; /* by role (algo.h), NULL when unused */
+  int32_t dtype;           /* ncclDataType_t */
+  int32_t redop;           /* WEFT_DRED_* */
+  int32_t proto;           /* NCCL_PROTO_* */
+  int32_t nranks_div;      /* SumPostDiv divisor */
+  uint64_t scalar;         /* PreMulSum scalar, the datatype's own bytes (host scalar) */
+  const void* scalar_ptr;  /* PreMulSum device scalar (NULL: use scalar) */
+} weft_dev_work;
+
+/* Shared by every launch of a communicator: abort and error words (host-mapped). */
+typedef struct {
+  volatile uint32_t* abort_flag; /* set by the host on ncclCommAbort */
+  volatile uint32_t* error;      /* set by a kernel: 1 = a wait timed out, 2 = aborted */
+  uint64_t timeout_ns;           /* bound on one wait (WEFT_TIMEOUT_MS) */
+} weft_dev_comm;
+
+/* One kernel launch: blocks run their works in order; a block's works never share a
+ * connection with another block's. Sized to fit a kernel's parameter space; launches of up to
+ * WEFT_DEV_SMALL works go through a kernel with a small parameter block instead, because a
+ * launch's cost grows with the bytes of its parameters. */
+#define WEFT_DEV_MAX_WORKS 128
+#define WEFT_DEV_MAX_BLOCKS 128
+#define WEFT_DEV_SMALL 16
+typedef struct {
+  weft_dev_comm comm;
+  int32_t nblocks;
+  int32_t nworks;
+  uint16_t block_first[WEFT_DEV_MAX_BLOCKS]; /* block b runs works [first[b], end[b]) */
+  uint16_t block_end[WEFT_DEV_MAX_BLOCKS];
+  weft_dev_work works[WEFT_DEV_MAX_WORKS];
+} weft_dev_launch;
+typedef struct {
+  weft_dev_comm comm;
+  int32_t nblocks;
+  int32_t nworks;
+  uint16_t block_first[WEFT_DEV_SMALL];
+  uint16_t block_end[WEFT_DEV_SMALL];
+  weft_dev_work works[WEFT_DEV_SMALL];
+} weft_dev_launch_small;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Launchers (kernel_<type>.cu): enqueue the kernel of (datatype, redop: WEFT_DRED_*) on stream
+ * (a cudaStream_t). Return 0 or the cudaError_t of the launch. */
+typedef int (*weft_dev_launcher)(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_int8(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_uint8(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_int32(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_uint32(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_int64(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_uint64(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_half(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_float(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_double(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_bf16(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_e4m3(int redop, const weft_dev_launch* l, void* stream);
+int weft_dev_launch_e5m2(int redop, const weft_dev_launch* l, void* stream);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,349 @@
+/* Host side of the GPU executor (device_exec.h).
+ *
+ * A group's work items become one kernel launch per run of ops that share a kernel (datatype
+ * and operator; copies go with any), in call order. Blocks: a collective's works of channel c
+ * all run on one block (collectives are ordered alike on every rank, so one block per channel
+ * cannot deadlock), every point-to-point (channel, peer, direction) gets a block of its own (a
+ * send and a receive of one group must progress at once). All point-to-point works of a group
+ * go into one launch: split over two, a rank's send could wait for a receive its peer has put
+ * in a later launch. */
+#include "device/device_exec.h"
+
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "device/device.h"
+#include "transport/transport.h"
+#include "util/check.h"
+#include "util/clock.h"
+#include "util/param.h"
+
+#define DEVICE_DEFAULT_CHANNELS 64
+
+struct weft_device {
+  uint32_t* words;     /* host-mapped: [0] abort, [1] error */
+  uint32_t* words_dev; /* the same, as the kernels address them */
+  cudaEvent_t last;    /* recorded after each launch outside capture */
+  int have_last;
+  cudaStream_t last_stream;
+  cudaEvent_t join; /* for groups spanning several streams */
+  weft_dev_launch* launch; /* staging for one launch's parameters */
+};
+
+/* Run with the communicator's GPU current; put the caller's back afterwards. */
+typedef struct {
+  int saved;
+} dev_guard;
+static cudaError_t guard_enter(dev_guard* g, int dev) {
+  if (cudaGetDevice(&g->saved) != cudaSuccess) g->saved = -1;
+  return cudaSetDevice(dev);
+}
+static void guard_leave(const dev_guard* g) {
+  if (g->saved >= 0) cudaSetDevice(g->saved);
+}
+
+#define CUDA_TRY(comm, call, what)                                                          \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      WARN("rank %d (cuda device %d): %s failed: %s", (comm)->rank, (comm)->cuda_dev, what, \
+           cudaGetErrorString(e_));                                                         \
+      res = ncclUnhandledCudaError;                                                         \
+      goto out;                                                                             \
+    }                                                                                       \
+  } while (0)
+
+int device_default_channels(void) { return DEVICE_DEFAULT_CHANNELS; }
+unsigned device_protocols(void) { return (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL); }
+
+ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out) {
+  ncclResult_t res = ncclSuccess;
+  dev_guard g;
+  struct weft_device* d = calloc(1, sizeof *d);
+  if (!d || !(d->launch = malloc(sizeof *d->launch))) {
+    WARN("rank %d: out of memory for the device executor", comm->rank);
+    free(d);
+    return ncclSystemError;
+  }
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  CUDA_TRY(comm, cudaHostAlloc((void**)&d->words, 64, cudaHostAllocMapped | cudaHostAllocPortable),
+           "cudaHostAlloc of the abort/error words");
+  memset(d->words, 0, 64);
+  CUDA_TRY(comm, cudaHostGetDevicePointer((void**)&d->words_dev, d->words, 0),
+           "cudaHostGetDevicePointer");
+  CUDA_TRY(comm, cudaEventCreateWithFlags(&d->last, cudaEventDisableTiming), "cudaEventCreate");
+  CUDA_TRY(comm, cudaEventCreateWithFlags(&d->join, cudaEventDisableTiming), "cudaEventCreate");
+  *out = d;
+out:
+  guard_leave(&g);
+  if (res != ncclSuccess) {
+    if (d->words) cudaFreeHost(d->words);
+    free(d->launch);
+    free(d);
+  }
+  return res;
+}
+
+void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort) {
+  if (!d) return;
+  dev_guard g;
+  if (guard_enter(&g, comm->cuda_dev) != cudaSuccess) {
+    WARN("rank %d: cannot select cuda device %d to free the device executor", comm->rank,
+         comm->cuda_dev);
+  }
+  if (abort) __atomic_store_n(&d->words[0], 1u, __ATOMIC_RELEASE);
+  if (d->have_last) {
+    /* Kernels still running use the connections about to be freed: wait for them, bounded;
+     * past the bound, tell them to stop and wait for that. */
+    uint64_t deadline = clock_ms() + (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS);
+    weft_backoff bo = {0};
+    cudaError_t e;
+    while ((e = cudaEventQuery(d->last)) == cudaErrorNotReady) {
+      if (clock_ms() > deadline && !d->words[0]) {
+        WARN("rank %d: kernels still running at destroy after WEFT_TIMEOUT_MS; stopping them",
+             comm->rank);
+        __atomic_store_n(&d->words[0], 1u, __ATOMIC_RELEASE);
+      }
+      backoff_wait(&bo);
+    }
+  }
+  cudaEventDestroy(d->last);
+  cudaEventDestroy(d->join);
+  cudaFreeHost(d->words);
+  free(d->launch);
+  free(d);
+  guard_leave(&g);
+}
+
+ncclResult_t device_exec_error(struct ncclComm* comm) {
+  struct weft_device* d = comm->device;
+  if (!d) return ncclSuccess;
+  uint32_t e = __atomic_load_n(&d->words[1], __ATOMIC_ACQUIRE);
+  if (e == 0) return ncclSuccess;
+  return e == 2 ? ncclRemoteError : ncclSystemError;
+}
+
+ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
+                              void* stream) {
+  ncclResult_t res = ncclSuccess;
+  dev_guard g;
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
+           "cudaMemcpyAsync (send to self)");
+out:
+  guard_leave(&g);
+  return res;
+}
+
+/* ---- building launches ---- */
+
+static int is_p2p(int func) { return func == ncclFuncSend || func == ncclFuncRecv; }
+static int reduces(int func) {
+  return func == ncclFuncAllReduce || func == ncclFuncReduce || func == ncclFuncReduceScatter;
+}
+
+/* The kernel an op needs: datatype and operator class; -1 for a copy (fits any kernel). */
+static int kernel_of(const weft_op* op) {
+  if (!reduces(op->func)) return -1;
+  int cls;
+  switch (op->redop.kind) {
+    case WEFT_RED_PROD: cls = WEFT_DRED_PROD; break;
+    case WEFT_RED_MAX: cls = WEFT_DRED_MAX; break;
+    case WEFT_RED_MIN: cls = WEFT_DRED_MIN; break;
+    default: cls = WEFT_DRED_SUM; break;
+  }
+  return (int)op->dtype * 8 + cls;
+}
+
+static const weft_dev_launcher launchers[ncclNumTypes] = {
+    weft_dev_launch_int8,  weft_dev_launch_uint8,  weft_dev_launch_int32, weft_dev_launch_uint32,
+    weft_dev_launch_int64, weft_dev_launch_uint64, weft_dev_launch_half,  weft_dev_launch_float,
+    weft_dev_launch_double, weft_dev_launch_bf16,  weft_dev_launch_e4m3,  weft_dev_launch_e5m2};
+
+static ncclResult_t fill_work(struct ncclComm* comm, const weft_work* w, weft_dev_work* dw) {
+  const weft_op* op = w->op;
+  memset(dw, 0, sizeof *dw);
+  dw->alg = w->alg;
+  for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
+    if (w->keys[k].peer < 0) continue;
+    dw->conns[k] = transport_dev_conn(comm, &w->keys[k]);
+    if (!dw->conns[k]) {
+      WARN("rank %d: %s: connection to rank %d (channel %d) has no device side", comm->rank,
+           plan_func_name(op->func), w->keys[k].peer, w->keys[k].channel);
+      return ncclInternalError;
+    }
+  }
+  dw->dtype = op->dtype;
+  dw->proto = op->proto;
+  switch (op->redop.kind) {
+    case WEFT_RED_PROD: dw->redop = WEFT_DRED_PROD; break;
+    case WEFT_RED_MAX: dw->redop = WEFT_DRED_MAX; break;
+    case WEFT_RED_MIN: dw->redop = WEFT_DRED_MIN; break;
+    case WEFT_RED_PREMULSUM: dw->redop = WEFT_DRED_PREMULSUM; break;
+    case WEFT_RED_SUMPOSTDIV: dw->redop = WEFT_DRED_SUMPOSTDIV; break;
+    default: dw->redop = WEFT_DRED_SUM; break;
+  }
+  dw->nranks_div = op->redop.nranks;
+  memcpy(&dw->scalar, op->redop.scalar, sizeof dw->scalar);
+  dw->scalar_ptr = op->scalar_ptr;
+  return ncclSuccess;
+}
+
+/* Block identity of a work: collectives by channel, point-to-point by (channel, peer, dir). */
+static long block_key(const weft_work* w) {
+  if (!is_p2p(w->op->func)) return w->channel;
+  return 1000000L + ((long)w->channel * 4096L + w->op->root) * 2 + (w->op->func == ncclFuncSend);
+}
+
+/* Lay the works [0, n) of ws out as blocks in L, keeping call order within a block. */
+static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
+                           weft_dev_launch* L) {
+  long keys[WEFT_DEV_MAX_BLOCKS];
+  int counts[WEFT_DEV_MAX_BLOCKS] = {0};
+  int nb = 0;
+  int* blk = malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (!blk) {
+    WARN("rank %d: out of memory laying out a launch", comm->rank);
+    return ncclSystemError;
+  }
+  for (int i = 0; i < n; i++) {
+    long k = block_key(ws[i]);
+    int b = 0;
+    while (b < nb && keys[b] != k) b++;
+    if (b == nb) {
+      if (nb == WEFT_DEV_MAX_BLOCKS) {
+        WARN("rank %d: one launch needs more than %d blocks (too many point-to-point peers and "
+             "channels in one group)",
+             comm->rank, WEFT_DEV_MAX_BLOCKS);
+        free(blk);
+        return ncclInvalidUsage;
+      }
+      keys[nb++] = k;
+    }
+    blk[i] = b;
+    counts[b]++;
+  }
+  int at = 0;
+  for (int b = 0; b < nb; b++) {
+    L->block_first[b] = (uint16_t)at;
+    at += counts[b];
+    L->block_end[b] = (uint16_t)L->block_first[b];
+  }
+  ncclResult_t res = ncclSuccess;
+  for (int i = 0; i < n && res == ncclSuccess; i++)
+    res = fill_work(comm, ws[i], &L->works[L->block_end[blk[i]]++]);
+  L->nblocks = nb;
+  L->nworks = n;
+  free(blk);
+  return res;
+}
+
+static ncclResult_t launch_one(struct ncclComm* comm, struct weft_device* d,
+                               weft_work* const* ws, int n, int kernel, cudaStream_t stream) {
+  if (n == 0) return ncclSuccess;
+  weft_dev_launch* L = d->launch;
+  L->comm.abort_flag = d->words_dev;
+  L->comm.error = d->words_dev + 1;
+  L->comm.timeout_ns = (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS) * 1000000ull;
+  WEFT_CHECK(layout(comm, ws, n, L));
+  int dtype = kernel < 0 ? ncclUint8 : kernel / 8, cls = kernel < 0 ? WEFT_DRED_SUM : kernel % 8;
+  int e = launchers[dtype](cls, L, stream);
+  if (e != 0) {
+    WARN("rank %d (cuda device %d): kernel launch of %d work item(s) on %d block(s) failed: %s",
+         comm->rank, comm->cuda_dev, n, L->nblocks, cudaGetErrorString((cudaError_t)e));
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,
+                                int nworks) {
+  struct weft_device* d = comm->device;
+  ncclResult_t res = ncclSuccess;
+  dev_guard g;
+  weft_work** run = malloc(sizeof *run * (size_t)(nworks ? nworks : 1));
+  weft_work** p2p = malloc(sizeof *p2p * (size_t)(nworks ? nworks : 1));
+  if (!run || !p2p) {
+    free(run);
+    free(p2p);
+    WARN("rank %d: out of memory launching %d work items", comm->rank, nworks);
+    return ncclSystemError;
+  }
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  if (!ops) goto out;
+  cudaStream_t stream = (cudaStream_t)ops->stream;
+  enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  CUDA_TRY(comm, cudaStreamIsCapturing(stream, &cap), "cudaStreamIsCapturing");
+  int capturing = cap != cudaStreamCaptureStatusNone;
+  /* Launches of one communicator run in call order even across streams. */
+  if (!capturing && d->have_last && d->last_stream != stream)
+    CUDA_TRY(comm, cudaStreamWaitEvent(stream, d->last, 0), "cudaStreamWaitEvent");
+  /* Ops of the group on other streams: the launch waits for their streams, and they for it. */
+  for (const weft_op* op = ops->next; op; op = op->next) {
+    if (op->stream == ops->stream) continue;
+    CUDA_TRY(comm, cudaEventRecord(d->join, (cudaStream_t)op->stream), "cudaEventRecord");
+    CUDA_TRY(comm, cudaStreamWaitEvent(stream, d->join, 0), "cudaStreamWaitEvent");
+  }
+
+  int np2p = 0;
+  for (int i = 0; i < nworks; i++)
+    if (is_p2p(works[i].op->func)) p2p[np2p++] = &works[i];
+  if (np2p > WEFT_DEV_MAX_WORKS) {
+    WARN("rank %d: a group of %d point-to-point work items exceeds one launch (%d)", comm->rank,
+         np2p, WEFT_DEV_MAX_WORKS);
+    res = ncclInvalidUsage;
+    goto out;
+  }
+  /* Collectives in call order, cut where the kernel changes or a launch is full; the
+   * point-to-point works join the first launch when they fit, else go first on their own. */
+  int n = 0, kernel = -1, p2p_done = 0;
+  for (int i = 0; i < nworks; i++) {
+    weft_work* w = &works[i];
+    if (is_p2p(w->op->func)) continue;
+    int k = kernel_of(w->op);
+    int extra = p2p_done ? 0 : np2p;
+    if (n > 0 && ((k >= 0 && kernel >= 0 && k != kernel) || n + extra >= WEFT_DEV_MAX_WORKS)) {
+      if (!p2p_done && n + np2p <= WEFT_DEV_MAX_WORKS) {
+        memcpy(run + n, p2p, sizeof *p2p * (size_t)np2p);
+        n += np2p;
+        p2p_done = 1;
+      } else if (!p2p_done) {
+        WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream), res, out);
+        p2p_done = 1;
+      }
+      WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream), res, out);
+      n = 0;
+      kernel = -1;
+    }
+    if (k >= 0) kernel = k;
+    run[n++] = w;
+  }
+  if (!p2p_done) {
+    if (n + np2p <= WEFT_DEV_MAX_WORKS) {
+      memcpy(run + n, p2p, sizeof *p2p * (size_t)np2p);
+      n += np2p;
+    } else {
+      WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream), res, out);
+    }
+  }
+  WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream), res, out);
+
+  if (!capturing) {
+    CUDA_TRY(comm, cudaEventRecord(d->last, stream), "cudaEventRecord");
+    d->have_last = 1;
+    d->last_stream = stream;
+  }
+  for (const weft_op* op = ops->next; op; op = op->next) {
+    if (op->stream == ops->stream) continue;
+    CUDA_TRY(comm, cudaEventRecord(d->join, stream), "cudaEventRecord");
+    CUDA_TRY(comm, cudaStreamWaitEvent((cudaStream_t)op->stream, d->join, 0),
+             "cudaStreamWaitEvent");
+  }
+out:
+  guard_leave(&g);
+  free(run);
+  free(p2p);
+  return res;
+}

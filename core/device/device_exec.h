@@ -1,0 +1,37 @@
+/* The GPU executor's host side: turns the work items of a launch into kernel launches on the
+ * caller's stream, orders launches of one communicator across streams, and watches the words
+ * the kernels report through (abort in, error out). Nothing here waits for a kernel, except
+ * destroy. */
+#ifndef WEFT_DEVICE_EXEC_H
+#define WEFT_DEVICE_EXEC_H
+
+#include <stddef.h>
+
+#include "nccl.h"
+#include "plan/plan.h"
+
+struct ncclComm;
+struct weft_device;
+
+/* Per communicator: the host-mapped abort/error words and the events that order launches. */
+ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out);
+/* Wait (bounded by WEFT_TIMEOUT_MS) for the last launch, or stop the kernels at once when
+ * abort is set, then free. */
+void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort);
+
+/* Enqueue the works of one communicator's group (ops: the group's ops, in call order). */
+ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,
+                                int nworks);
+/* Send to self / receive from self: a device copy on the op's stream. */
+ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
+                              void* stream);
+/* What the kernels reported: ncclSuccess, or the error a wait ended with. */
+ncclResult_t device_exec_error(struct ncclComm* comm);
+
+/* Channels a device communicator proposes (NCCL_MIN/MAX_NCHANNELS, config CTAs applied by the
+ * caller). */
+int device_default_channels(void);
+/* The protocols the kernels implement (NCCL_PROTO_* bits). */
+unsigned device_protocols(void);
+
+#endif

@@ -1,0 +1,408 @@
+/* The kernels (included once per datatype: device_kernel_<type>.cu): each block runs its work items in order; a work item walks the steps algo.h
+ * generates (the same generator the host executor uses) and executes each step, the primitive
+ *   out = f(src?, recv slots…) → dst?, send slots…
+ * over the connection FIFOs of conn.h with the Simple or the LL protocol.
+ *
+ * Simple: one thread per connection waits (receive: tail > step; send: head + NSTEPS > step),
+ * the block moves the step in 16-byte packs, then one thread publishes sizes and tail (after a
+ * system-scope fence, since the reader is a peer GPU, the host or the proxy) and head.
+ * LL: every thread moves 8-byte payloads as 16-byte lines {data, flag, data, flag}; a reader
+ * polls each line until both flags equal step + 1, so no fence and no tail wait is needed
+ * (except when a proxy delivers the bytes: WEFT_CONN_LL_TAIL).
+ * Every wait is bounded (dev_sync.cuh); a block that gives up skips the rest of its work and the
+ * host reports the communicator failed. */
+#ifndef WEFT_DEVICE_KERNEL_CUH
+#define WEFT_DEVICE_KERNEL_CUH
+
+#include <stdint.h>
+#include <string.h>
+
+#include "device/dev_sync.cuh"
+#include "device/dev_types.cuh"
+#include "device/device.h"
+
+#define NT 512 /* threads per block */
+#define UNROLL 4
+#define PROTO_LL 0
+#define PROTO_SIMPLE 2
+
+static_assert(sizeof(weft_dev_launch) <= 32000, "a launch fits the kernel parameter space");
+
+/* A block's view of the connections of the work item it runs. */
+struct ConnState {
+  weft_fifo_ctrl* ctrl[8];
+  char* buff[8];
+  uint64_t step_bytes[8];
+  uint64_t step[8];
+  uint64_t head[8]; /* last head seen (send side) */
+  int32_t flags[8];
+  int32_t host_mem[8];
+  int failed;
+};
+
+template <int DT> struct Red {
+  typename Ty<DT>::T scalar;
+  int pre;    /* PreMulSum */
+  int post_n; /* SumPostDiv divisor, 0: none */
+};
+
+/* ---- waits ---- */
+
+/* Thread t < nrecv + nsend waits for the t-th connection of the step; the block then agrees. */
+static __device__ void wait_step(ConnState& s, const weft_prim& p, const weft_dev_comm& c,
+                                 int need_tail) {
+  int t = threadIdx.x;
+  if (t < p.nrecv) {
+    int r = p.recv[t];
+    if (need_tail || (s.flags[r] & WEFT_CONN_LL_TAIL)) {
+      uint64_t seen;
+      if (wait_counter(&s.ctrl[r]->tail, s.step[r] + 1, c, &seen) != WAIT_OK) s.failed = 1;
+    }
+  } else if (t < p.nrecv + p.nsend) {
+    int k = p.send[t - p.nrecv];
+    if (s.step[k] >= s.head[k] + WEFT_NSTEPS) {
+      uint64_t seen;
+      if (wait_counter(&s.ctrl[k]->head, s.step[k] + 1 - WEFT_NSTEPS, c, &seen) != WAIT_OK)
+        s.failed = 1;
+      else
+        s.head[k] = seen;
+    }
+  }
+  __syncthreads();
+}
+
+/* After the data moved: publish sizes and tail to readers, head to writers. */
+static __device__ void post_step(ConnState& s, const weft_prim& p, size_t bytes, int proto) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int fence = proto == PROTO_SIMPLE;
+    for (int i = 0; i < p.nsend; i++)
+      if (s.host_mem[p.send[i]]) fence = 1;
+    /* Bytes on the wire, for a proxy: LL sends whole lines, flags included. */
+    size_t wire = proto == PROTO_LL ? (bytes ? (bytes + 7) / 8 : 1) * 16 : bytes;
+    for (int i = 0; i < p.nsend; i++) {
+      int k = p.send[i];
+      st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], (int64_t)wire);
+    }
+    if (fence && p.nsend) __threadfence_system();
+    for (int i = 0; i < p.nsend; i++) {
+      int k = p.send[i];
+      st_release_sys(&s.ctrl[k]->tail, s.step[k] + 1);
+      s.step[k]++;
+    }
+    for (int i = 0; i < p.nrecv; i++) {
+      int r = p.recv[i];
+      st_release_sys(&s.ctrl[r]->head, s.step[r] + 1);
+      s.step[r]++;
+    }
+  }
+  __syncthreads();
+}
+
+/* ---- Simple: packs of 16 bytes, elements for what is left ---- */
+
+template <int DT> static __device__ __forceinline__ uint4 pre_pack(uint4 v, const Red<DT>& r) {
+  uint64_t a = ((uint64_t)v.y << 32) | v.x, b = ((uint64_t)v.w << 32) | v.z;
+  a = premul_word<DT>(a, r.scalar);
+  b = premul_word<DT>(b, r.scalar);
+  return make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+}
+template <int DT> static __device__ __forceinline__ uint4 post_pack(uint4 v, int n) {
+  uint64_t a = ((uint64_t)v.y << 32) | v.x, b = ((uint64_t)v.w << 32) | v.z;
+  a = postdiv_word<DT>(a, n);
+  b = postdiv_word<DT>(b, n);
+  return make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+}
+template <int DT, int OP> static __device__ __forceinline__ uint4 combine_pack(uint4 v, uint4 w) {
+  uint64_t a = ((uint64_t)v.y << 32) | v.x, b = ((uint64_t)v.w << 32) | v.z;
+  uint64_t c = ((uint64_t)w.y << 32) | w.x, d = ((uint64_t)w.w << 32) | w.z;
+  a = combine_word<DT, OP>(a, c);
+  b = combine_word<DT, OP>(b, d);
+  return make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
+}
+
+/* ins[0] is the local source when src0 (pre applies to it), every other input is a receive
+ * slot (read volatile: a peer GPU or the host wrote it). */
+template <int DT, int OP>
+static __device__ void simple_move(const char* const* ins, int nin, int src0, char* const* outs,
+                                   int nout, size_t bytes, int pre, int post_n,
+                                   const Red<DT>& r) {
+  typedef typename Ty<DT>::T T;
+  uintptr_t align = 0;
+  for (int i = 0; i < nin; i++) align |= (uintptr_t)ins[i];
+  for (int i = 0; i < nout; i++) align |= (uintptr_t)outs[i];
+  size_t done = 0;
+  if ((align & 15) == 0) {
+    size_t npack = bytes / 16;
+    for (size_t base = threadIdx.x; base < npack; base += (size_t)NT * UNROLL) {
+      uint4 acc[UNROLL];
+#pragma unroll
+      for (int u = 0; u < UNROLL; u++) {
+        size_t i = base + (size_t)u * NT;
+        if (i < npack)
+          acc[u] = src0 ? ((const uint4*)ins[0])[i] : ld_volatile_16((const uint4*)ins[0] + i);
+      }
+      if (src0 && pre) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) acc[u] = pre_pack<DT>(acc[u], r);
+      }
+      for (int k = 1; k < nin; k++) {
+        uint4 in[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+          size_t i = base + (size_t)u * NT;
+          if (i < npack) in[u] = ld_volatile_16((const uint4*)ins[k] + i);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) acc[u] = combine_pack<DT, OP>(acc[u], in[u]);
+      }
+      if (post_n) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) acc[u] = post_pack<DT>(acc[u], post_n);
+      }
+      for (int o = 0; o < nout; o++) {
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) {
+          size_t i = base + (size_t)u * NT;
+          if (i < npack) ((uint4*)outs[o])[i] = acc[u];
+        }
+      }
+    }
+    done = npack * 16;
+  }
+  /* What is left (or everything, unaligned): element by element. Byte copies use T = uint8. */
+  size_t esz = sizeof(T);
+  for (size_t e = done / esz + threadIdx.x; e < bytes / esz; e += NT) {
+    T v = src0 ? ((const T*)ins[0])[e] : ((const volatile T*)ins[0])[e];
+    if (src0 && pre) v = Ty<DT>::premul(v, r.scalar);
+    for (int k = 1; k < nin; k++) v = combine<DT, OP>(v, ((const volatile T*)ins[k])[e]);
+    if (post_n) v = Ty<DT>::postdiv(v, post_n);
+    for (int o = 0; o < nout; o++) ((T*)outs[o])[e] = v;
+  }
+}
+
+template <int DT, int OP>
+static __device__ void simple_step(ConnState& s, const weft_prim& p, size_t elem,
+                                   const Red<DT>& r, const weft_dev_comm& c) {
+  wait_step(s, p, c, 1);
+  if (s.failed) return;
+  size_t bytes = p.nelem * elem;
+  const char* ins[1 + WEFT_PRIM_MAX_PEERS];
+  char* outs[1 + WEFT_PRIM_MAX_PEERS];
+  int nin = 0, nout = 0, src0 = p.src != NULL;
+  if (p.src) ins[nin++] = p.src;
+  for (int i = 0; i < p.nrecv; i++) {
+    int k = p.recv[i];
+    ins[nin++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
+  }
+  if (p.dst) outs[nout++] = p.dst;
+  for (int i = 0; i < p.nsend; i++) {
+    int k = p.send[i];
+    outs[nout++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
+  }
+  if (nin > 0 && bytes > 0)
+    simple_move<DT, OP>(ins, nin, src0, outs, nout, bytes, p.pre && r.pre, p.post ? r.post_n : 0,
+                        r);
+  post_step(s, p, bytes, PROTO_SIMPLE);
+}
+
+/* ---- LL: 8 payload bytes per 16-byte line ---- */
+
+static __device__ __forceinline__ uint64_t load8(const char* p, size_t n, int is_volatile) {
+  if (n >= 8 && ((uintptr_t)p & 7) == 0)
+    return is_volatile ? *(const volatile uint64_t*)p : *(const uint64_t*)p;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n && i < 8; i++) v |= (uint64_t)(uint8_t)p[i] << (8 * i);
+  return v;
+}
+static __device__ __forceinline__ void store8(char* p, size_t n, uint64_t v) {
+  if (n >= 8 && ((uintptr_t)p & 7) == 0) {
+    *(uint64_t*)p = v;
+    return;
+  }
+  for (size_t i = 0; i < n && i < 8; i++) p[i] = (char)(v >> (8 * i));
+}
+
+/* Wait until line l of a receive slot carries flag; 0 when the wait gave up. */
+static __device__ __forceinline__ int ll_read(const char* line, uint32_t flag,
+                                              const weft_dev_comm& c, uint64_t* out) {
+  uint4 v = ld_volatile_16(line);
+  if (v.y != flag || v.w != flag) {
+    uint64_t start = global_timer_ns();
+    for (uint32_t spins = 1;; spins++) {
+      v = ld_volatile_16(line);
+      if (v.y == flag && v.w == flag) break;
+      if ((spins & 1023) == 0) {
+        int why = *c.abort_flag ? WAIT_ABORT
+                  : global_timer_ns() - start > c.timeout_ns ? WAIT_TIMEOUT
+                                                             : WAIT_OK;
+        if (why != WAIT_OK) {
+          if (*c.error == 0) *c.error = (uint32_t)why;
+          return 0;
+        }
+      }
+    }
+  }
+  *out = ((uint64_t)v.z << 32) | v.x;
+  return 1;
+}
+
+template <int DT, int OP>
+static __device__ void ll_step(ConnState& s, const weft_prim& p, size_t elem, const Red<DT>& r,
+                               const weft_dev_comm& c) {
+  wait_step(s, p, c, 0);
+  if (s.failed) return;
+  size_t bytes = p.nelem * elem;
+  size_t nlines = bytes ? (bytes + 7) / 8 : 1;
+  int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
+  for (size_t l = threadIdx.x; l < nlines; l += NT) {
+    size_t off = l * 8, n = off < bytes ? bytes - off : 0;
+    uint64_t acc = 0;
+    int have = 0;
+    if (p.src) {
+      acc = load8(p.src + off, n, 0);
+      if (pre) acc = premul_word<DT>(acc, r.scalar);
+      have = 1;
+    }
+    for (int i = 0; i < p.nrecv; i++) {
+      int k = p.recv[i];
+      const char* line = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k] + l * 16;
+      uint64_t v;
+      if (!ll_read(line, (uint32_t)(s.step[k] + 1), c, &v)) {
+        s.failed = 1;
+        v = 0;
+      }
+      acc = have ? combine_word<DT, OP>(acc, v) : v;
+      have = 1;
+    }
+    if (post_n) acc = postdiv_word<DT>(acc, post_n);
+    if (p.dst && n) store8(p.dst + off, n, acc);
+    for (int i = 0; i < p.nsend; i++) {
+      int k = p.send[i];
+      uint32_t flag = (uint32_t)(s.step[k] + 1);
+      char* line = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k] + l * 16;
+      st_volatile_16(line, make_uint4((uint32_t)acc, flag, (uint32_t)(acc >> 32), flag));
+    }
+  }
+  __syncthreads();
+  if (s.failed) return;
+  post_step(s, p, bytes, PROTO_LL);
+}
+
+/* ---- work items ---- */
+
+template <int DT, int OP>
+static __device__ void run_work(ConnState& s, const weft_dev_work& w, const weft_dev_comm& c) {
+  typedef typename Ty<DT>::T T;
+  if (threadIdx.x == 0) {
+    s.failed = 0;
+    for (int k = 0; k < 8; k++) {
+      weft_dev_conn* d = w.conns[k];
+      if (!d) continue;
+      s.ctrl[k] = d->ctrl;
+      s.buff[k] = d->buff;
+      s.step_bytes[k] = d->step_bytes;
+      s.step[k] = d->step;
+      s.head[k] = d->head_seen;
+      s.flags[k] = d->flags;
+      s.host_mem[k] = d->host_mem;
+    }
+  }
+  Red<DT> r;
+  r.pre = w.redop == WEFT_DRED_PREMULSUM;
+  r.post_n = w.redop == WEFT_DRED_SUMPOSTDIV ? w.nranks_div : 0;
+  if (w.scalar_ptr)
+    r.scalar = *(const T*)w.scalar_ptr; /* read when the kernel runs, in stream order */
+  else
+    memcpy(&r.scalar, &w.scalar, sizeof(T));
+  __syncthreads();
+  const weft_algo& a = w.alg;
+  uint64_t n = a.npc[0] > a.npc[1] ? a.npc[0] : a.npc[1];
+  int nstreams = a.npc[1] ? 2 : 1;
+  /* A tree's two streams interleave step by step: up i, then down i. Up i only needs the
+   * children's up i, down i only the parent's down i, so no rank waits on itself. */
+  for (uint64_t pc = 0; pc < n && !s.failed; pc++) {
+    for (int st = 0; st < nstreams && !s.failed; st++) {
+      weft_prim p;
+      if (!algo_prim(&a, st, pc, &p)) continue;
+      if (w.proto == PROTO_LL)
+        ll_step<DT, OP>(s, p, a.elem, r, c);
+      else
+        simple_step<DT, OP>(s, p, a.elem, r, c);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < 8; k++)
+      if (w.conns[k]) {
+        w.conns[k]->step = s.step[k];
+        w.conns[k]->head_seen = s.head[k];
+      }
+  }
+  __syncthreads();
+}
+
+static __device__ int func_reduces(int func) {
+  return func == WEFT_FN_ALLREDUCE || func == WEFT_FN_REDUCE || func == WEFT_FN_REDUCESCATTER;
+}
+
+/* Separate functions, not inlined into one another: ptxas then allocates each on its own (one
+ * kernel inlining every type and op takes it many minutes and gigabytes). */
+static __device__ __noinline__ void run_copy(ConnState& s, const weft_dev_work& w,
+                                            const weft_dev_comm& c) {
+  run_work<DT_UINT8, OP_SUM>(s, w, c); /* a copy: bytes are bytes */
+}
+
+template <int DT, int OP>
+static __device__ __noinline__ void run_reduce(ConnState& s, const weft_dev_work& w,
+                                              const weft_dev_comm& c) {
+  run_work<DT, OP>(s, w, c);
+}
+
+/* One kernel per datatype, operator and parameter size; copies (Broadcast, AllGather, Send,
+ * Recv) ride along in any of them. */
+template <int DT, int OP, typename LT>
+__global__ void __launch_bounds__(NT, 1) weft_kernel(const __grid_constant__ LT L) {
+  __shared__ ConnState s;
+  int b = blockIdx.x;
+  for (int i = L.block_first[b]; i < L.block_end[b]; i++) {
+    const weft_dev_work& w = L.works[i];
+    if (func_reduces(w.alg.func))
+      run_reduce<DT, OP>(s, w, L.comm);
+    else
+      run_copy(s, w, L.comm);
+    if (s.failed) break;
+  }
+}
+
+template <int DT, int OP>
+static int launch_kernel(const weft_dev_launch* l, cudaStream_t st) {
+  dim3 grid(l->nblocks), block(NT);
+  if (l->nworks <= WEFT_DEV_SMALL && l->nblocks <= WEFT_DEV_SMALL) {
+    weft_dev_launch_small sl;
+    sl.comm = l->comm;
+    sl.nblocks = l->nblocks;
+    sl.nworks = l->nworks;
+    memcpy(sl.block_first, l->block_first, sizeof sl.block_first);
+    memcpy(sl.block_end, l->block_end, sizeof sl.block_end);
+    memcpy(sl.works, l->works, sizeof(weft_dev_work) * (size_t)l->nworks);
+    weft_kernel<DT, OP, weft_dev_launch_small><<<grid, block, 0, st>>>(sl);
+  } else {
+    weft_kernel<DT, OP, weft_dev_launch><<<grid, block, 0, st>>>(*l);
+  }
+  return (int)cudaGetLastError();
+}
+
+/* The launcher each datatype's file defines: the kernel of op (a WEFT_DRED_* value). */
+#define WEFT_DEFINE_LAUNCHER(NAME, DT)                                     \
+  extern "C" int NAME(int redop, const weft_dev_launch* l, void* stream) { \
+    cudaStream_t st = (cudaStream_t)stream;                                \
+    switch (redop) {                                                       \
+      case WEFT_DRED_PROD: return launch_kernel<DT, OP_PROD>(l, st);       \
+      case WEFT_DRED_MAX: return launch_kernel<DT, OP_MAX>(l, st);         \
+      case WEFT_DRED_MIN: return launch_kernel<DT, OP_MIN>(l, st);         \
+      default: return launch_kernel<DT, OP_SUM>(l, st);                    \
+    }                                                                      \
+  }
+
+#endif

@@ -1,0 +1,4 @@
+/* Kernels for int32 (device_kernel.cuh); one file per datatype so they compile in parallel. */
+#include "device/device_kernel.cuh"
+
+WEFT_DEFINE_LAUNCHER(weft_dev_launch_int32, DT_INT32)

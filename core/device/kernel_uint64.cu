@@ -1,0 +1,4 @@
+/* Kernels for uint64 (device_kernel.cuh); one file per datatype so they compile in parallel. */
+#include "device/device_kernel.cuh"
+
+WEFT_DEFINE_LAUNCHER(weft_dev_launch_uint64, DT_UINT64)

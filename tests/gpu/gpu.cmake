@@ -1,0 +1,132 @@
+# The GPU data path (label gpu; mp too for the multi-process entries): device-mode communicators
+# (WEFT_DEVICE=device) checked through the public API and the CUDA runtime only. One program,
+# gpu_coll, one registration per configuration: 1 process driving 2 GPUs (ncclCommInitAll, or
+# grouped ncclCommInitRank) or 2 processes with one GPU each; Ring and Tree with each protocol
+# forced; P2P disabled (SHM); P2P and SHM disabled (NET over loopback, through the net-socket
+# plugin and through the built-in socket net); send/recv patterns; AlltoAll/Gather/Scatter;
+# CUDA graph capture and replay; ncclMemAlloc and registration. Every entry exits 77 (skipped)
+# with one line when no GPU is usable, when fewer GPUs than ranks are visible, or while weft says
+# the device data path is "not available yet".
+#
+# Run on a GPU machine:  cd build && ctest -L gpu --output-on-failure
+# Inputs derive from the seed (default: the commit hash at configure time; WEFT_TEST_SEED in
+# ctest's environment overrides it); every failure prints a "rerun:" line. WEFT_TEST_FULL=1 at
+# run time runs the full matrix instead of the sample (set it at configure time too, for the
+# week-long timeout).
+
+if(WEFT_HAVE_CUDA)
+  set(WEFT_GPU_SEED "" CACHE STRING "default seed of the GPU test sample (empty: git commit)")
+  set(_gpu_seed "${WEFT_GPU_SEED}")
+  if(_gpu_seed STREQUAL "")
+    set(_gpu_seed 0x5eed9b0c)
+    find_package(Git QUIET)
+    if(GIT_FOUND)
+      execute_process(COMMAND ${GIT_EXECUTABLE} -C ${PROJECT_SOURCE_DIR} rev-parse --short=12 HEAD
+        OUTPUT_VARIABLE _gpu_head RESULT_VARIABLE _gpu_git_rc
+        OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+      if(_gpu_git_rc EQUAL 0 AND _gpu_head MATCHES "^[0-9a-f]+$")
+        set(_gpu_seed 0x${_gpu_head})
+      endif()
+    endif()
+  endif()
+
+  set(_gpu_timeout 300)
+  if("$ENV{WEFT_TEST_FULL}" STREQUAL "1")
+    set(_gpu_timeout 604800)
+  endif()
+
+  set(_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
+  add_executable(gpu_coll ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_case.c
+    ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c)
+  # tests/coll's harness: its reference (coll_ref.h) and number formats (coll_fp.h).
+  target_link_libraries(gpu_coll PRIVATE weft_coll_harness CUDA::cudart)
+  set_target_properties(gpu_coll PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+
+  # The harness checked without a GPU: gpu_coll built against a fake CUDA runtime on host memory
+  # (gpu_fake_cuda.c), driving host-mode communicators (label unit, not gpu).
+  add_executable(gpu_harness_selftest ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c
+    ${_gpu_dir}/gpu_case.c ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c
+    ${_gpu_dir}/gpu_fake_cuda.c)
+  target_compile_definitions(gpu_harness_selftest PRIVATE GPU_FAKE_CUDA=1)
+  target_include_directories(gpu_harness_selftest PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(gpu_harness_selftest PRIVATE weft_coll_harness)
+  set_target_properties(gpu_harness_selftest PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  set(_gpu_fake_env
+    "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=4")
+  foreach(mode "procs;2;std,p2p" "procs;3;all" "gpus;2;all")
+    list(GET mode 0 _m)
+    list(GET mode 1 _n)
+    list(GET mode 2 _c)
+    string(REPLACE "," "_" _cn ${_c})
+    add_test(NAME gpu_harness_selftest_${_m}${_n}_${_cn}
+      COMMAND gpu_harness_selftest --${_m} ${_n} --colls ${_c} --extra 20
+              --default-seed ${_gpu_seed})
+    set_tests_properties(gpu_harness_selftest_${_m}${_n}_${_cn} PROPERTIES LABELS "unit"
+      TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${_gpu_fake_env}")
+  endforeach()
+  # ... and it notices wrong bytes (every 5th download has one flipped).
+  add_test(NAME gpu_harness_selftest_notices_corruption
+    COMMAND gpu_harness_selftest --gpus 2 --colls all --extra 0 --default-seed ${_gpu_seed})
+  set_tests_properties(gpu_harness_selftest_notices_corruption PROPERTIES LABELS "unit"
+    TIMEOUT 300 ENVIRONMENT "${_gpu_fake_env};WEFT_FAKE_CUDA_CORRUPT=5"
+    PASS_REGULAR_EXPRESSION "cases passed, [1-9][0-9]* failed")
+
+  set(_gpu_env "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0;NCCL_SOCKET_IFNAME=lo")
+  # weft_gpu_test(NAME n LABELS l … [ENV K=V …] ARGS gpu_coll arguments …)
+  # One GPU test at a time (RESOURCE_LOCK), even under ctest -j.
+  function(weft_gpu_test)
+    cmake_parse_arguments(T "" "NAME" "LABELS;ENV;ARGS" ${ARGN})
+    add_test(NAME ${T_NAME} COMMAND gpu_coll ${T_ARGS} --default-seed ${_gpu_seed})
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${_gpu_timeout}
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "${_gpu_env};${T_ENV}")
+  endfunction()
+
+  # Collectives (AllReduce, Reduce, Broadcast, AllGather, ReduceScatter) x datatype x op x size x
+  # in place x root, sampled; the tuner's choice of algorithm and protocol.
+  weft_gpu_test(NAME gpu_coll_1rank LABELS gpu ARGS --gpus 1 --colls std,p2p --extra 20)
+  weft_gpu_test(NAME gpu_coll_1proc_2gpus LABELS gpu ARGS --gpus 2 --colls std --big)
+  weft_gpu_test(NAME gpu_coll_1proc_2gpus_initrank_group LABELS gpu
+    ARGS --gpus 2 --init group --colls std --extra 20)
+  weft_gpu_test(NAME gpu_coll_2procs LABELS gpu mp ARGS --procs 2 --colls std --big)
+
+  # Algorithm and protocol forced. Tree exists for AllReduce only (NCCL's rule).
+  foreach(proto Simple LL LL128)
+    string(TOLOWER ${proto} _p)
+    weft_gpu_test(NAME gpu_coll_ring_${_p} LABELS gpu mp ENV NCCL_ALGO=Ring NCCL_PROTO=${proto}
+      ARGS --procs 2 --colls std --extra 20)
+    weft_gpu_test(NAME gpu_coll_tree_${_p} LABELS gpu mp ENV NCCL_ALGO=Tree NCCL_PROTO=${proto}
+      ARGS --procs 2 --colls AllReduce --extra 20)
+  endforeach()
+  weft_gpu_test(NAME gpu_coll_tree LABELS gpu mp ENV NCCL_ALGO=Tree
+    ARGS --procs 2 --colls AllReduce --big)
+
+  # Transports: SHM (P2P disabled); NET on loopback (P2P and SHM disabled), through
+  # build/lib's net-socket plugin and through the built-in socket net.
+  weft_gpu_test(NAME gpu_coll_p2p_disabled_shm LABELS gpu mp ENV NCCL_P2P_DISABLE=1
+    ARGS --procs 2 --colls std,p2p)
+  weft_gpu_test(NAME gpu_coll_net_socket LABELS gpu mp
+    ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket
+        NCCL_NET_PLUGIN=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/libnccl-net-socket.so
+    ARGS --procs 2 --colls std,p2p)
+  weft_gpu_test(NAME gpu_coll_net_builtin LABELS gpu mp
+    ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_NET_PLUGIN=none
+    ARGS --procs 2 --colls std,p2p)
+
+  # Point-to-point: a shifted ring exchange (every shift) and an all-to-all of Sends/Recvs in
+  # one group; ncclAlltoAll, ncclGather, ncclScatter (skipped while "not available yet").
+  weft_gpu_test(NAME gpu_sendrecv_1proc_2gpus LABELS gpu ARGS --gpus 2 --colls p2p --extra 40)
+  weft_gpu_test(NAME gpu_sendrecv_2procs LABELS gpu mp ARGS --procs 2 --colls p2p --extra 40)
+  weft_gpu_test(NAME gpu_alltoall_gather_scatter_2procs LABELS gpu mp
+    ARGS --procs 2 --colls extra --extra 20)
+
+  # CUDA graph capture and replay.
+  weft_gpu_test(NAME gpu_graph_capture_1rank LABELS gpu ARGS --gpus 1 --suite graph)
+  weft_gpu_test(NAME gpu_graph_capture_1proc_2gpus LABELS gpu ARGS --gpus 2 --suite graph)
+  weft_gpu_test(NAME gpu_graph_capture_2procs LABELS gpu mp ARGS --procs 2 --suite graph)
+
+  # ncclMemAlloc buffers, ncclCommRegister and ncclCommWindowRegister.
+  weft_gpu_test(NAME gpu_mem_register_1proc_2gpus LABELS gpu ARGS --gpus 2 --suite mem)
+  weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
+endif()

@@ -1,0 +1,197 @@
+/* weft's GPU data path, checked through the public NCCL API and the CUDA runtime only:
+ * collectives and point-to-point on random data against a host reference (suite coll), CUDA
+ * graph capture and replay (suite graph), ncclMemAlloc buffers and buffer/window registration
+ * (suite mem). The configuration (algorithm, protocol, transport) comes from the environment:
+ * one ctest entry per configuration (tests/gpu/gpu.cmake).
+ *
+ *   gpu_coll (--procs N | --gpus N [--init all|group]) [--suite coll|graph|mem]
+ *            [--colls std|p2p|extra|all|AllReduce,…] [--big] [--extra K]
+ *            [--default-seed S] [--timeout S]
+ *
+ * Environment:
+ *   WEFT_TEST_SEED=S     seed of the sample and of every input (printed at start)
+ *   WEFT_TEST_FULL=1     the full matrix of --colls instead of the sample (all sizes, up to 64 MiB)
+ *   WEFT_GPU_CASE=C[,C]  only these cases (names as in "rerun:" lines; from the full matrix)
+ *   WEFT_GPU_FILTER=a,b  only cases with fields a and b (e.g. AllReduce,bfloat16,inplace)
+ *   WEFT_GPU_LIST=1      print the selected cases and exit (needs no GPU)
+ *   WEFT_GPU_VERBOSE=1   one line per case
+ *   WEFT_GPU_WAIT_S, WEFT_GPU_WATCHDOG_S   bounds on a stream wait (120) and a case (150)
+ * Exit: 0 passed; 1 failed; 77 skipped: no usable GPU, fewer GPUs than ranks, or weft answers
+ * "not available yet" (the device data path; AlltoAll/Gather/Scatter; ncclMemAlloc,
+ * registration, capture). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "gpu_case.h"
+#include "gpu_run.h"
+#include "gpu_suites.h"
+#include "gpu_world.h"
+#include "testutil.h"
+
+static void usage(void) {
+  fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) "
+                  "[--suite coll|graph|mem] [--colls std|p2p|extra|all|AllReduce,…] [--big] "
+                  "[--extra K] [--default-seed S] [--timeout S]\n");
+  exit(2);
+}
+
+typedef struct {
+  gpu_case_list cases;
+  int verbose;
+} coll_opts;
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The collective suite on one world: a gate (a small AllReduce: "not available yet" skips the
+ * whole run), then every selected case. */
+static int coll_body(gpu_world* w, void* arg) {
+  coll_opts* o = arg;
+  const int lead = w->loc[0].rank == 0;
+  int rc = gpu_run_gate(w);
+  if (rc != GPU_PASS) return rc;
+  int failed = 0, passed = 0, na_kinds = 0, na_cases = 0;
+  double t0 = now_s();
+  for (int i = 0; i < o->cases.n; i++) {
+    const gpu_case* c = &o->cases.v[i];
+    if (na_kinds >> c->kind & 1) {
+      na_cases++;
+      continue;
+    }
+    double t1 = now_s();
+    rc = gpu_run_case(w, c, w->seed, GPU_MEM_CUDA);
+    char name[GPU_CASE_STR];
+    gpu_case_name(c, name);
+    if (rc == GPU_SKIP && gpu_kind_optional(c->kind)) {
+      na_kinds |= 1u << c->kind;
+      na_cases++;
+      if (lead)
+        printf("nccl%s is not available yet: its cases are skipped (%s)\n",
+               gpu_kind_name[c->kind], ncclGetLastError(w->loc[0].comm));
+      continue;
+    }
+    if (rc == GPU_SKIP) {
+      fprintf(stderr, "FAIL rank %d: %s: weft answered \"not available yet\" (%s)\n",
+              w->loc[0].rank, name, ncclGetLastError(w->loc[0].comm));
+      gpu_print_rerun(stderr, w->seed, name);
+      rc = GPU_FAIL;
+    }
+    if (rc == GPU_FAIL && ++failed >= 10) {
+      fprintf(stderr, "rank %d: 10 failed cases: stopping\n", w->loc[0].rank);
+      break;
+    }
+    passed += rc == GPU_PASS;
+    if (o->verbose && lead)
+      printf("  [%d/%d] %s: %.1f ms%s\n", i + 1, o->cases.n, name, (now_s() - t1) * 1e3,
+             rc == GPU_PASS ? "" : " FAILED");
+  }
+  if (lead || failed)
+    printf("rank %d: %d cases passed, %d failed, %d not available yet (%.1f s)\n",
+           w->loc[0].rank, passed, failed, na_cases, now_s() - t0);
+  return failed ? GPU_FAIL : na_cases ? GPU_SKIP : GPU_PASS;
+}
+
+static uint64_t parse_u64(const char* s) {
+  char* end = NULL;
+  uint64_t v = strtoull(s, &end, 0);
+  if (!end || *end) usage();
+  return v;
+}
+
+int main(int argc, char** argv) {
+  test_require_weft_lib();
+  gpu_set_cmdline(argc, argv);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  int procs = 0, gpus = 0, init_group = 0, big = 0, extra = 40, timeout = 280;
+  const char* suite = "coll";
+  unsigned kinds = gpu_parse_kinds("std");
+  uint64_t default_seed = 0x5eed9b0c;
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--big")) {
+      big = 1;
+      continue;
+    }
+    if (!v) usage();
+    i++;
+    if (!strcmp(a, "--procs")) procs = atoi(v);
+    else if (!strcmp(a, "--gpus")) gpus = atoi(v);
+    else if (!strcmp(a, "--init")) {
+      if (strcmp(v, "all") && strcmp(v, "group")) usage();
+      init_group = !strcmp(v, "group");
+    } else if (!strcmp(a, "--suite")) suite = v;
+    else if (!strcmp(a, "--colls")) {
+      if (!(kinds = gpu_parse_kinds(v))) usage();
+    } else if (!strcmp(a, "--extra")) extra = atoi(v);
+    else if (!strcmp(a, "--default-seed")) default_seed = parse_u64(v);
+    else if (!strcmp(a, "--timeout")) timeout = atoi(v);
+    else usage();
+  }
+  if ((procs > 0) == (gpus > 0) || procs > 64 || gpus > GPU_MAX_LOCAL || extra < 0) usage();
+  const int nranks = procs ? procs : gpus;
+  const int full = gpu_env_int("WEFT_TEST_FULL", 0) == 1;
+  if (full) timeout = 0;
+  const uint64_t seed = test_seed(default_seed);
+
+  gpu_body_fn body = NULL;
+  void* arg = NULL;
+  coll_opts co;
+  memset(&co, 0, sizeof co);
+  co.verbose = gpu_env_int("WEFT_GPU_VERBOSE", 0);
+  if (!strcmp(suite, "coll")) {
+    gpu_space sp = {nranks, kinds, big, extra};
+    const char* only = getenv("WEFT_GPU_CASE");
+    const char* filter = getenv("WEFT_GPU_FILTER");
+    if (full || (only && *only))
+      gpu_full_matrix(&sp, &co.cases);
+    else
+      gpu_sample(&sp, seed, &co.cases);
+    if (only && *only) gpu_list_keep_names(&co.cases, only);
+    if (filter && *filter) gpu_list_keep_matching(&co.cases, filter);
+    if (gpu_env_int("WEFT_GPU_LIST", 0)) {
+      for (int i = 0; i < co.cases.n; i++) {
+        char name[GPU_CASE_STR];
+        gpu_case_name(&co.cases.v[i], name);
+        printf("%s\n", name);
+      }
+      printf("%d cases\n", co.cases.n);
+      gpu_list_free(&co.cases);
+      return 0;
+    }
+    if (co.cases.n == 0) {
+      fprintf(stderr, "gpu_coll: no case selected (WEFT_GPU_CASE/WEFT_GPU_FILTER?)\n");
+      return GPU_FAIL;
+    }
+    body = coll_body;
+    arg = &co;
+  } else if (!strcmp(suite, "graph")) {
+    body = gpu_graph_body;
+    gpu_set_rerun_by_case(0);
+  } else if (!strcmp(suite, "mem")) {
+    body = gpu_mem_body;
+    gpu_set_rerun_by_case(0);
+  } else {
+    usage();
+  }
+  char what[64] = "";
+  if (!strcmp(suite, "coll"))
+    snprintf(what, sizeof what, " (%s: %d cases)", full ? "full matrix" : "sample", co.cases.n);
+  char env[400], banner[512];
+  gpu_format_env(env, sizeof env);
+  snprintf(banner, sizeof banner, "gpu_coll: suite %s%s, %d ranks %s, seed 0x%" PRIx64 ";%s\n",
+           suite, what, nranks, procs ? "in as many processes" : "in one process", seed, env);
+  gpu_set_banner(banner);
+  int rc = procs ? gpu_run_procs(procs, body, arg, seed, timeout)
+                 : gpu_run_gpus(gpus, init_group, body, arg, seed);
+  gpu_list_free(&co.cases);
+  if (rc == GPU_FAIL) gpu_print_rerun(stderr, seed, NULL);
+  return rc;
+}

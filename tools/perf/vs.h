@@ -1,0 +1,40 @@
+/* --vs PATH: two NCCL-ABI libraries measured in one run, taking turns size by size, so that
+ * whatever drifts on the machine (clocks, temperature, other tenants) hits both alike.
+ *
+ * Each library runs in processes of its own, never both in one process. The two usually share
+ * a SONAME (libnccl.so.2), and each brings its own CUDA runtime (stock NCCL links cudart
+ * statically). dlmopen(LM_ID_NEWLM) could map the second into a separate link-map namespace,
+ * but then one process holds two CUDA runtimes with duplicated global state over one driver
+ * context, and glibc gives such namespaces little static TLS; when that breaks, it breaks
+ * inside the libraries, where we cannot diagnose it. A process per library is exactly what an
+ * application is: one library, one runtime. So the coordinator (the weft-perf process; it
+ * loads neither library and never initialises CUDA) forks one group per library before
+ * anything touches a GPU. A group loads its library and runs what a plain weft-perf run would
+ * (-np rank processes under a hub, or one process driving -g GPUs), with its stdout captured
+ * for printing at the end.
+ *
+ * Turns: a group runs only while it holds the turn; the other waits, blocked in a read (no
+ * polling, no GPU work queued). A turn is the group's initialisation, the warm-up of one
+ * test, one size of one test (out-of-place and in-place, with checking), or its teardown.
+ * The coordinator alternates turns in the order A B, B A, A B, … so neither library always
+ * runs right after the other. Rows travel to the coordinator as they are measured. */
+#ifndef WEFT_PERF_VS_H
+#define WEFT_PERF_VS_H
+
+#include "bench.h"
+
+/* The coordinator: forks both groups (library A = s->o->lib or weft, B = s->o->vs), serves
+ * their turns, then prints A's output, B's output and the comparison, and writes --json and
+ * --plot. Returns the exit code of the run (the first failing group's code, else 0). */
+int perf_vs_run(struct perf_setup* s, int np);
+
+/* In a group's processes: ends this process's part of the current turn and waits for the
+ * group's next. Collective over the group's processes (a barrier on the side channel, then
+ * the root process asks the coordinator, then a barrier). 0, or -1 when the coordinator is
+ * gone. A no-op (0) without --vs. */
+int perf_vs_turn(struct perf_proc* p);
+
+/* The root process hands a measured row to the coordinator. A no-op without --vs. */
+void perf_vs_row(struct perf_proc* p, const struct perf_result* r);
+
+#endif
