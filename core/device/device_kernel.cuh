@@ -71,28 +71,39 @@ static __device__ void wait_step(ConnState& s, const weft_prim& p, const weft_de
   __syncthreads();
 }
 
-/* After the data moved: publish sizes and tail to readers, head to writers. */
+static __device__ __forceinline__ void st_volatile_u64u(uint64_t* p, uint64_t v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* After the data moved: publish sizes and tail to readers, head to writers.
+ * Simple: the slot's bytes must be visible before tail, so a system-scope fence precedes it.
+ * LL: the lines carry their own flags; only a reader that waits for tail (a proxy, on host
+ * memory) needs sizes and tail, and it needs the fence too. Head needs no fence: the slot's
+ * bytes were all read (their values are already stored) before the barrier. */
 static __device__ void post_step(ConnState& s, const weft_prim& p, size_t bytes, int proto) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    int fence = proto == PROTO_SIMPLE;
+    int host = 0;
     for (int i = 0; i < p.nsend; i++)
-      if (s.host_mem[p.send[i]]) fence = 1;
-    /* Bytes on the wire, for a proxy: LL sends whole lines, flags included. */
-    size_t wire = proto == PROTO_LL ? (bytes ? (bytes + 7) / 8 : 1) * 16 : bytes;
-    for (int i = 0; i < p.nsend; i++) {
-      int k = p.send[i];
-      st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], (int64_t)wire);
+      if (s.host_mem[p.send[i]]) host = 1;
+    int publish = proto == PROTO_SIMPLE || host;
+    if (publish && p.nsend) {
+      /* Bytes on the wire, for a proxy: LL sends whole lines, flags included. */
+      size_t wire = proto == PROTO_LL ? (bytes ? (bytes + 7) / 8 : 1) * 16 : bytes;
+      for (int i = 0; i < p.nsend; i++) {
+        int k = p.send[i];
+        st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], (int64_t)wire);
+      }
+      __threadfence_system();
     }
-    if (fence && p.nsend) __threadfence_system();
     for (int i = 0; i < p.nsend; i++) {
       int k = p.send[i];
-      st_release_sys(&s.ctrl[k]->tail, s.step[k] + 1);
+      if (publish) st_volatile_u64u(&s.ctrl[k]->tail, s.step[k] + 1);
       s.step[k]++;
     }
     for (int i = 0; i < p.nrecv; i++) {
       int r = p.recv[i];
-      st_release_sys(&s.ctrl[r]->head, s.step[r] + 1);
+      st_volatile_u64u(&s.ctrl[r]->head, s.step[r] + 1);
       s.step[r]++;
     }
   }
