@@ -37,7 +37,8 @@ struct ConnState {
   uint64_t head[8]; /* last head seen (send side) */
   int32_t flags[8];
   int32_t host_mem[8];
-  int failed;
+  int wait_failed; /* set by thread 0 in wait_step, read after its barrier */
+  int data_failed; /* set while data moves (LL reads), read after post_step's barrier */
 };
 
 template <int DT> struct Red {
@@ -48,27 +49,30 @@ template <int DT> struct Red {
 
 /* ---- waits ---- */
 
-/* Thread t < nrecv + nsend waits for the t-th connection of the step; the block then agrees. */
-static __device__ void wait_step(ConnState& s, const weft_prim& p, const weft_dev_comm& c,
-                                 int need_tail) {
-  int t = threadIdx.x;
-  if (t < p.nrecv) {
-    int r = p.recv[t];
-    if (need_tail || (s.flags[r] & WEFT_CONN_LL_TAIL)) {
+/* Thread 0 waits for every connection of the step (it also published the previous step, so
+ * it reads the step counters it wrote itself); the barrier then releases the block. Two
+ * barriers a step in all: this one and post_step's. */
+static __device__ int wait_step(ConnState& s, const weft_prim& p, const weft_dev_comm& c,
+                                int need_tail) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < p.nrecv; i++) {
+      int r = p.recv[i];
+      if (!need_tail && !(s.flags[r] & WEFT_CONN_LL_TAIL)) continue;
       uint64_t seen;
-      if (wait_counter(&s.ctrl[r]->tail, s.step[r] + 1, c, &seen) != WAIT_OK) s.failed = 1;
+      if (wait_counter(&s.ctrl[r]->tail, s.step[r] + 1, c, &seen) != WAIT_OK) s.wait_failed = 1;
     }
-  } else if (t < p.nrecv + p.nsend) {
-    int k = p.send[t - p.nrecv];
-    if (s.step[k] >= s.head[k] + WEFT_NSTEPS) {
+    for (int i = 0; i < p.nsend && !s.wait_failed; i++) {
+      int k = p.send[i];
+      if (s.step[k] < s.head[k] + WEFT_NSTEPS) continue;
       uint64_t seen;
       if (wait_counter(&s.ctrl[k]->head, s.step[k] + 1 - WEFT_NSTEPS, c, &seen) != WAIT_OK)
-        s.failed = 1;
+        s.wait_failed = 1;
       else
         s.head[k] = seen;
     }
   }
   __syncthreads();
+  return s.wait_failed;
 }
 
 static __device__ __forceinline__ void st_volatile_u64u(uint64_t* p, uint64_t v) {
@@ -80,9 +84,10 @@ static __device__ __forceinline__ void st_volatile_u64u(uint64_t* p, uint64_t v)
  * LL: the lines carry their own flags; only a reader that waits for tail (a proxy, on host
  * memory) needs sizes and tail, and it needs the fence too. Head needs no fence: the slot's
  * bytes were all read (their values are already stored) before the barrier. */
-static __device__ void post_step(ConnState& s, const weft_prim& p, size_t bytes, int proto) {
+static __device__ int post_step(ConnState& s, const weft_prim& p, size_t bytes, int proto) {
   __syncthreads();
-  if (threadIdx.x == 0) {
+  int failed = s.data_failed;
+  if (threadIdx.x == 0 && !failed) {
     int host = 0;
     for (int i = 0; i < p.nsend; i++)
       if (s.host_mem[p.send[i]]) host = 1;
@@ -107,7 +112,8 @@ static __device__ void post_step(ConnState& s, const weft_prim& p, size_t bytes,
       s.step[r]++;
     }
   }
-  __syncthreads();
+  /* No barrier: only thread 0 reads the counters before the next step's barrier. */
+  return failed;
 }
 
 /* ---- Simple: packs of 16 bytes, elements for what is left ---- */
@@ -193,10 +199,9 @@ static __device__ void simple_move(const char* const* ins, int nin, int src0, ch
 }
 
 template <int DT, int OP>
-static __device__ void simple_step(ConnState& s, const weft_prim& p, size_t elem,
-                                   const Red<DT>& r, const weft_dev_comm& c) {
-  wait_step(s, p, c, 1);
-  if (s.failed) return;
+static __device__ int simple_step(ConnState& s, const weft_prim& p, size_t elem,
+                                  const Red<DT>& r, const weft_dev_comm& c) {
+  if (wait_step(s, p, c, 1)) return 1;
   size_t bytes = p.nelem * elem;
   const char* ins[1 + WEFT_PRIM_MAX_PEERS];
   char* outs[1 + WEFT_PRIM_MAX_PEERS];
@@ -214,7 +219,7 @@ static __device__ void simple_step(ConnState& s, const weft_prim& p, size_t elem
   if (nin > 0 && bytes > 0)
     simple_move<DT, OP>(ins, nin, src0, outs, nout, bytes, p.pre && r.pre, p.post ? r.post_n : 0,
                         r);
-  post_step(s, p, bytes, PROTO_SIMPLE);
+  return post_step(s, p, bytes, PROTO_SIMPLE);
 }
 
 /* ---- LL: 8 payload bytes per 16-byte line ---- */
@@ -259,14 +264,13 @@ static __device__ __forceinline__ int ll_read(const char* line, uint32_t flag,
 }
 
 template <int DT, int OP>
-static __device__ void ll_step(ConnState& s, const weft_prim& p, size_t elem, const Red<DT>& r,
-                               const weft_dev_comm& c) {
-  wait_step(s, p, c, 0);
-  if (s.failed) return;
+static __device__ int ll_step(ConnState& s, const weft_prim& p, size_t elem, const Red<DT>& r,
+                              const weft_dev_comm& c) {
+  if (wait_step(s, p, c, 0)) return 1;
   size_t bytes = p.nelem * elem;
   size_t nlines = bytes ? (bytes + 7) / 8 : 1;
   int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
-  for (size_t l = threadIdx.x; l < nlines; l += NT) {
+  for (size_t l = threadIdx.x; l < nlines; l += blockDim.x) {
     size_t off = l * 8, n = off < bytes ? bytes - off : 0;
     uint64_t acc = 0;
     int have = 0;
@@ -280,7 +284,7 @@ static __device__ void ll_step(ConnState& s, const weft_prim& p, size_t elem, co
       const char* line = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k] + l * 16;
       uint64_t v;
       if (!ll_read(line, (uint32_t)(s.step[k] + 1), c, &v)) {
-        s.failed = 1;
+        s.data_failed = 1;
         v = 0;
       }
       acc = have ? combine_word<DT, OP>(acc, v) : v;
@@ -295,21 +299,20 @@ static __device__ void ll_step(ConnState& s, const weft_prim& p, size_t elem, co
       st_volatile_16(line, make_uint4((uint32_t)acc, flag, (uint32_t)(acc >> 32), flag));
     }
   }
-  __syncthreads();
-  if (s.failed) return;
-  post_step(s, p, bytes, PROTO_LL);
+  return post_step(s, p, bytes, PROTO_LL);
 }
 
 /* ---- work items ---- */
 
 template <int DT, int OP>
-static __device__ void run_work(ConnState& s, const weft_dev_work& w, const weft_dev_comm& c) {
+static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_dev_comm& c) {
   typedef typename Ty<DT>::T T;
-  if (threadIdx.x == 0) {
-    s.failed = 0;
-    for (int k = 0; k < 8; k++) {
-      weft_dev_conn* d = w.conns[k];
-      if (!d) continue;
+  /* One thread per connection role: the eight loads overlap instead of queueing. */
+  if (threadIdx.x == 0) s.wait_failed = s.data_failed = 0;
+  if (threadIdx.x < 8) {
+    int k = threadIdx.x;
+    weft_dev_conn* d = w.conns[k];
+    if (d) {
       s.ctrl[k] = d->ctrl;
       s.buff[k] = d->buff;
       s.step_bytes[k] = d->step_bytes;
@@ -332,25 +335,24 @@ static __device__ void run_work(ConnState& s, const weft_dev_work& w, const weft
   int nstreams = a.npc[1] ? 2 : 1;
   /* A tree's two streams interleave step by step: up i, then down i. Up i only needs the
    * children's up i, down i only the parent's down i, so no rank waits on itself. */
-  for (uint64_t pc = 0; pc < n && !s.failed; pc++) {
-    for (int st = 0; st < nstreams && !s.failed; st++) {
+  int failed = 0; /* the steps' answers, the same in every thread */
+  for (uint64_t pc = 0; pc < n && !failed; pc++) {
+    for (int st = 0; st < nstreams && !failed; st++) {
       weft_prim p;
       if (!algo_prim(&a, st, pc, &p)) continue;
       if (w.proto == PROTO_LL)
-        ll_step<DT, OP>(s, p, a.elem, r, c);
+        failed = ll_step<DT, OP>(s, p, a.elem, r, c);
       else
-        simple_step<DT, OP>(s, p, a.elem, r, c);
+        failed = simple_step<DT, OP>(s, p, a.elem, r, c);
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int k = 0; k < 8; k++)
-      if (w.conns[k]) {
-        w.conns[k]->step = s.step[k];
-        w.conns[k]->head_seen = s.head[k];
-      }
+  if (threadIdx.x < 8 && w.conns[threadIdx.x]) {
+    w.conns[threadIdx.x]->step = s.step[threadIdx.x];
+    w.conns[threadIdx.x]->head_seen = s.head[threadIdx.x];
   }
   __syncthreads();
+  return failed;
 }
 
 static __device__ int func_reduces(int func) {
@@ -359,15 +361,15 @@ static __device__ int func_reduces(int func) {
 
 /* Separate functions, not inlined into one another: ptxas then allocates each on its own (one
  * kernel inlining every type and op takes it many minutes and gigabytes). */
-static __device__ __noinline__ void run_copy(ConnState& s, const weft_dev_work& w,
+static __device__ __noinline__ int run_copy(ConnState& s, const weft_dev_work& w,
                                             const weft_dev_comm& c) {
-  run_work<DT_UINT8, OP_SUM>(s, w, c); /* a copy: bytes are bytes */
+  return run_work<DT_UINT8, OP_SUM>(s, w, c); /* a copy: bytes are bytes */
 }
 
 template <int DT, int OP>
-static __device__ __noinline__ void run_reduce(ConnState& s, const weft_dev_work& w,
+static __device__ __noinline__ int run_reduce(ConnState& s, const weft_dev_work& w,
                                               const weft_dev_comm& c) {
-  run_work<DT, OP>(s, w, c);
+  return run_work<DT, OP>(s, w, c);
 }
 
 /* One kernel per datatype, operator and parameter size; copies (Broadcast, AllGather, Send,
@@ -378,11 +380,9 @@ __global__ void __launch_bounds__(NT, 1) weft_kernel(const __grid_constant__ LT 
   int b = blockIdx.x;
   for (int i = L.block_first[b]; i < L.block_end[b]; i++) {
     const weft_dev_work& w = L.works[i];
-    if (func_reduces(w.alg.func))
-      run_reduce<DT, OP>(s, w, L.comm);
-    else
-      run_copy(s, w, L.comm);
-    if (s.failed) break;
+    int failed = func_reduces(w.alg.func) ? run_reduce<DT, OP>(s, w, L.comm)
+                                          : run_copy(s, w, L.comm);
+    if (failed) break; /* the connections are out of step: the host reports the comm failed */
   }
 }
 

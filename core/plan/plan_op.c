@@ -38,10 +38,10 @@ static int is_marker(int func) {
 
 /* ---- enqueue ---- */
 
-/* Device communicators, until the cost model covers the kernels: LL up to 256 KiB (latency),
+/* Device communicators, until the cost model covers the kernels: LL up to 128 KiB (latency),
  * Simple beyond; the ring unless NCCL_ALGO asks for the tree; a channel per 64 KiB (LL: per
  * 8 KiB) up to the communicator's. */
-#define DEVICE_LL_MAX_BYTES 262144
+#define DEVICE_LL_MAX_BYTES 131072
 static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
   struct weft_plan* p = comm->plan;
   unsigned algos = p->mask.algo[op->func], protos = p->mask.proto[op->func];

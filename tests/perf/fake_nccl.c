@@ -7,7 +7,10 @@
  *
  * Test knobs (environment): FAKE_NCCL_CORRUPT=1 makes rank 0's AllReduce output element 0
  * wrong; FAKE_NCCL_DIE_RANK=r makes rank r exit (code 9) in its first AllReduce;
- * FAKE_NCCL_SLOT=bytes sets the per-rank slot (default 1 MiB, so chunking is exercised).
+ * FAKE_NCCL_SLOT=bytes sets the per-rank slot (default 1 MiB, so chunking is exercised);
+ * FAKE_NCCL_TRACE=file makes rank 0 append a line per call, "pid call count in-place(0/1)
+ * CLOCK_MONOTONIC-ns", so tests can see which calls weft-perf makes, in which order and when
+ * (its warm-up under --vs).
  * Built twice: with FAKE_NCCL_NO_ALLTOALL the library lacks ncclAlltoAll and ncclGetLastError,
  * as NCCL before 2.28 / 2.13 does. */
 #include <errno.h>
@@ -82,6 +85,25 @@ static void barrier(struct ncclComm* c) {
 }
 
 static char* slot_of(struct ncclComm* c, int r) { return c->slots + (size_t)r * c->slot; }
+
+/* FAKE_NCCL_TRACE: rank 0's calls, one line each, appended with one write (O_APPEND), so the
+ * lines of several processes (both libraries of a --vs run) do not mix. */
+static void trace(const struct ncclComm* c, const char* call, const void* s, const void* r,
+                  size_t count) {
+  static int fd = -2;
+  if (!c || c->rank != 0) return;
+  if (fd == -2) {
+    const char* path = getenv("FAKE_NCCL_TRACE");
+    fd = path && *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+  }
+  if (fd < 0) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  char line[160];
+  int n = snprintf(line, sizeof line, "%d %s %zu %d %lld\n", (int)getpid(), call, count, s == r,
+                   (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+  if (n > 0 && write(fd, line, (size_t)n) < 0) fd = -1;
+}
 
 /* --- identity and lifecycle ---------------------------------------------------------------- */
 
@@ -309,12 +331,14 @@ static ncclResult_t reduce_common(const void* s, void* r, size_t count, ncclData
 EXPORT ncclResult_t ncclAllReduce(const void* s, void* r, size_t count, ncclDataType_t type,
                                   ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "AllReduce", s, r, count);
   return reduce_common(s, r, count, type, op, -1, c);
 }
 
 EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t count, ncclDataType_t type,
                                ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "Reduce", s, r, count);
   if (root < 0 || root >= c->nranks) return fail(ncclInvalidArgument, "%s", "bad root");
   return reduce_common(s, r, count, type, op, root, c);
 }
@@ -322,6 +346,7 @@ EXPORT ncclResult_t ncclReduce(const void* s, void* r, size_t count, ncclDataTyp
 EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t count, ncclDataType_t type,
                                   int root, ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "Broadcast", s, r, count);
   const struct perf_type* t;
   ncclResult_t res = check_args(c, type, ncclSum, &t);
   if (res) return res;
@@ -340,6 +365,7 @@ EXPORT ncclResult_t ncclBroadcast(const void* s, void* r, size_t count, ncclData
 EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t count, ncclDataType_t type,
                                   ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "AllGather", s, r, count);
   const struct perf_type* t;
   ncclResult_t res = check_args(c, type, ncclSum, &t);
   if (res) return res;
@@ -358,6 +384,7 @@ EXPORT ncclResult_t ncclAllGather(const void* s, void* r, size_t count, ncclData
 EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, size_t count, ncclDataType_t type,
                                       ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "ReduceScatter", s, r, count);
   const struct perf_type* t;
   ncclResult_t res = check_args(c, type, op, &t);
   if (res) return res;
@@ -379,6 +406,7 @@ EXPORT ncclResult_t ncclReduceScatter(const void* s, void* r, size_t count, nccl
 EXPORT ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count, ncclDataType_t type,
                                  ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "AlltoAll", s, r, count);
   const struct perf_type* t;
   ncclResult_t res = check_args(c, type, ncclSum, &t);
   if (res) return res;
@@ -463,12 +491,14 @@ static ncclResult_t p2p(int is_send, const void* buf, size_t count, ncclDataType
 EXPORT ncclResult_t ncclSend(const void* s, size_t count, ncclDataType_t type, int peer,
                              ncclComm_t c, cudaStream_t st) {
   (void)st;
+  trace(c, "Send", s, NULL, count);
   return p2p(1, s, count, type, peer, c);
 }
 
 EXPORT ncclResult_t ncclRecv(void* r, size_t count, ncclDataType_t type, int peer, ncclComm_t c,
                              cudaStream_t st) {
   (void)st;
+  trace(c, "Recv", NULL, r, count);
   return p2p(0, r, count, type, peer, c);
 }
 

@@ -468,12 +468,56 @@ static void vs_pairs_ratios_and_table(void) {
   CHECK(strstr(buf,
                "        1024           256     float     sum      -1     10.00     20.00"
                "     2.00     1.00    2.00    0.50") != NULL);
-  if (!strstr(buf, "2 sizes: busbw geomean 2.00")) fprintf(stderr, "%s", buf);
+  /* After the table (after every block's geomeans), a line per block: the worst time A/B. */
+  const char* worst_ar =
+      strstr(buf, "# A/B all_reduce float sum, worst time 8 B-64 KiB (out-of-place): 0.50 at "
+                  "1024 B, 2 sizes\n");
+  const char* worst_bc = strstr(
+      buf, "# A/B broadcast float root 0, worst time 8 B-64 KiB (out-of-place): 1.00 at 1024 B, "
+           "2 sizes\n");
+  CHECK(worst_ar && worst_bc && worst_ar < worst_bc);
+  CHECK(worst_ar && worst_ar > strstr(buf, "# A/B broadcast float root 0, 2 sizes: busbw"));
+  if (!strstr(buf, "2 sizes: busbw geomean 2.00") || !worst_ar) fprintf(stderr, "%s", buf);
   perf_pairs_free(&p);
 
   /* Rows that measure different things stop the pairing. */
   rs.r[1].size = 2048;
   CHECK(perf_pairs_make(&rs, &p) == 0 && p.n == 0 && p.mismatch);
+  perf_pairs_free(&p);
+  perf_results_free(&rs);
+}
+
+/* --vs: the worst time A/B counts only the out-of-place halves of sizes from 8 B to 64 KiB. */
+static void vs_worst_time_ratio_small_sizes(void) {
+  struct perf_results rs = {0};
+  /* size, time A, time B: ratios 9 (too small), 1.1, 1.3, 5 (too large), in-place ignored. */
+  const struct {
+    size_t size;
+    double a, b;
+  } pts[] = {{4, 90, 10}, {8, 11, 10}, {65536, 13, 10}, {131072, 50, 10}};
+  for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+    struct perf_result a = result(0, PERF_ALL_REDUCE, pts[i].size, pts[i].a, 1);
+    struct perf_result b = result(1, PERF_ALL_REDUCE, pts[i].size, pts[i].b, 1);
+    a.ip.time_us = 1000; /* in-place A/B 100: not read */
+    perf_results_add(&rs, &a);
+    perf_results_add(&rs, &b);
+  }
+  /* A block with no size in range. */
+  struct perf_result big_a = result(0, PERF_ALL_GATHER, 1 << 20, 20, 1);
+  struct perf_result big_b = result(1, PERF_ALL_GATHER, 1 << 20, 10, 1);
+  perf_results_add(&rs, &big_a);
+  perf_results_add(&rs, &big_b);
+  struct perf_pairs p;
+  CHECK(perf_pairs_make(&rs, &p) == 0 && p.n == 5);
+  char buf[8192] = "";
+  FILE* f = fmemopen(buf, sizeof buf, "w");
+  perf_compare_print(f, &p, "weft", "nccl");
+  fclose(f);
+  CHECK(strstr(buf, "# A/B all_reduce float sum, worst time 8 B-64 KiB (out-of-place): 1.30 at "
+                    "65536 B, 2 sizes\n") != NULL);
+  CHECK(strstr(buf, "# A/B all_gather float, worst time 8 B-64 KiB (out-of-place): - (no size in "
+                    "range)\n") != NULL);
+  if (!strstr(buf, "1.30 at 65536 B")) fprintf(stderr, "%s", buf);
   perf_pairs_free(&p);
   perf_results_free(&rs);
 }
@@ -516,6 +560,7 @@ int main(void) {
   table_row_matches_nccl_tests();
   checker_split_over_threads_agrees();
   vs_pairs_ratios_and_table();
+  vs_worst_time_ratio_small_sizes();
   plot_writes_a_png();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;

@@ -4,7 +4,8 @@
  * `check` verification calls on fresh data. The per-call time is combined across processes
  * as -a says (default: the mean, as nccl-tests) and algbw/busbw follow colls.c. With -G N the
  * `iters` calls are captured in a CUDA graph per stream instead, and the graphs launched N
- * times are timed (nccl-tests' -G). Under --vs the warm-up and every size are turns (vs.h). */
+ * times are timed (nccl-tests' -G). Under --vs every size is a turn (vs.h) and the warm-up
+ * runs at the start of each turn, for that size, instead of once per test (vs_warmup). */
 #include "bench.h"
 
 #include <math.h>
@@ -257,11 +258,39 @@ static int graph_replay(struct perf_proc* p) {
   return 0;
 }
 
-/* nccl-tests' BenchTime: one half of a row. */
+/* --vs: the warm-up at the start of every turn, of the size about to be timed (out-of-place,
+ * one operation per call, as nccl-tests' warm-up). The other library has just had the GPUs
+ * (and the CPU caches) for a whole turn, and measured on 2 GPUs the first calls after that
+ * read 6-8 us slower at small sizes; so each turn warms up again, right before its timing:
+ * max(-w, PERF_VS_WARMUP_MIN_CALLS) calls, then, while fewer than PERF_VS_WARMUP_MIN_US
+ * microseconds have passed since the first, as many calls again as done so far (doubling),
+ * up to PERF_VS_WARMUP_MAX_CALLS in all. Every process must issue the same calls, so after
+ * each round the processes agree on the elapsed time (the least any of them saw). Returns
+ * the calls made, or -1 when a call failed. */
+static int vs_warmup(struct perf_proc* p, const struct test* t) {
+  int n = p->o->warmup > PERF_VS_WARMUP_MIN_CALLS ? p->o->warmup : PERF_VS_WARMUP_MIN_CALLS;
+  int done = 0;
+  double t0 = now_s();
+  for (;;) {
+    for (int w = 0; w < n; w++)
+      if (start_ops(p, t, 0, 1)) return -1;
+    if (sync_all(p)) return -1;
+    done += n;
+    double elapsed = now_s() - t0;
+    if (p->ch->allreduce(p->ch, &elapsed, 1, PERF_CHAN_MIN)) return p->failed = 1, -1;
+    if (elapsed * 1e6 >= PERF_VS_WARMUP_MIN_US || done >= PERF_VS_WARMUP_MAX_CALLS) break;
+    n = done < PERF_VS_WARMUP_MAX_CALLS - done ? done : PERF_VS_WARMUP_MAX_CALLS - done;
+  }
+  return done;
+}
+
+/* nccl-tests' BenchTime: one half of a row. Under --vs the out-of-place half starts with the
+ * turn's warm-up (vs_warmup), after the test data is in place and before the barrier. */
 static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
                       struct perf_half_row* h) {
   const struct perf_opts* o = p->o;
   if (o->check && prepare(p, t, in_place, 0)) return -1;
+  if (p->s->vs_fd >= 0 && !in_place && vs_warmup(p, t) < 0) return -1;
   if (perf_chan_barrier(p->ch)) return p->failed = 1, -1;
   double t0 = now_s();
   int rc = 0;
@@ -372,14 +401,16 @@ static void emit_row(struct perf_proc* p, const struct test* t, struct perf_row*
   perf_vs_row(p, &r);
 }
 
-/* nccl-tests' TimeTest: warm-up over the sizes, then one row per size. */
+/* nccl-tests' TimeTest: warm-up over the sizes, then one row per size. Under --vs every size
+ * is a turn of its own, which starts with its own warm-up instead (bench_time, vs_warmup);
+ * the sweep over the sizes is left out there, as it would run a turn before the sizes. */
 static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* bw_count,
                      int* errors) {
   const struct perf_opts* o = p->o;
-  if (perf_vs_turn(p)) return p->failed = 1, -1;
+  int vs = p->s->vs_fd >= 0;
   if (ops_create(p, t)) return -1;
   int rc = 0;
-  for (size_t size = o->minbytes; o->warmup > 0; size = perf_size_next(o, size)) {
+  for (size_t size = o->minbytes; !vs && o->warmup > 0; size = perf_size_next(o, size)) {
     set_counts(p, t, size);
     for (int w = 0; w < o->warmup && rc == 0; w++) rc = start_ops(p, t, 0, 1);
     if (rc == 0) rc = sync_all(p);
@@ -437,6 +468,10 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
       o->stepfactor > 1 ? o->stepfactor : o->stepbytes, o->stepfactor > 1 ? "factor" : "bytes",
       o->warmup, o->iters, o->agg_iters, o->check, o->graph_launches);
   if (o->blocking) printf("# Blocking Enabled: wait and barrier after each iteration\n");
+  if (p->s->vs_fd >= 0)
+    printf("# --vs: every size is a turn and starts with its own warm-up: max(-w, %d) calls, "
+           "doubled until %d us have passed (at most %d)\n",
+           PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS);
   perf_table_columns(stdout);
   fflush(stdout);
 }

@@ -163,6 +163,29 @@ static void block_summary(FILE* out, const struct perf_pairs* p, int first, int 
   free(v);
 }
 
+/* The worst (largest) out-of-place time A/B of the block p->a[first..end) over the sizes from
+ * PERF_WORST_MIN to PERF_WORST_MAX bytes: the small-message latency bar reads this one. */
+static void block_worst(FILE* out, const struct perf_pairs* p, int first, int end) {
+  double worst = NAN;
+  size_t at = 0;
+  int n = 0;
+  for (int i = first; i < end; i++) {
+    if (p->a[i]->size < PERF_WORST_MIN || p->a[i]->size > PERF_WORST_MAX) continue;
+    double tr, br;
+    perf_half_ratio(&p->a[i]->oop, &p->b[i]->oop, &tr, &br);
+    if (!isfinite(tr)) continue;
+    n++;
+    if (isnan(worst) || tr > worst) worst = tr, at = p->a[i]->size;
+  }
+  char label[96];
+  perf_result_test_label(p->a[first], label, sizeof label);
+  if (n == 0)
+    fprintf(out, "# A/B %s, worst time 8 B-64 KiB (out-of-place): - (no size in range)\n", label);
+  else
+    fprintf(out, "# A/B %s, worst time 8 B-64 KiB (out-of-place): %.2f at %zu B, %d size%s\n",
+            label, worst, at, n, n == 1 ? "" : "s");
+}
+
 void perf_compare_print(FILE* out, const struct perf_pairs* p, const char* label_a,
                         const char* label_b) {
   fprintf(out, "# Comparison per size: A = %s, B = %s. Ratios are A/B: busbw A/B above 1, or\n",
@@ -183,6 +206,12 @@ void perf_compare_print(FILE* out, const struct perf_pairs* p, const char* label
     fprintf(out, "\n");
   }
   if (p->n > first) block_summary(out, p, first, p->n);
+  /* After the table, a line per block: its worst small-size time ratio. */
+  for (int i = 0, start = 0; i < p->n; i++)
+    if (i + 1 == p->n || !perf_result_same_test(p->a[i + 1], p->a[i])) {
+      block_worst(out, p, start, i + 1);
+      start = i + 1;
+    }
   if (p->n == 0) fprintf(out, "# (no size was measured with both libraries)\n");
   if (p->mismatch)
     fprintf(out, "# pairing stopped: the libraries' next rows measure different things\n");

@@ -52,7 +52,11 @@ void perf_pairs_free(struct perf_pairs* p);
 
 /* The comparison table: one row per size with time and busbw of A and B and the ratios
  * A/B, out-of-place then in-place; after each block of sizes the geometric means of the
- * ratios. label_a/label_b name the libraries in the heading. */
+ * ratios; after the table, a line per block with its worst (largest) out-of-place time A/B
+ * over the sizes from PERF_WORST_MIN to PERF_WORST_MAX bytes (the small-message bar):
+ *   # A/B all_reduce float sum, worst time 8 B-64 KiB (out-of-place): 1.17 at 64 B, 7 sizes
+ * label_a/label_b name the libraries in the heading. */
+enum { PERF_WORST_MIN = 8, PERF_WORST_MAX = 64 << 10 };
 void perf_compare_print(FILE* out, const struct perf_pairs* p, const char* label_a,
                         const char* label_b);
 

@@ -14,14 +14,27 @@
  * for printing at the end.
  *
  * Turns: a group runs only while it holds the turn; the other waits, blocked in a read (no
- * polling, no GPU work queued). A turn is the group's initialisation, the warm-up of one
- * test, one size of one test (out-of-place and in-place, with checking), or its teardown.
- * The coordinator alternates turns in the order A B, B A, A B, … so neither library always
- * runs right after the other. Rows travel to the coordinator as they are measured. */
+ * polling, no GPU work queued). A turn is the group's initialisation, one size of one test
+ * (its warm-up, then out-of-place and in-place, with checking), or its teardown. The
+ * coordinator alternates turns in the order A B, B A, A B, … so neither library always runs
+ * right after the other. Rows travel to the coordinator as they are measured.
+ *
+ * Warm-up: a library that runs right after the other library's turn finds the GPUs' clocks
+ * and the caches as the other left them (measured on 2 GPUs: 6-8 us slower per call at small
+ * sizes than when it had the previous turn too). So under --vs the warm-up is not nccl-tests'
+ * sweep over the sizes once per test: every turn starts with its own, of the size it times
+ * (bench.c, vs_warmup): max(-w, PERF_VS_WARMUP_MIN_CALLS) calls, doubled while fewer than
+ * PERF_VS_WARMUP_MIN_US microseconds have passed, at most PERF_VS_WARMUP_MAX_CALLS. */
 #ifndef WEFT_PERF_VS_H
 #define WEFT_PERF_VS_H
 
 #include "bench.h"
+
+enum {
+  PERF_VS_WARMUP_MIN_CALLS = 5,   /* untimed calls per turn at least, even with -w 0..4 */
+  PERF_VS_WARMUP_MIN_US = 200,    /* and at least this long (tiny sizes: many calls) */
+  PERF_VS_WARMUP_MAX_CALLS = 4096 /* but never more calls than this per turn */
+};
 
 /* The coordinator: forks both groups (library A = s->o->lib or weft, B = s->o->vs), serves
  * their turns, then prints A's output, B's output and the comparison, and writes --json and

@@ -3,7 +3,8 @@
 #   run_perf.sh [--rc N] [--out ERE]… [--err ERE]… [--not-out ERE]… [--not-err ERE]…
 #               [--skip-if ERE]
 #               [--ranks N --comm-id HOST:PORT] [--json FILE] [--vs-json FILE]
-#               [--geomean-within F] [--png FILE] -- command args…
+#               [--geomean-within F] [--png FILE] [--warmup-calls FILE MODE W N US]
+#               -- command args…
 # --rc N        expected exit code (default 0)
 # --out/--err   extended regexes that must match stdout / stderr (of rank 0 with --ranks)
 # --not-out     a regex that must not match stdout
@@ -17,10 +18,15 @@
 # --geomean-within F  --vs: stdout has comparison blocks, and every geometric mean of a ratio
 #               they print is between 1/F and F (the same library against itself: near 1)
 # --png FILE    FILE must exist and start with the PNG signature
+# --warmup-calls FILE MODE W N US  FILE is the stand-in library's call trace
+#               (FAKE_NCCL_TRACE, removed before the run); MODE turn: under --vs every size's
+#               turn starts with >= W untimed calls lasting >= US microseconds, right before its
+#               N timed ones; MODE sweep: one warm-up sweep of W calls per size, as nccl-tests
+#               (warmup_calls.awk; run with -c 0 and one collective)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 rc_want=0 outs="" errs="" not_outs="" not_errs="" skip_if="" ranks=0 comm_id="" json="" vs_json=""
-geomean_within="" png=""
+geomean_within="" png="" calls=""
 nl='
 '
 while [ $# -gt 0 ]; do
@@ -37,6 +43,8 @@ while [ $# -gt 0 ]; do
     --vs-json) vs_json=$2; rm -f "$vs_json"; shift 2 ;;
     --geomean-within) geomean_within=$2; shift 2 ;;
     --png) png=$2; rm -f "$png"; shift 2 ;;
+    --warmup-calls) calls=$2 calls_mode=$3 calls_w=$4 calls_n=$5 calls_us=$6; rm -f "$calls"
+      shift 6 ;;
     --) shift; break ;;
     *) echo "run_perf.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -132,6 +140,10 @@ if [ -n "$png" ]; then
     echo "FAIL: $png is missing or not a PNG"
     status=1
   fi
+fi
+if [ -n "$calls" ]; then
+  awk -v mode="$calls_mode" -v w="$calls_w" -v n="$calls_n" -v us="$calls_us" \
+    -f "$here/warmup_calls.awk" "$calls" || status=1
 fi
 [ "$status" -eq 0 ] && echo "PASS"
 exit "$status"
