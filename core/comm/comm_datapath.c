@@ -27,6 +27,8 @@ typedef struct {
   int32_t shm_disable;
   uint64_t buffsize;
   uint64_t ll_buffsize;
+  int32_t ll128_ok; /* device mode: every peer peer-to-peer (LL128 needs NVLink/P2P) */
+  int32_t pad;
 } dp_proposal;
 
 static int local_ranks(const struct ncclComm* comm) {
@@ -75,6 +77,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
   dp_proposal* mine = &all[comm->rank];
   mine->nchannels = propose_channels(comm);
   mine->shm_disable = (int32_t)param_int(WEFT_PARAM_SHM_DISABLE);
+  mine->ll128_ok = transport_all_p2p(comm);
   mine->buffsize = (uint64_t)param_int(WEFT_PARAM_BUFFSIZE);
   mine->ll_buffsize = (uint64_t)param_int(WEFT_PARAM_LL_BUFFSIZE);
   ncclResult_t res = ncclSuccess;
@@ -88,6 +91,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     if (all[r].buffsize < tp.buffsize) tp.buffsize = (size_t)all[r].buffsize;
     if (all[r].ll_buffsize < tp.ll_buffsize) tp.ll_buffsize = (size_t)all[r].ll_buffsize;
     if (all[r].shm_disable) tp.shm_disable = 1;
+    if (!all[r].ll128_ok) mine->ll128_ok = 0;
   }
   if (tp.nchannels < 1 || tp.nchannels > WEFT_MAX_CHANNELS || tp.buffsize < 65536 ||
       tp.ll_buffsize < 4096) {
@@ -102,7 +106,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     /* Only what the kernels implement; a forced protocol they lack falls back to Simple. */
     for (int f = 0; f < WEFT_NUM_COLL_FUNCS; f++) {
       unsigned want = comm->plan->mask.proto[f];
-      comm->plan->mask.proto[f] &= device_protocols();
+      comm->plan->mask.proto[f] &= device_protocols(mine->ll128_ok);
       if (comm->plan->mask.proto[f] == 0) {
         if (f == 0 && comm->rank == 0)
           INFO(NCCL_INIT | NCCL_TUNING, "NCCL_PROTO allows only protocols the device executor "

@@ -56,7 +56,9 @@ static void guard_leave(const dev_guard* g) {
   } while (0)
 
 int device_default_channels(void) { return DEVICE_DEFAULT_CHANNELS; }
-unsigned device_protocols(void) { return (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL); }
+unsigned device_protocols(int ll128_ok) {
+  return (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL) | (ll128_ok ? 1u << NCCL_PROTO_LL128 : 0);
+}
 
 ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out) {
   ncclResult_t res = ncclSuccess;

@@ -31,7 +31,8 @@ ncclResult_t device_exec_error(struct ncclComm* comm);
 /* Channels a device communicator proposes (NCCL_MIN/MAX_NCHANNELS, config CTAs applied by the
  * caller). */
 int device_default_channels(void);
-/* The protocols the kernels implement (NCCL_PROTO_* bits). */
-unsigned device_protocols(void);
+/* The protocols the kernels can run on this communicator (NCCL_PROTO_* bits); LL128 only when
+ * every rank reaches every other peer-to-peer (ll128_ok, agreed across ranks). */
+unsigned device_protocols(int ll128_ok);
 
 #endif

@@ -24,6 +24,7 @@
 #define NT 512 /* threads per block */
 #define UNROLL 4
 #define PROTO_LL 0
+#define PROTO_LL128 1
 #define PROTO_SIMPLE 2
 
 static_assert(sizeof(weft_dev_launch) <= 32000, "a launch fits the kernel parameter space");
@@ -302,6 +303,94 @@ static __device__ int ll_step(ConnState& s, const weft_prim& p, size_t elem, con
   return post_step(s, p, bytes, PROTO_LL);
 }
 
+/* ---- LL128: 120 payload bytes per 128-byte line, the flag in the line's last word ---- */
+
+static __device__ __forceinline__ void ld_volatile_2u64(const void* p, uint64_t* a, uint64_t* b) {
+  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
+}
+static __device__ __forceinline__ void st_volatile_2u64(void* p, uint64_t a, uint64_t b) {
+  asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+}
+
+/* Eight lanes of a warp own a line, 16 bytes each; lane 7 of the eight holds one data word and
+ * the flag. A warp moves four lines per instruction, so each line is written by one store
+ * instruction and read by one load instruction. */
+template <int DT, int OP>
+static __device__ int ll128_step(ConnState& s, const weft_prim& p, size_t elem,
+                                 const Red<DT>& r, const weft_dev_comm& c) {
+  if (wait_step(s, p, c, 0)) return 1;
+  size_t bytes = p.nelem * elem;
+  size_t nlines = bytes ? (bytes + WEFT_LL128_LINE_PAYLOAD - 1) / WEFT_LL128_LINE_PAYLOAD : 1;
+  int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  int j = lane & 7, flagger = j == 7;
+  for (size_t base = (size_t)warp * 4; base < nlines; base += (size_t)nwarps * 4) {
+    size_t line = base + (size_t)(lane >> 3);
+    int active = line < nlines;
+    size_t off = line * WEFT_LL128_LINE_PAYLOAD + (size_t)j * 16;
+    size_t n0 = active && off < bytes ? (bytes - off < 8 ? bytes - off : 8) : 0;
+    size_t n1 = !flagger && active && off + 8 < bytes ? (bytes - off - 8 < 8 ? bytes - off - 8 : 8)
+                                                       : 0;
+    uint64_t a0 = 0, a1 = 0;
+    int have = 0;
+    if (p.src) {
+      a0 = load8(p.src + off, n0, 0);
+      a1 = load8(p.src + off + 8, n1, 0);
+      if (pre) {
+        a0 = premul_word<DT>(a0, r.scalar);
+        a1 = premul_word<DT>(a1, r.scalar);
+      }
+      have = 1;
+    }
+    for (int i = 0; i < p.nrecv; i++) {
+      int k = p.recv[i];
+      const char* lp = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k] +
+                       line * WEFT_LL128_LINE_BYTES + (size_t)j * 16;
+      uint64_t flag = s.step[k] + 1, v0 = 0, v1 = 0, start = 0;
+      for (uint32_t spins = 0;; spins++) {
+        if (active) ld_volatile_2u64(lp, &v0, &v1);
+        int mine = !active || v1 == flag; /* meaningful in lane 7 of each eight */
+        int ok = __shfl_sync(0xffffffffu, mine, lane | 7);
+        if (__all_sync(0xffffffffu, ok)) break;
+        int why = WAIT_OK;
+        if ((spins & 1023) == 0 && lane == 0) {
+          if (spins == 0) start = global_timer_ns();
+          why = *c.abort_flag                                   ? WAIT_ABORT
+                : global_timer_ns() - start > c.timeout_ns ? WAIT_TIMEOUT
+                                                                : WAIT_OK;
+        }
+        why = __shfl_sync(0xffffffffu, why, 0);
+        if (why != WAIT_OK) {
+          if (lane == 0 && *c.error == 0) *c.error = (uint32_t)why;
+          s.data_failed = 1;
+          v0 = v1 = 0;
+          break;
+        }
+      }
+      a0 = have ? combine_word<DT, OP>(a0, v0) : v0;
+      if (!flagger) a1 = have ? combine_word<DT, OP>(a1, v1) : v1;
+      have = 1;
+    }
+    if (post_n) {
+      a0 = postdiv_word<DT>(a0, post_n);
+      a1 = postdiv_word<DT>(a1, post_n);
+    }
+    if (p.dst) {
+      if (n0) store8(p.dst + off, n0, a0);
+      if (n1) store8(p.dst + off + 8, n1, a1);
+    }
+    for (int i = 0; i < p.nsend; i++) {
+      int k = p.send[i];
+      char* lp = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k] +
+                 line * WEFT_LL128_LINE_BYTES + (size_t)j * 16;
+      uint64_t flag = s.step[k] + 1;
+      __syncwarp(); /* the eight lanes of a line store in one instruction */
+      if (active) st_volatile_2u64(lp, a0, flagger ? flag : a1);
+    }
+  }
+  return post_step(s, p, bytes, PROTO_LL128);
+}
+
 /* ---- work items ---- */
 
 template <int DT, int OP>
@@ -342,6 +431,8 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
       if (!algo_prim(&a, st, pc, &p)) continue;
       if (w.proto == PROTO_LL)
         failed = ll_step<DT, OP>(s, p, a.elem, r, c);
+      else if (w.proto == PROTO_LL128)
+        failed = ll128_step<DT, OP>(s, p, a.elem, r, c);
       else
         failed = simple_step<DT, OP>(s, p, a.elem, r, c);
     }

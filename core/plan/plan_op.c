@@ -39,9 +39,13 @@ static int is_marker(int func) {
 /* ---- enqueue ---- */
 
 /* Device communicators, until the cost model covers the kernels: LL up to 128 KiB (latency),
- * Simple beyond; the ring unless NCCL_ALGO asks for the tree; a channel per 64 KiB (LL: per
- * 8 KiB) up to the communicator's. */
+ * Simple beyond, LL128 (every peer peer-to-peer) only when NCCL_PROTO leaves out Simple; the
+ * ring unless NCCL_ALGO asks for the tree; a channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB
+ * (Simple), up to the communicator's. */
 #define DEVICE_LL_MAX_BYTES 131072
+/* LL128 is correct but slow today (its time grows with the channels, as if the blocks ran one
+ * after another; docs/perf-notes.md): only NCCL_PROTO without Simple selects it. */
+#define DEVICE_LL128_MAX_BYTES 0u
 static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
   struct weft_plan* p = comm->plan;
   unsigned algos = p->mask.algo[op->func], protos = p->mask.proto[op->func];
@@ -51,15 +55,25 @@ static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nby
          plan_func_name(op->func));
     return ncclInvalidUsage;
   }
-  int ll = (protos & (1u << NCCL_PROTO_LL)) &&
-           (nbytes <= DEVICE_LL_MAX_BYTES || !(protos & (1u << NCCL_PROTO_SIMPLE)));
-  op->proto = ll ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
-  size_t per = ll ? 8192 : 65536;
+  int has_ll = (protos & (1u << NCCL_PROTO_LL)) != 0;
+  int has_ll128 = (protos & (1u << NCCL_PROTO_LL128)) != 0; /* P2P everywhere (datapath) */
+  int has_simple = (protos & (1u << NCCL_PROTO_SIMPLE)) != 0;
+  size_t per;
+  if (has_ll && (nbytes <= DEVICE_LL_MAX_BYTES || !(has_ll128 || has_simple))) {
+    op->proto = NCCL_PROTO_LL;
+    per = 8192;
+  } else if (has_ll128 && (nbytes <= DEVICE_LL128_MAX_BYTES || !has_simple)) {
+    op->proto = NCCL_PROTO_LL128;
+    per = 32768;
+  } else {
+    op->proto = NCCL_PROTO_SIMPLE;
+    per = 65536;
+  }
   size_t nch = divup(nbytes, per);
   op->nchannels = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
   INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
        plan_func_name(op->func), nbytes, op->algo == NCCL_ALGO_RING ? "Ring" : "Tree",
-       ll ? "LL" : "Simple", op->nchannels);
+       tune_proto_name(op->proto), op->nchannels);
   return ncclSuccess;
 }
 

@@ -24,10 +24,12 @@ ncclResult_t plan_work_setup(weft_work* w) {
   w->dst = op->recvbuff;
   int ll = op->proto == NCCL_PROTO_LL;
   size_t step = comm->nranks > 1 ? transport_step_bytes(comm, op->proto) : (size_t)1 << 19;
-  w->chunk = conn_payload_max(step, ll) / op->elem;
+  w->chunk = (op->proto == NCCL_PROTO_LL128 ? conn_payload_max_ll128(step)
+                                             : conn_payload_max(step, ll)) /
+             op->elem;
   if (w->chunk == 0) {
     WARN("rank %d: a %s step of %zu bytes cannot hold one %zu-byte element", comm->rank,
-         ll ? "LL" : "Simple", step, op->elem);
+         tune_proto_name(op->proto), step, op->elem);
     return ncclInternalError;
   }
   w->nstreams = 1;

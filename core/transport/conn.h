@@ -41,6 +41,10 @@ _Static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fi
 
 #define WEFT_LL_LINE_BYTES 16
 #define WEFT_LL_LINE_PAYLOAD 8
+/* LL128 (device P2P only): 128-byte lines of 15 data words and a flag word (flag = step + 1),
+ * each line stored by 8 threads of one warp instruction, which NVLink delivers whole. */
+#define WEFT_LL128_LINE_BYTES 128
+#define WEFT_LL128_LINE_PAYLOAD 120
 
 /* Flags of a weft_conn. */
 #define WEFT_CONN_LL_TAIL 0x1 /* LL consumer also waits for tail (bytes delivered by a proxy) */
@@ -70,6 +74,9 @@ static inline char* conn_slot(const weft_conn* c, uint64_t step) {
 /* Largest payload one step carries. */
 static inline size_t conn_payload_max(size_t step_bytes, int ll) {
   return ll ? step_bytes / WEFT_LL_LINE_BYTES * WEFT_LL_LINE_PAYLOAD : step_bytes;
+}
+static inline size_t conn_payload_max_ll128(size_t step_bytes) {
+  return step_bytes / WEFT_LL128_LINE_BYTES * WEFT_LL128_LINE_PAYLOAD;
 }
 
 static inline size_t ll_lines_for(size_t bytes) {

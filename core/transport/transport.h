@@ -69,6 +69,9 @@ weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* ke
 /* 1 when any connection goes through the net (the proxy then has work). */
 int transport_uses_net(struct ncclComm* comm);
 
+/* 1 when this device-mode rank reaches every other rank peer-to-peer (LL128 needs it). */
+int transport_all_p2p(const struct ncclComm* comm);
+
 /* Close everything (net comms, registrations, mappings, segment names still owned, CUDA IPC
  * mappings, device memory, the device table and stream) and free the table. The executor, the
  * proxy and every kernel using the connections must be stopped first. */

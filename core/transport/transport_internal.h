@@ -40,7 +40,7 @@ typedef struct tconn {
 struct weft_transport {
   weft_transport_params p;
   int nranks;
-  tconn** table; /* WEFT_CONN_NKINDS * nchannels * nranks * 2 (dir) * 2 (proto) */
+  tconn** table; /* WEFT_CONN_NKINDS * nchannels * nranks * 2 (dir) * 3 (proto) */
   size_t ntable;
   int nnet;      /* connections over the net */
   /* Device mode: one weft_dev_conn per table entry (device memory, allocated by the first

@@ -61,6 +61,12 @@ int p2p_usable(const struct ncclComm* comm, int peer) {
   return 1;
 }
 
+int transport_all_p2p(const struct ncclComm* comm) {
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank && !p2p_usable(comm, r)) return 0;
+  return comm->mode == WEFT_MODE_DEVICE;
+}
+
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 

@@ -27,18 +27,29 @@
 #include "util/param.h"
 
 #define CONN_TAG_BASE 0x57540000
+_Static_assert(WEFT_MAX_CHANNELS <= 64, "conn_tag keeps the channel in 6 bits");
+
+/* Table position of a protocol: Simple 0, LL 1, LL128 2 (device P2P only). */
+static int proto_slot(int proto) {
+  return proto == NCCL_PROTO_LL ? 1 : proto == NCCL_PROTO_LL128 ? 2 : 0;
+}
 
 static int conn_tag(const weft_conn_key* k) {
-  return CONN_TAG_BASE | (k->kind << 8) | ((k->proto == NCCL_PROTO_LL) << 7) | k->channel;
+  /* channel < 64: bits 0-5; the protocol in bits 6-7 */
+  return CONN_TAG_BASE | (k->kind << 8) | (proto_slot(k->proto) << 6) | k->channel;
 }
 
 static const char* kind_name(int kind) { return kind == WEFT_CONN_P2P ? "p2p" : "coll"; }
-static const char* proto_name(int proto) { return proto == NCCL_PROTO_LL ? "LL" : "Simple"; }
+static const char* proto_name(int proto) {
+  return proto == NCCL_PROTO_LL ? "LL" : proto == NCCL_PROTO_LL128 ? "LL128" : "Simple";
+}
 
 size_t transport_step_bytes(struct ncclComm* comm, int proto) {
   const weft_transport_params* p = &comm->transport->p;
   if (proto == NCCL_PROTO_LL)
     return p->ll_buffsize / WEFT_NSTEPS / WEFT_LL_LINE_BYTES * WEFT_LL_LINE_BYTES;
+  if (proto == NCCL_PROTO_LL128) /* the Simple buffer size, in whole 128-byte lines */
+    return p->buffsize / WEFT_NSTEPS / WEFT_LL128_LINE_BYTES * WEFT_LL128_LINE_BYTES;
   return p->buffsize / WEFT_NSTEPS / WEFT_CACHELINE * WEFT_CACHELINE;
 }
 
@@ -46,7 +57,9 @@ static ncclResult_t key_index(struct ncclComm* comm, const weft_conn_key* k, siz
   struct weft_transport* t = comm->transport;
   if (k->kind < 0 || k->kind >= WEFT_CONN_NKINDS || k->channel < 0 ||
       k->channel >= t->p.nchannels || k->peer < 0 || k->peer >= t->nranks ||
-      k->peer == comm->rank || (k->proto != NCCL_PROTO_SIMPLE && k->proto != NCCL_PROTO_LL)) {
+      k->peer == comm->rank ||
+      (k->proto != NCCL_PROTO_SIMPLE && k->proto != NCCL_PROTO_LL &&
+       k->proto != NCCL_PROTO_LL128)) {
     WARN("rank %d: invalid connection key (kind %d channel %d peer %d proto %d)", comm->rank,
          k->kind, k->channel, k->peer, k->proto);
     return ncclInternalError;
@@ -55,7 +68,7 @@ static ncclResult_t key_index(struct ncclComm* comm, const weft_conn_key* k, siz
   i = i * (size_t)t->p.nchannels + (size_t)k->channel;
   i = i * (size_t)t->nranks + (size_t)k->peer;
   i = i * 2 + (k->send ? 1 : 0);
-  i = i * 2 + (k->proto == NCCL_PROTO_LL ? 1 : 0);
+  i = i * 3 + (size_t)proto_slot(k->proto);
   *out = i;
   return ncclSuccess;
 }
@@ -76,7 +89,7 @@ ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* 
     return ncclInvalidUsage;
   }
 #endif
-  t->ntable = (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 4;
+  t->ntable = (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 2 * 3;
   t->table = calloc(t->ntable, sizeof *t->table);
   if (!t->table) {
     free(t);
@@ -281,6 +294,15 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
     c->key.send = keys[i].send ? 1 : 0;
     c->slot = idx;
     c->transport = choose_transport(comm, c->key.peer);
+    if (c->key.proto == NCCL_PROTO_LL128 && c->transport != WEFT_TRANSPORT_P2P) {
+      /* LL128 relies on NVLink delivering a warp's 128-byte store whole; the planner only
+       * picks it when every rank reaches its peers peer-to-peer. */
+      WARN("rank %d: an LL128 connection to rank %d would not be peer-to-peer", comm->rank,
+           c->key.peer);
+      free(c);
+      res = ncclInternalError;
+      goto fail;
+    }
     c->conn.step_bytes = transport_step_bytes(comm, c->key.proto);
     c->conn.proto = c->key.proto;
     c->conn.is_send = c->key.send;
