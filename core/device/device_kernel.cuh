@@ -352,13 +352,15 @@ static __device__ int ll128_step(ConnState& s, const weft_prim& p, size_t elem,
         int mine = !active || v1 == flag; /* meaningful in lane 7 of each eight */
         int ok = __shfl_sync(0xffffffffu, mine, lane | 7);
         if (__all_sync(0xffffffffu, ok)) break;
+        /* The abort word is host memory: read it only after 1023 misses, never on the first
+         * (every warp of every block reading it at once serialises on the bus). */
+        if (spins == 0) start = global_timer_ns();
+        if ((spins & 1023) != 1023) continue;
         int why = WAIT_OK;
-        if ((spins & 1023) == 0 && lane == 0) {
-          if (spins == 0) start = global_timer_ns();
+        if (lane == 0)
           why = *c.abort_flag                                   ? WAIT_ABORT
                 : global_timer_ns() - start > c.timeout_ns ? WAIT_TIMEOUT
                                                                 : WAIT_OK;
-        }
         why = __shfl_sync(0xffffffffu, why, 0);
         if (why != WAIT_OK) {
           if (lane == 0 && *c.error == 0) *c.error = (uint32_t)why;

@@ -38,14 +38,12 @@ static int is_marker(int func) {
 
 /* ---- enqueue ---- */
 
-/* Device communicators, until the cost model covers the kernels: LL up to 128 KiB (latency),
- * Simple beyond, LL128 (every peer peer-to-peer) only when NCCL_PROTO leaves out Simple; the
- * ring unless NCCL_ALGO asks for the tree; a channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB
- * (Simple), up to the communicator's. */
-#define DEVICE_LL_MAX_BYTES 131072
-/* LL128 is correct but slow today (its time grows with the channels, as if the blocks ran one
- * after another; docs/perf-notes.md): only NCCL_PROTO without Simple selects it. */
-#define DEVICE_LL128_MAX_BYTES 0u
+/* Device communicators, until the cost model covers the kernels (measured on 2x H200 NVLink,
+ * docs/perf-notes.md): LL up to 64 KiB, LL128 to 512 KiB where every peer is peer-to-peer,
+ * Simple beyond; the ring unless NCCL_ALGO asks for the tree; a channel per 8 KiB (LL),
+ * 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. */
+#define DEVICE_LL_MAX_BYTES 65536
+#define DEVICE_LL128_MAX_BYTES (512u * 1024u)
 static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
   struct weft_plan* p = comm->plan;
   unsigned algos = p->mask.algo[op->func], protos = p->mask.proto[op->func];
