@@ -146,16 +146,24 @@ static int reduces(int func) {
   return func == ncclFuncAllReduce || func == ncclFuncReduce || func == ncclFuncReduceScatter;
 }
 
-/* The kernel an op needs: datatype and operator class; -1 for a copy (fits any kernel). */
+/* The kernels' name for a reduction (Custom never reaches here: enqueue refuses it). */
+static int dred_of(weft_red_kind kind) {
+  switch (kind) {
+    case WEFT_RED_PROD: return WEFT_DRED_PROD;
+    case WEFT_RED_MAX: return WEFT_DRED_MAX;
+    case WEFT_RED_MIN: return WEFT_DRED_MIN;
+    case WEFT_RED_PREMULSUM: return WEFT_DRED_PREMULSUM;
+    case WEFT_RED_SUMPOSTDIV: return WEFT_DRED_SUMPOSTDIV;
+    default: return WEFT_DRED_SUM;
+  }
+}
+
+/* The kernel an op needs: datatype and operator class (PreMulSum and SumPostDiv run in the Sum
+ * kernel); -1 for a copy (fits any kernel). */
 static int kernel_of(const weft_op* op) {
   if (!reduces(op->func)) return -1;
-  int cls;
-  switch (op->redop.kind) {
-    case WEFT_RED_PROD: cls = WEFT_DRED_PROD; break;
-    case WEFT_RED_MAX: cls = WEFT_DRED_MAX; break;
-    case WEFT_RED_MIN: cls = WEFT_DRED_MIN; break;
-    default: cls = WEFT_DRED_SUM; break;
-  }
+  int cls = dred_of(op->redop.kind);
+  if (cls == WEFT_DRED_PREMULSUM || cls == WEFT_DRED_SUMPOSTDIV) cls = WEFT_DRED_SUM;
   return (int)op->dtype * 8 + cls;
 }
 
@@ -179,14 +187,7 @@ static ncclResult_t fill_work(struct ncclComm* comm, const weft_work* w, weft_de
   }
   dw->dtype = op->dtype;
   dw->proto = op->proto;
-  switch (op->redop.kind) {
-    case WEFT_RED_PROD: dw->redop = WEFT_DRED_PROD; break;
-    case WEFT_RED_MAX: dw->redop = WEFT_DRED_MAX; break;
-    case WEFT_RED_MIN: dw->redop = WEFT_DRED_MIN; break;
-    case WEFT_RED_PREMULSUM: dw->redop = WEFT_DRED_PREMULSUM; break;
-    case WEFT_RED_SUMPOSTDIV: dw->redop = WEFT_DRED_SUMPOSTDIV; break;
-    default: dw->redop = WEFT_DRED_SUM; break;
-  }
+  dw->redop = dred_of(op->redop.kind);
   dw->nranks_div = op->redop.nranks;
   memcpy(&dw->scalar, op->redop.scalar, sizeof dw->scalar);
   dw->scalar_ptr = op->scalar_ptr;

@@ -76,10 +76,6 @@ static __device__ int wait_step(ConnState& s, const weft_prim& p, const weft_dev
   return s.wait_failed;
 }
 
-static __device__ __forceinline__ void st_volatile_u64u(uint64_t* p, uint64_t v) {
-  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 /* After the data moved: publish sizes and tail to readers, head to writers.
  * Simple: the slot's bytes must be visible before tail, so a system-scope fence precedes it.
  * LL: the lines carry their own flags; only a reader that waits for tail (a proxy, on host
@@ -98,18 +94,18 @@ static __device__ int post_step(ConnState& s, const weft_prim& p, size_t bytes, 
       size_t wire = proto == PROTO_LL ? (bytes ? (bytes + 7) / 8 : 1) * 16 : bytes;
       for (int i = 0; i < p.nsend; i++) {
         int k = p.send[i];
-        st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], (int64_t)wire);
+        st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], wire);
       }
       __threadfence_system();
     }
     for (int i = 0; i < p.nsend; i++) {
       int k = p.send[i];
-      if (publish) st_volatile_u64u(&s.ctrl[k]->tail, s.step[k] + 1);
+      if (publish) st_volatile_u64(&s.ctrl[k]->tail, s.step[k] + 1);
       s.step[k]++;
     }
     for (int i = 0; i < p.nrecv; i++) {
       int r = p.recv[i];
-      st_volatile_u64u(&s.ctrl[r]->head, s.step[r] + 1);
+      st_volatile_u64(&s.ctrl[r]->head, s.step[r] + 1);
       s.step[r]++;
     }
   }
@@ -243,25 +239,16 @@ static __device__ __forceinline__ void store8(char* p, size_t n, uint64_t v) {
 /* Wait until line l of a receive slot carries flag; 0 when the wait gave up. */
 static __device__ __forceinline__ int ll_read(const char* line, uint32_t flag,
                                               const weft_dev_comm& c, uint64_t* out) {
-  uint4 v = ld_volatile_16(line);
-  if (v.y != flag || v.w != flag) {
-    uint64_t start = global_timer_ns();
-    for (uint32_t spins = 1;; spins++) {
-      v = ld_volatile_16(line);
-      if (v.y == flag && v.w == flag) break;
-      if ((spins & 1023) == 0) {
-        int why = *c.abort_flag ? WAIT_ABORT
-                  : global_timer_ns() - start > c.timeout_ns ? WAIT_TIMEOUT
-                                                             : WAIT_OK;
-        if (why != WAIT_OK) {
-          if (*c.error == 0) *c.error = (uint32_t)why;
-          return 0;
-        }
-      }
+  uint64_t start = 0;
+  for (uint32_t spins = 0;; spins++) {
+    uint4 v = ld_volatile_16(line);
+    if (v.y == flag && v.w == flag) {
+      *out = ((uint64_t)v.z << 32) | v.x;
+      return 1;
     }
+    if (spins == 0) start = global_timer_ns();
+    if ((spins & 1023) == 1023 && wait_give_up(start, c) != WAIT_OK) return 0;
   }
-  *out = ((uint64_t)v.z << 32) | v.x;
-  return 1;
 }
 
 template <int DT, int OP>
@@ -305,13 +292,6 @@ static __device__ int ll_step(ConnState& s, const weft_prim& p, size_t elem, con
 
 /* ---- LL128: 120 payload bytes per 128-byte line, the flag in the line's last word ---- */
 
-static __device__ __forceinline__ void ld_volatile_2u64(const void* p, uint64_t* a, uint64_t* b) {
-  asm volatile("ld.volatile.global.v2.u64 {%0,%1}, [%2];" : "=l"(*a), "=l"(*b) : "l"(p) : "memory");
-}
-static __device__ __forceinline__ void st_volatile_2u64(void* p, uint64_t a, uint64_t b) {
-  asm volatile("st.volatile.global.v2.u64 [%0], {%1,%2};" ::"l"(p), "l"(a), "l"(b) : "memory");
-}
-
 /* Eight lanes of a warp own a line, 16 bytes each; lane 7 of the eight holds one data word and
  * the flag. A warp moves four lines per instruction, so each line is written by one store
  * instruction and read by one load instruction. */
@@ -352,18 +332,10 @@ static __device__ int ll128_step(ConnState& s, const weft_prim& p, size_t elem,
         int mine = !active || v1 == flag; /* meaningful in lane 7 of each eight */
         int ok = __shfl_sync(0xffffffffu, mine, lane | 7);
         if (__all_sync(0xffffffffu, ok)) break;
-        /* The abort word is host memory: read it only after 1023 misses, never on the first
-         * (every warp of every block reading it at once serialises on the bus). */
         if (spins == 0) start = global_timer_ns();
         if ((spins & 1023) != 1023) continue;
-        int why = WAIT_OK;
-        if (lane == 0)
-          why = *c.abort_flag                                   ? WAIT_ABORT
-                : global_timer_ns() - start > c.timeout_ns ? WAIT_TIMEOUT
-                                                                : WAIT_OK;
-        why = __shfl_sync(0xffffffffu, why, 0);
-        if (why != WAIT_OK) {
-          if (lane == 0 && *c.error == 0) *c.error = (uint32_t)why;
+        int why = lane == 0 ? wait_give_up(start, c) : WAIT_OK; /* one lane asks, all follow */
+        if (__shfl_sync(0xffffffffu, why, 0) != WAIT_OK) {
           s.data_failed = 1;
           v0 = v1 = 0;
           break;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
 #endif
@@ -27,7 +28,6 @@
 
 #define P2P_LL_MAX_BYTES 16384
 #define P2P_BYTES_PER_CHANNEL (512u * 1024u)
-#define DEVICE_P2P_BLOCKS 128 /* WEFT_DEV_MAX_BLOCKS */
 
 static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -88,7 +88,7 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
      * nranks alone, so that both ends of a transfer cut it alike. */
     int maxch = p->nchannels;
     if (comm->mode == WEFT_MODE_DEVICE && comm->nranks > 1) {
-      int fit = DEVICE_P2P_BLOCKS / (2 * (comm->nranks - 1));
+      int fit = WEFT_DEV_MAX_BLOCKS / (2 * (comm->nranks - 1));
       if (fit < 1) fit = 1;
       if (maxch > fit) maxch = fit;
     }
@@ -103,7 +103,7 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   size_t nbytes = bytes;
   if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
     nbytes *= (size_t)comm->nranks;
-  if (comm->tune == NULL) return choose_device(comm, op, nbytes);
+  if (comm->mode == WEFT_MODE_DEVICE) return choose_device(comm, op, nbytes);
   weft_decision d; /* tune/ logs the decision at NCCL_DEBUG_SUBSYS=TUNING */
   WEFT_CHECK(tune_decide(comm->tune, &p->mask, (ncclFunc_t)op->func, nbytes, 1, 0, 0, &d));
   op->algo = d.algo;
