@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "topo/cuda_entry.h"
 #include "topo/cuda_probe.h"
 #include "util/check.h"
 
@@ -82,33 +83,10 @@ static struct {
 } drv;
 static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
 
-/* The ABI every symbol below has had since CUDA 10.2; asking for 12.0 keeps the lookup valid
- * on any driver a CUDA 12+ runtime runs on. */
-#define DRV_ABI_VERSION 12000
-
-static void* drv_sym(const char* name) {
-  void* fn = NULL;
-#if CUDART_VERSION >= 12000
-  enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-  cudaError_t e =
-      cudaGetDriverEntryPointByVersion(name, &fn, DRV_ABI_VERSION, cudaEnableDefault, &q);
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q);
-#endif
-  int found = e == cudaSuccess && q == cudaDriverEntryPointSuccess;
-#else
-  cudaError_t e = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault);
-  int found = e == cudaSuccess;
-#endif
-  if (e != cudaSuccess) cudaGetLastError();
-  return found ? fn : NULL;
-}
-
 static void drv_load(void) {
 #define DRV_LOAD(field, sym)                                            \
   do {                                                                  \
-    drv.field = (pfn_##sym)drv_sym(#sym);                               \
+    drv.field = (pfn_##sym)cuda_driver_entry(#sym);                      \
     if (!drv.field && !drv.missing) drv.missing = #sym;                 \
   } while (0)
   DRV_LOAD(device_get_attribute, cuDeviceGetAttribute);
@@ -121,7 +99,7 @@ static void drv_load(void) {
   DRV_LOAD(address_free, cuMemAddressFree);
   DRV_LOAD(release, cuMemRelease);
 #undef DRV_LOAD
-  drv.get_error_string = (pfn_cuGetErrorString)drv_sym("cuGetErrorString");
+  drv.get_error_string = (pfn_cuGetErrorString)cuda_driver_entry("cuGetErrorString");
 }
 
 static ncclResult_t drv_fail(const char* fn, const char* what, CUresult r) {

@@ -9,7 +9,10 @@
  *         writes slots, sizes and tail there over NVLink/PCIe and polls head there.
  *   SHM:  pinned host shared memory mapped into both GPUs (cudaHostRegister).
  *   NET:  each side's local host slots (pinned, mapped); the proxy moves them through the net
- *         plugin exactly as in host mode (WEFT_CONN_LL_TAIL set on the receive side). */
+ *         plugin exactly as in host mode (WEFT_CONN_LL_TAIL set on the receive side). With
+ *         GPUDirect the slots are in the GPU's own memory and only the control block is host
+ *         memory; the kernels see no difference (host_mem stays 1: a host agent reads the FIFO,
+ *         so sends fence at system scope). */
 #ifndef WEFT_DEVICE_H
 #define WEFT_DEVICE_H
 
@@ -28,7 +31,7 @@ typedef struct weft_dev_conn {
   int32_t proto;  /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
   int32_t flags;  /* WEFT_CONN_* */
   int32_t is_send;
-  int32_t host_mem; /* 1: slots live in host memory (SHM, NET): stores need a system fence */
+  int32_t host_mem; /* 1: SHM or NET (a host agent reads the FIFO): stores need a system fence */
 } weft_dev_conn;
 
 /* Reduction kinds the kernels implement (host/reduce.h's weft_red_kind, minus Custom). */

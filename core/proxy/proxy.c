@@ -22,6 +22,9 @@ typedef struct {
   uint64_t done;   /* steps the plugin completed */
   uint64_t budget; /* recv: steps launched operations will consume (atomic, grows) */
   void* reqs[WEFT_NSTEPS];
+  int flushing[WEFT_NSTEPS]; /* recv: reqs[slot] is the iflush of a completed receive */
+  int got[WEFT_NSTEPS];      /* recv: bytes the receive delivered */
+  int flush;                 /* WEFT_PROXY_FLUSH_* */
   int failed;
 } proxy_conn;
 
@@ -114,13 +117,36 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
   }
   while (pc->done < pc->posted) {
     int slot = (int)(pc->done % WEFT_NSTEPS), done = 0, size = 0;
+    int flushing = pc->flushing[slot];
     ncclResult_t res = api->test(pc->reqs[slot], &done, &size);
     if (res != ncclSuccess) {
-      conn_fail(p, pc, res, "receive");
+      conn_fail(p, pc, res, flushing ? "flush of a receive" : "receive");
       return 1;
     }
     if (!done) break;
     pc->reqs[slot] = NULL;
+    if (flushing) {
+      pc->flushing[slot] = 0;
+      size = pc->got[slot];
+    } else if (pc->flush == WEFT_PROXY_FLUSH_ALWAYS ||
+               (pc->flush == WEFT_PROXY_FLUSH_DATA && size > 0)) {
+      /* GPU memory: the NIC's writes are visible to the kernel once the flush completes. */
+      void* data = conn_slot(c, pc->done);
+      void* mh = pc->mhandle;
+      void* freq = NULL;
+      res = api->iflush(pc->net_comm, 1, &data, &size, &mh, &freq);
+      if (res != ncclSuccess) {
+        conn_fail(p, pc, res, "iflush of a receive");
+        return 1;
+      }
+      if (freq) { /* NULL: nothing to wait for */
+        pc->reqs[slot] = freq;
+        pc->flushing[slot] = 1;
+        pc->got[slot] = size;
+        moved = 1;
+        continue;
+      }
+    }
     __atomic_store_n(&c->ctrl->sizes[slot], (int64_t)size, __ATOMIC_RELAXED);
     __atomic_store_n(&pc->done, pc->done + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&c->ctrl->tail, pc->done, __ATOMIC_RELEASE);
@@ -212,7 +238,8 @@ void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps) {
     }
 }
 
-ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle) {
+ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle,
+                            int flush) {
   pthread_mutex_lock(&p->lock);
   if (p->nconns >= p->cap) {
     pthread_mutex_unlock(&p->lock);
@@ -229,6 +256,7 @@ ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void
   pc->conn = conn;
   pc->net_comm = net_comm;
   pc->mhandle = mhandle;
+  pc->flush = conn->is_send ? WEFT_PROXY_FLUSH_NONE : flush;
   __atomic_store_n(&p->nconns, p->nconns + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&p->lock);
   return ncclSuccess;

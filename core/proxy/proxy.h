@@ -4,7 +4,8 @@
  *  send side: once the executor has published step s (tail > s), isend slot s; when test()
  *             reports it complete, publish head = s + 1 (the slot is free again);
  *  recv side: keep an irecv posted for every free slot (posted < head + WEFT_NSTEPS) that a
- *             launched operation will consume; when test() completes one, store its size and
+ *             launched operation will consume; when test() completes one (and, for slots in
+ *             GPU memory, the plugin's iflush of it completed too), store its size and
  *             publish tail = s + 1.
  * A NULL request from isend/irecv means "try again later". A plugin error is stored in the
  * connection's error field (the executor fails the operation waiting on it) and logged once.
@@ -23,9 +24,16 @@ typedef struct weft_proxy weft_proxy;
 
 /* Start the thread (idle until activated); at most max_conns connections will be added. */
 ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, weft_proxy** out);
-/* Hand a connected net connection to the proxy; net_comm is its plugin send or recv comm and
- * mhandle the registration of conn->buff. */
-ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle);
+/* When the proxy calls the plugin's iflush after a receive (slots in GPU memory). */
+enum {
+  WEFT_PROXY_FLUSH_NONE = 0,   /* host memory, or NCCL_GDR_FLUSH_DISABLE=1 */
+  WEFT_PROXY_FLUSH_DATA = 1,   /* after every receive that carried bytes */
+  WEFT_PROXY_FLUSH_ALWAYS = 2  /* after every receive (the plugin's forceFlush) */
+};
+/* Hand a connected net connection to the proxy; net_comm is its plugin send or recv comm,
+ * mhandle the registration of conn->buff and flush a WEFT_PROXY_FLUSH_* (receives only). */
+ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle,
+                            int flush);
 /* Launched operations will consume nsteps more steps of receive connection conn (receives are
  * posted only for those). */
 void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps);

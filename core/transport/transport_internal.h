@@ -25,7 +25,11 @@ typedef struct tconn {
   void* listen_comm;
   void* net_comm; /* send or receive comm */
   void* mhandle;
-  void* mem;      /* local control block + slots */
+  void* mem;      /* local control block (+ slots, unless they are in GPU memory) */
+  void* gdr_mem;  /* device mode, GPUDirect: the slots, in GPU memory (cudaMalloc) */
+  int gdr_flush;  /* receive side: WEFT_PROXY_FLUSH_* */
+  int gdr_dmabuf; /* registered through regMrDmaBuf */
+  int gdr_ptr_support; /* the plugin's ptrSupport for dev */
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   /* device mode */
   void* p2p_mem;           /* p2p receiver: cudaMalloc'd control block + slots */
@@ -87,6 +91,15 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c);
 /* Hand-off to the proxy: from then on the connection is the proxy's too. */
 ncclResult_t net_start(struct ncclComm* comm, tconn* c);
 void net_close(struct ncclComm* comm, tconn* c);
+
+/* ---- transport_gdr.c (device mode) ---- */
+/* GPUDirect for c when the plugin, the PCI path and the environment allow: allocate `bytes`
+ * of slots in GPU memory and register them with the plugin (c->gdr_mem, c->mhandle,
+ * c->gdr_flush). Returns 0, with nothing allocated, when c stages through host memory
+ * instead (every reason logged; never an error: host staging always works). */
+int gdr_setup(struct ncclComm* comm, tconn* c, size_t bytes);
+/* Free the GPU slots (after deregMr). */
+void gdr_free(struct ncclComm* comm, tconn* c);
 
 /* ---- transport_p2p.c (device mode) ---- */
 /* 1 when the pair (this rank, peer) on one host uses p2p: decided from both ranks' published

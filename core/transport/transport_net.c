@@ -2,7 +2,8 @@
  * handle over bootstrap; the sender connects; both poll connect/accept (non-blocking) until
  * the plugin hands back a comm. Each side then allocates its own control block + slots in
  * host memory, registers the slots with regMr (and, in device mode, pins and maps them into the
- * GPU) and gives the connection to the proxy, which moves the slots with isend/irecv (proxy/). */
+ * GPU) and gives the connection to the proxy, which moves the slots with isend/irecv (proxy/).
+ * In device mode the slots may live in GPU memory instead (GPUDirect, transport_gdr.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,11 @@ ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done) {
 
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
   const ncclNet_v11_t* api = api_of(comm);
-  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  size_t slots = (size_t)WEFT_NSTEPS * c->conn.step_bytes;
+  /* GPUDirect (device mode, plugin and path permitting): the slots live in GPU memory and are
+   * registered already; only the control block is host memory. */
+  int gdr = comm->transport->device && gdr_setup(comm, c, slots);
+  size_t bytes = gdr ? WEFT_FIFO_CTRL_BYTES : conn_mem_bytes(c->conn.step_bytes);
   if (posix_memalign(&c->mem, 4096, bytes) != 0) {
     c->mem = NULL;
     WARN("rank %d: out of memory for a %zu-byte net connection buffer (rank %d)", comm->rank,
@@ -76,17 +81,19 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
   }
   memset(c->mem, 0, WEFT_FIFO_CTRL_BYTES);
   c->conn.ctrl = c->mem;
-  c->conn.buff = (char*)c->mem + WEFT_FIFO_CTRL_BYTES;
+  c->conn.buff = gdr ? (char*)c->gdr_mem : (char*)c->mem + WEFT_FIFO_CTRL_BYTES;
   if (!c->conn.is_send) c->conn.flags |= WEFT_CONN_LL_TAIL;
-  /* Device mode: the kernels reach the same host slots through a mapping; the proxy keeps
-   * working on the host addresses. */
-  if (comm->transport->device) WEFT_CHECK(devmem_register_host(comm, c, c->mem, bytes));
-  ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, (size_t)WEFT_NSTEPS * c->conn.step_bytes,
-                                NCCL_PTR_HOST, &c->mhandle);
+  /* Device mode: the kernels reach the same host memory through a mapping; the proxy keeps
+   * working on the host addresses (and on the GPU slots' own addresses). */
+  if (comm->transport->device) {
+    WEFT_CHECK(devmem_register_host(comm, c, c->mem, bytes));
+    if (gdr) c->dev_buff = c->gdr_mem;
+  }
+  if (gdr) return ncclSuccess;
+  ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, slots, NCCL_PTR_HOST, &c->mhandle);
   if (res != ncclSuccess) {
     WARN("rank %d: net %s: regMr of %zu bytes for rank %d failed (%s)", comm->rank,
-         comm->net->name, (size_t)WEFT_NSTEPS * c->conn.step_bytes, c->key.peer,
-         ncclGetErrorString(res));
+         comm->net->name, slots, c->key.peer, ncclGetErrorString(res));
     c->mhandle = NULL;
     return res;
   }
@@ -96,7 +103,7 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
 ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
   if (comm->proxy == NULL)
     WEFT_CHECK(proxy_create(comm, comm->net, (int)comm->transport->ntable, &comm->proxy));
-  return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle);
+  return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
 }
 
 void net_close(struct ncclComm* comm, tconn* c) {
@@ -110,6 +117,7 @@ void net_close(struct ncclComm* comm, tconn* c) {
   }
   if (c->listen_comm) api->closeListen(c->listen_comm);
   c->net_comm = c->listen_comm = c->mhandle = NULL;
+  gdr_free(comm, c);
   free(c->mem);
   c->mem = NULL;
 }

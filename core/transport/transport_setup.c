@@ -138,11 +138,15 @@ static int choose_transport(struct ncclComm* comm, int peer) {
   return WEFT_TRANSPORT_SHM;
 }
 
-static const char* transport_name(struct ncclComm* comm, const tconn* c) {
+static const char* transport_name(struct ncclComm* comm, const tconn* c, char* buf,
+                                  size_t len) {
   switch (c->transport) {
     case WEFT_TRANSPORT_P2P: return c->p2p_how == P2P_VIA_IPC ? "P2P/IPC" : "P2P/direct";
     case WEFT_TRANSPORT_SHM: return c->host_reg ? "SHM (mapped into the GPU)" : "SHM";
-    default: return comm->net->name;
+    default:
+      if (!c->gdr_mem) return comm->net->name;
+      snprintf(buf, len, "%s/GDRDMA%s", comm->net->name, c->gdr_dmabuf ? " (dma-buf)" : "");
+      return buf;
   }
 }
 
@@ -336,10 +340,10 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
     }
     todo[i]->connected = 1; /* from here on the proxy may use it: never undone below */
     if (weft_log_enabled(NCCL_LOG_INFO, NCCL_INIT)) {
-      char what[96];
+      char what[96], how[96];
       describe(todo[i], what, sizeof what);
       INFO(NCCL_INIT, "rank %d: connected %s via %s", comm->rank, what,
-           transport_name(comm, todo[i]));
+           transport_name(comm, todo[i], how, sizeof how));
     }
   }
   free(todo);

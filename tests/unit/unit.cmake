@@ -1,6 +1,8 @@
-# Unit tests of util/ (parameters, logging) and comm/ config resolution.
+# Unit tests of util/ (parameters, logging), comm/ config resolution and topo/ PCI paths.
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
 weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c
   ${PROJECT_SOURCE_DIR}/core/comm/comm_config.c LABELS unit)
+weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path.c
+  ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
