@@ -119,6 +119,9 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm);
 ncclResult_t comm_datapath_quiesce(struct ncclComm* comm);
 /* Stop threads, close connections and the net. Safe on a partly initialised comm. */
 void comm_datapath_fini(struct ncclComm* comm);
+/* A connection failed where no operation will see it (the proxy, under device kernels): fail
+ * the communicator (ncclCommGetAsyncError reports res), WARN once, stop its kernels. */
+void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, const char* what);
 
 /* ---- comm_split.c ---- */
 ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclConfig_t* config,

@@ -162,17 +162,35 @@ void comm_datapath_fini(struct ncclComm* comm) {
   host_exec_destroy(comm->host);
   comm->host = NULL;
 #ifdef WEFT_HAVE_CUDA
-  /* Kernels may still use the connections: they finish (or stop, after an abort) first. */
-  device_exec_destroy(comm, comm->device, __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0);
-  comm->device = NULL;
+  /* Kernels may still use the connections (and wait on the proxy for net ones): they finish,
+   * or stop after an abort, first; the executor is freed once the proxy, which may stop
+   * kernels when a connection fails, is gone. */
+  int aborting = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
+  device_exec_wait_idle(comm, comm->device, aborting);
 #endif
   if (comm->proxy) {
     comm_datapath_quiesce(comm);
     proxy_destroy(comm->proxy);
     comm->proxy = NULL;
   }
+#ifdef WEFT_HAVE_CUDA
+  device_exec_destroy(comm, comm->device, aborting);
+  comm->device = NULL;
+#endif
   transport_fini(comm); /* before the net: closing net comms needs the plugin */
   plan_comm_fini(comm);
   net_close_for_comm(comm->net);
   comm->net = NULL;
+}
+
+void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, const char* what) {
+  int ok = ncclSuccess;
+  if (__atomic_compare_exchange_n(&comm->async_error, &ok, (int)res, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_RELAXED))
+    WARN("rank %d: %s (rank %d) failed: %s; the communicator has failed", comm->rank, what, peer,
+         ncclGetErrorString(res));
+  __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
+#ifdef WEFT_HAVE_CUDA
+  device_exec_stop(comm->device); /* kernels waiting on the connection give up */
+#endif
 }

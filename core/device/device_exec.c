@@ -30,7 +30,31 @@ struct weft_device {
   cudaStream_t last_stream;
   cudaEvent_t join; /* for groups spanning several streams */
   weft_dev_launch* launch; /* staging for one launch's parameters */
+  /* Scratch of device_exec_launch, grown on demand (no allocation per launch once warm). */
+  weft_work** run;
+  weft_work** p2p;
+  int* blk;
+  int scratch_cap;
 };
+
+/* Room for n work items in the scratch arrays. */
+static ncclResult_t scratch_reserve(struct ncclComm* comm, struct weft_device* d, int n) {
+  if (n <= d->scratch_cap) return ncclSuccess;
+  int cap = d->scratch_cap ? d->scratch_cap : 64;
+  while (cap < n) cap *= 2;
+  weft_work** run = realloc(d->run, sizeof *run * (size_t)cap);
+  if (run) d->run = run;
+  weft_work** p2p = realloc(d->p2p, sizeof *p2p * (size_t)cap);
+  if (p2p) d->p2p = p2p;
+  int* blk = realloc(d->blk, sizeof *blk * (size_t)cap);
+  if (blk) d->blk = blk;
+  if (!run || !p2p || !blk) {
+    WARN("rank %d: out of memory launching %d work items", comm->rank, n);
+    return ncclSystemError;
+  }
+  d->scratch_cap = cap;
+  return ncclSuccess;
+}
 
 /* Run with the communicator's GPU current; put the caller's back afterwards. */
 typedef struct {
@@ -88,14 +112,18 @@ out:
   return res;
 }
 
-void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort) {
+void device_exec_stop(struct weft_device* d) {
+  if (d) __atomic_store_n(&d->words[0], 1u, __ATOMIC_RELEASE);
+}
+
+void device_exec_wait_idle(struct ncclComm* comm, struct weft_device* d, int abort) {
   if (!d) return;
   dev_guard g;
   if (guard_enter(&g, comm->cuda_dev) != cudaSuccess) {
-    WARN("rank %d: cannot select cuda device %d to free the device executor", comm->rank,
+    WARN("rank %d: cannot select cuda device %d to wait for the kernels", comm->rank,
          comm->cuda_dev);
   }
-  if (abort) __atomic_store_n(&d->words[0], 1u, __ATOMIC_RELEASE);
+  if (abort) device_exec_stop(d);
   if (d->have_last) {
     /* Kernels still running use the connections about to be freed: wait for them, bounded;
      * past the bound, tell them to stop and wait for that. */
@@ -110,11 +138,26 @@ void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort
       }
       backoff_wait(&bo);
     }
+    d->have_last = 0;
+  }
+  guard_leave(&g);
+}
+
+void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort) {
+  if (!d) return;
+  device_exec_wait_idle(comm, d, abort);
+  dev_guard g;
+  if (guard_enter(&g, comm->cuda_dev) != cudaSuccess) {
+    WARN("rank %d: cannot select cuda device %d to free the device executor", comm->rank,
+         comm->cuda_dev);
   }
   cudaEventDestroy(d->last);
   cudaEventDestroy(d->join);
   cudaFreeHost(d->words);
   free(d->launch);
+  free(d->run);
+  free(d->p2p);
+  free(d->blk);
   free(d);
   guard_leave(&g);
 }
@@ -202,15 +245,10 @@ static long block_key(const weft_work* w) {
 
 /* Lay the works [0, n) of ws out as blocks in L, keeping call order within a block. */
 static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
-                           weft_dev_launch* L) {
+                           weft_dev_launch* L, int* blk) {
   long keys[WEFT_DEV_MAX_BLOCKS];
   int counts[WEFT_DEV_MAX_BLOCKS] = {0};
   int nb = 0;
-  int* blk = malloc(sizeof(int) * (size_t)(n ? n : 1));
-  if (!blk) {
-    WARN("rank %d: out of memory laying out a launch", comm->rank);
-    return ncclSystemError;
-  }
   for (int i = 0; i < n; i++) {
     long k = block_key(ws[i]);
     int b = 0;
@@ -220,7 +258,6 @@ static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
         WARN("rank %d: one launch needs more than %d blocks (too many point-to-point peers and "
              "channels in one group)",
              comm->rank, WEFT_DEV_MAX_BLOCKS);
-        free(blk);
         return ncclInvalidUsage;
       }
       keys[nb++] = k;
@@ -239,7 +276,6 @@ static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
     res = fill_work(comm, ws[i], &L->works[L->block_end[blk[i]]++]);
   L->nblocks = nb;
   L->nworks = n;
-  free(blk);
   return res;
 }
 
@@ -250,7 +286,7 @@ static ncclResult_t launch_one(struct ncclComm* comm, struct weft_device* d,
   L->comm.abort_flag = d->words_dev;
   L->comm.error = d->words_dev + 1;
   L->comm.timeout_ns = (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS) * 1000000ull;
-  WEFT_CHECK(layout(comm, ws, n, L));
+  WEFT_CHECK(layout(comm, ws, n, L, d->blk));
   int dtype = kernel < 0 ? ncclUint8 : kernel / 8, cls = kernel < 0 ? WEFT_DRED_SUM : kernel % 8;
   int e = launchers[dtype](cls, L, stream);
   if (e != 0) {
@@ -266,14 +302,9 @@ ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_
   struct weft_device* d = comm->device;
   ncclResult_t res = ncclSuccess;
   dev_guard g;
-  weft_work** run = malloc(sizeof *run * (size_t)(nworks ? nworks : 1));
-  weft_work** p2p = malloc(sizeof *p2p * (size_t)(nworks ? nworks : 1));
-  if (!run || !p2p) {
-    free(run);
-    free(p2p);
-    WARN("rank %d: out of memory launching %d work items", comm->rank, nworks);
-    return ncclSystemError;
-  }
+  WEFT_CHECK(scratch_reserve(comm, d, nworks));
+  weft_work** run = d->run;
+  weft_work** p2p = d->p2p;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
   if (!ops) goto out;
   cudaStream_t stream = (cudaStream_t)ops->stream;
@@ -346,7 +377,5 @@ ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_
   }
 out:
   guard_leave(&g);
-  free(run);
-  free(p2p);
   return res;
 }

@@ -16,8 +16,14 @@ struct weft_device;
 /* Per communicator: the host-mapped abort/error words and the events that order launches. */
 ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out);
 /* Wait (bounded by WEFT_TIMEOUT_MS) for the last launch, or stop the kernels at once when
- * abort is set, then free. */
+ * abort is set. The proxy must still run meanwhile (kernels may wait on net connections). */
+void device_exec_wait_idle(struct ncclComm* comm, struct weft_device* d, int abort);
+/* device_exec_wait_idle, then free (after the proxy has stopped: it may call
+ * device_exec_stop). */
 void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort);
+/* Make running and later kernels of the communicator give up their waits (a connection
+ * failed under them: the proxy calls this). Thread-safe. */
+void device_exec_stop(struct weft_device* d);
 
 /* Enqueue the works of one communicator's group (ops: the group's ops, in call order). */
 ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,

@@ -38,37 +38,58 @@ static int is_marker(int func) {
 
 /* ---- enqueue ---- */
 
-/* Device communicators, until the cost model covers the kernels (measured on 2x H200 NVLink,
- * docs/perf-notes.md): LL up to 64 KiB, LL128 to 512 KiB where every peer is peer-to-peer,
- * Simple beyond; the ring unless NCCL_ALGO asks for the tree; a channel per 8 KiB (LL),
- * 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. */
+/* Device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in for
+ * the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
+ * 512 KiB where every peer is peer-to-peer, Simple beyond; the ring unless NCCL_ALGO asks for
+ * the tree; a channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the
+ * communicator's. A tuner plugin sees the model's table and overrides the rule by editing it
+ * or by setting a channel count (tune_decide_from). */
 #define DEVICE_LL_MAX_BYTES 65536
 #define DEVICE_LL128_MAX_BYTES (512u * 1024u)
-static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
+static ncclResult_t device_rule(struct ncclComm* comm, int func, size_t nbytes,
+                                weft_default_choice* r) {
   struct weft_plan* p = comm->plan;
-  unsigned algos = p->mask.algo[op->func], protos = p->mask.proto[op->func];
-  op->algo = (algos & (1u << NCCL_ALGO_RING)) ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
-  if (!(algos & (1u << op->algo))) {
+  unsigned algos = p->mask.algo[func], protos = p->mask.proto[func];
+  r->algo = (algos & (1u << NCCL_ALGO_RING)) ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
+  if (!(algos & (1u << r->algo))) {
     WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", comm->rank,
-         plan_func_name(op->func));
+         plan_func_name(func));
     return ncclInvalidUsage;
   }
   int has_ll = (protos & (1u << NCCL_PROTO_LL)) != 0;
   int has_ll128 = (protos & (1u << NCCL_PROTO_LL128)) != 0; /* P2P everywhere (datapath) */
   int has_simple = (protos & (1u << NCCL_PROTO_SIMPLE)) != 0;
-  size_t per;
-  if (has_ll && (nbytes <= DEVICE_LL_MAX_BYTES || !(has_ll128 || has_simple))) {
-    op->proto = NCCL_PROTO_LL;
-    per = 8192;
-  } else if (has_ll128 && (nbytes <= DEVICE_LL128_MAX_BYTES || !has_simple)) {
-    op->proto = NCCL_PROTO_LL128;
-    per = 32768;
-  } else {
-    op->proto = NCCL_PROTO_SIMPLE;
-    per = 65536;
+  if (has_ll && (nbytes <= DEVICE_LL_MAX_BYTES || !(has_ll128 || has_simple)))
+    r->proto = NCCL_PROTO_LL;
+  else if (has_ll128 && (nbytes <= DEVICE_LL128_MAX_BYTES || !has_simple))
+    r->proto = NCCL_PROTO_LL128;
+  else
+    r->proto = NCCL_PROTO_SIMPLE;
+  static const size_t per[NCCL_NUM_PROTOCOLS] = {8192, 32768, 65536}; /* LL, LL128, Simple */
+  for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) {
+    size_t nch = divup(nbytes, per[q]);
+    r->nchannels[q] = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
   }
-  size_t nch = divup(nbytes, per);
-  op->nchannels = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
+  return ncclSuccess;
+}
+
+static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
+  weft_default_choice r;
+  WEFT_CHECK(device_rule(comm, op->func, nbytes, &r));
+  if (comm->tune) {
+    weft_decision d; /* tune/ logs it at NCCL_DEBUG_SUBSYS=TUNING */
+    WEFT_CHECK(tune_decide_from(comm->tune, &comm->plan->mask, (ncclFunc_t)op->func, nbytes, 1,
+                                0, 0, &r, &d));
+    op->algo = d.algo;
+    op->proto = d.proto;
+    op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > comm->plan->nchannels
+                                               ? comm->plan->nchannels
+                                               : d.nchannels);
+    return ncclSuccess;
+  }
+  op->algo = r.algo;
+  op->proto = r.proto;
+  op->nchannels = r.nchannels[r.proto];
   INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
        plan_func_name(op->func), nbytes, op->algo == NCCL_ALGO_RING ? "Ring" : "Tree",
        tune_proto_name(op->proto), op->nchannels);

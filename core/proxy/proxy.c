@@ -4,6 +4,7 @@
 #include "proxy/proxy.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,12 @@ static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const cha
        p->net->name,
        what, pc->conn->is_send ? "to" : "from", pc->conn->peer, pc->conn->channel,
        ncclGetErrorString(res));
+  /* Kernels do not read conn->error: the communicator fails and its kernels stop instead. */
+  if (p->comm->mode == WEFT_MODE_DEVICE) {
+    char how[96];
+    snprintf(how, sizeof how, "net %s: %s on channel %d", p->net->name, what, pc->conn->channel);
+    comm_datapath_broken(p->comm, res, pc->conn->peer, how);
+  }
 }
 
 /* Returns 1 when something moved. */

@@ -71,6 +71,9 @@ int transport_uses_net(struct ncclComm* comm);
 
 /* 1 when this device-mode rank reaches every other rank peer-to-peer (LL128 needs it). */
 int transport_all_p2p(const struct ncclComm* comm);
+/* 1 when every pair of device-mode ranks on one host reaches each other over NVLink (the same
+ * answer on every rank: computed from the published rank infos only). */
+int transport_all_nvlink(const struct ncclComm* comm);
 
 /* Close everything (net comms, registrations, mappings, segment names still owned, CUDA IPC
  * mappings, device memory, the device table and stream) and free the table. The executor, the

@@ -67,6 +67,18 @@ int transport_all_p2p(const struct ncclComm* comm) {
   return comm->mode == WEFT_MODE_DEVICE;
 }
 
+int transport_all_nvlink(const struct ncclComm* comm) {
+  for (int r = 0; r < comm->nranks; r++)
+    for (int q = 0; q < comm->nranks; q++) {
+      const weft_rank_info *a = &comm->peers[r], *b = &comm->peers[q];
+      if (q == r || !same_host(a, b)) continue;
+      if (a->mode != WEFT_MODE_DEVICE || memcmp(a->p2p.uuid, b->p2p.uuid, 16) == 0) continue;
+      int nvl = 0;
+      if (!reaches(&a->p2p, b->p2p.bus, &nvl) || !nvl) return 0;
+    }
+  return comm->mode == WEFT_MODE_DEVICE;
+}
+
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 

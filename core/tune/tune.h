@@ -40,6 +40,7 @@ typedef struct {
   double predicted_us; /* the model's time for what runs */
   int by_tuner;        /* the tuner's answer changed the model's choice or channel count */
   int tuner_fallback;  /* the tuner's answer was unusable: the model decided */
+  int by_default;      /* the executor's own choice stood in for the model's */
   float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* the model's costs */
 } weft_decision;
 
@@ -51,14 +52,29 @@ typedef struct {
 ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
                          size_t nbytes, int pipe_ops, int reg_buff, int quiet, weft_decision* out);
 
+/* An executor's own choice, standing in for the model's (device communicators: the rule
+ * measured on GPUs, plan/): it runs unless a tuner edits the cost table or sets a channel
+ * count. nchannels[p]: the executor's channel count for protocol p (used too when a tuner's
+ * edit picks another cell and sets no count). */
+typedef struct {
+  int algo, proto;
+  int nchannels[NCCL_NUM_PROTOCOLS];
+} weft_default_choice;
+
+/* tune_decide, with dflt (when its cell is usable) in place of the model's cheapest cell.
+ * dflt NULL: exactly tune_decide. The table the tuner sees is the model's either way. */
+ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
+                              size_t nbytes, int pipe_ops, int reg_buff, int quiet,
+                              const weft_default_choice* dflt, weft_decision* out);
+
 /* The model alone (no tuner, no log), for tests and tools. */
 ncclResult_t tune_choose(const weft_tune_model* m, const weft_algo_proto_mask* mask,
                          const weft_exec_caps* caps, ncclFunc_t func, size_t nbytes,
                          weft_choice* out, double* predicted_us);
 
-/* Communicator hooks (tune_comm.c): after the data path is up (host mode), gather and agree on
- * the facts, open the tuner, derive the model; at free, close the tuner. Device-mode
- * communicators get no tuning state yet (they have no data path). */
+/* Communicator hooks (tune_comm.c): after the data path is up, gather and agree on the facts
+ * (host: cores, shared memory; device: NVLink, compute capability), open the tuner, derive the
+ * model; at free, close the tuner. */
 ncclResult_t tune_comm_init(struct ncclComm* comm);
 void tune_comm_fini(struct ncclComm* comm);
 

@@ -17,11 +17,17 @@
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "plugin/net.h"
+#include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"
 
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 typedef struct {
+  int32_t compcap_idx; /* device: NCCL_*_COMPCAP_IDX of this rank's GPU */
   int32_t shm_disable;
   int32_t cores_per_rank;
   int32_t oversub_pct; /* ranks per core × 100 */
@@ -63,8 +69,8 @@ static void count_nodes(const struct ncclComm* comm, weft_tune_facts* f, int* lo
 }
 
 static void nvl_info(const weft_tune_facts* f, ncclNvlDomainInfo_v5_t* nvl) {
-  /* Host: each node's shared memory plays the NVLink domain (ranks per node); the tuner reads
-   * the communicator's shape from it. */
+  /* A node is the NVLink domain (host: its shared memory plays that part); the tuner reads the
+   * communicator's shape from it. */
   nvl->nNvlDomains = f->nnodes;
   nvl->minRanksPerNvlDomain = f->ppn_min;
   nvl->maxRanksPerNvlDomain = f->ppn_max;
@@ -80,7 +86,8 @@ static uint64_t tuner_hash(const weft_tuner* tu, const ncclTunerConstants_v5_t* 
 static int agree(struct ncclComm* comm, const tune_proposal* all, weft_tune_facts* f) {
   int same_tuner = 1, odd = -1;
   for (int r = 0; r < comm->nranks; r++) {
-    if (all[r].shm_disable) f->intra_link = TUNE_LINK_NET;
+    if (f->host && all[r].shm_disable) f->intra_link = TUNE_LINK_NET;
+    if (!f->host && all[r].compcap_idx < f->compcap_idx) f->compcap_idx = all[r].compcap_idx;
     if (all[r].cores_per_rank < f->cores_per_rank) f->cores_per_rank = all[r].cores_per_rank;
     if (all[r].oversub_pct / 100.0 > f->oversub) f->oversub = all[r].oversub_pct / 100.0;
     if (all[r].net_socket) f->net_socket = 1;
@@ -101,8 +108,42 @@ static int agree(struct ncclComm* comm, const tune_proposal* all, weft_tune_fact
   return same_tuner ? 0 : -1;
 }
 
+/* NCCL's compute-capability row of this rank's GPU (Volta 0 .. Blackwell 3). */
+static int compcap_idx(const struct ncclComm* comm) {
+  int major = 9;
+#ifdef WEFT_HAVE_CUDA
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, comm->cuda_dev) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    major = 9;
+  }
+#else
+  (void)comm;
+#endif
+  return major <= 7 ? 0 : major == 8 ? 1 : major == 9 ? 2 : 3;
+}
+
+/* This rank's facts before agreement. */
+static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
+  int local = 1;
+  if (comm->mode == WEFT_MODE_DEVICE) {
+    tune_facts_device(f, comm->nranks, 1, transport_all_nvlink(comm), compcap_idx(comm),
+                      comm->plan->nchannels);
+    count_nodes(comm, f, &local);
+    f->net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+    return;
+  }
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  tune_facts_host(f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), comm->plan->nchannels,
+                  1, 1.0);
+  count_nodes(comm, f, &local);
+  f->cores_per_rank = ncpu > local ? (int)(ncpu / local) : 1;
+  f->oversub = ncpu > 0 && local > ncpu ? (double)local / (double)ncpu : 1.0;
+  f->net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+}
+
 ncclResult_t tune_comm_init(struct ncclComm* comm) {
-  if (comm->mode != WEFT_MODE_HOST || comm->plan == NULL) return ncclSuccess;
+  if (comm->plan == NULL) return ncclSuccess;
   ncclResult_t res = ncclSuccess;
   weft_tune* t = calloc(1, sizeof *t);
   tune_proposal* all = calloc((size_t)comm->nranks, sizeof *all);
@@ -112,14 +153,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
     goto fail;
   }
   weft_tune_facts f;
-  int local = 1;
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  tune_facts_host(&f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), comm->plan->nchannels,
-                  1, 1.0);
-  count_nodes(comm, &f, &local);
-  f.cores_per_rank = ncpu > local ? (int)(ncpu / local) : 1;
-  f.oversub = ncpu > 0 && local > ncpu ? (double)local / (double)ncpu : 1.0;
-  f.net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+  local_facts(comm, &f);
 
   ncclTunerConstants_v5_t k;
   tune_constants_default(&f, &k);
@@ -129,6 +163,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
                                       &nvl, &k, &t->tuner),
                   res, fail);
   tune_proposal* mine = &all[comm->rank];
+  mine->compcap_idx = f.compcap_idx;
   mine->shm_disable = f.intra_link != TUNE_LINK_SHM;
   mine->cores_per_rank = f.cores_per_rank;
   mine->oversub_pct = (int32_t)(f.oversub * 100 + 0.5);
@@ -138,7 +173,18 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
   if (t->tuner) snprintf(mine->tuner_name, sizeof mine->tuner_name, "%s", t->tuner->name);
   if (comm->nranks > 1)
     WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, fail);
-  if (agree(comm, all, &f) != 0) {
+  int mine_cc = f.compcap_idx;
+  int differ = agree(comm, all, &f) != 0;
+  if (!f.host && f.compcap_idx != mine_cc) {
+    /* The oldest GPU of the communicator sets the row (and with it the link bandwidth). */
+    int nnodes = f.nnodes, pmin = f.ppn_min, pmax = f.ppn_max, sock = f.net_socket;
+    tune_facts_device(&f, comm->nranks, nnodes, f.intra_link == TUNE_LINK_NVLINK,
+                      f.compcap_idx, comm->plan->nchannels);
+    f.ppn_min = pmin;
+    f.ppn_max = pmax;
+    f.net_socket = sock;
+  }
+  if (differ) { /* every rank sees the same hashes: all drop the tuner, or none */
     tuner_close_for_comm(t->tuner);
     t->tuner = NULL;
     tune_constants_default(&f, &k);
@@ -146,16 +192,26 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
   weft_tune_host_bw hb;
   tune_host_bw_default(&f, &hb);
   tune_model_init(&t->model, &f, &k, &hb);
-  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
-                             (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL),
+  /* Device: LL128 too, where the datapath agreed every peer is peer-to-peer (plan's mask). */
+  unsigned protos = (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL) |
+                    (f.host ? 0u : 1u << NCCL_PROTO_LL128);
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE), protos,
                              comm->plan->nchannels};
   t->rank = comm->rank;
-  INFO(NCCL_INIT | NCCL_TUNING,
-       "rank %d: tuning: %d ranks on %d node(s) (%d..%d per node), %s, %d channel(s), %d core(s) "
-       "per rank, %.2f ranks per core, tuner %s",
-       comm->rank, f.nranks, f.nnodes, f.ppn_min, f.ppn_max,
-       f.intra_link == TUNE_LINK_SHM ? "shared memory" : "net only", f.max_channels,
-       f.cores_per_rank, f.oversub, t->tuner ? t->tuner->name : "none");
+  if (f.host)
+    INFO(NCCL_INIT | NCCL_TUNING,
+         "rank %d: tuning: %d ranks on %d node(s) (%d..%d per node), %s, %d channel(s), %d "
+         "core(s) per rank, %.2f ranks per core, tuner %s",
+         comm->rank, f.nranks, f.nnodes, f.ppn_min, f.ppn_max,
+         f.intra_link == TUNE_LINK_SHM ? "shared memory" : "net only", f.max_channels,
+         f.cores_per_rank, f.oversub, t->tuner ? t->tuner->name : "none");
+  else
+    INFO(NCCL_INIT | NCCL_TUNING,
+         "rank %d: tuning (GPUs): %d ranks on %d node(s) (%d..%d per node), %s, compute "
+         "capability row %d, %d channel(s), tuner %s",
+         comm->rank, f.nranks, f.nnodes, f.ppn_min, f.ppn_max,
+         f.intra_link == TUNE_LINK_NVLINK ? "NVLink" : "PCIe/host memory", f.compcap_idx,
+         f.max_channels, t->tuner ? t->tuner->name : "none");
   free(all);
   comm->tune = t;
   return ncclSuccess;

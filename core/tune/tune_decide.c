@@ -178,16 +178,20 @@ static void log_decision(const weft_tune* t, ncclFunc_t func, size_t nbytes,
                        tune_proto_name(p), (double)d->table[a][p]);
       if (w > 0) off += (size_t)w;
     }
-  INFO(NCCL_TUNING, "rank %d: %s %zu bytes -> %s/%s %d channel(s), predicted %.1f us%s%s%s "
+  INFO(NCCL_TUNING, "rank %d: %s %zu bytes -> %s/%s %d channel(s), predicted %.1f us%s%s%s%s "
        "(model us:%s)",
        t->rank, tune_func_name(func), nbytes, tune_algo_name(d->algo), tune_proto_name(d->proto),
-       d->nchannels, d->predicted_us, d->by_tuner ? ", chosen by tuner " : "",
+       d->nchannels, d->predicted_us, d->by_default && !d->by_tuner ? ", executor's rule" : "",
+       d->by_tuner ? ", chosen by tuner " : "",
        d->by_tuner ? t->tuner->name : "", d->tuner_fallback ? ", tuner answer unusable" : "",
        costs);
 }
 
-ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
-                         size_t nbytes, int pipe_ops, int reg_buff, int quiet, weft_decision* out) {
+static int clamp_channels(int c, int max) { return c < 1 ? 1 : c > max ? max : c; }
+
+ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
+                              size_t nbytes, int pipe_ops, int reg_buff, int quiet,
+                              const weft_default_choice* dflt, weft_decision* out) {
   if (t == NULL || !valid_args(mask, func, out)) {
     WARN("tune_decide: invalid arguments (func %d%s)", (int)func, t ? "" : ", no tuning state");
     return t == NULL ? ncclInternalError : ncclInvalidArgument;
@@ -200,19 +204,34 @@ ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFun
     return nothing_left(mask, &t->caps, func);
   int ma = 0, mp = 0;
   cheapest(d.table, &ma, &mp);
+  if (dflt && dflt->algo >= 0 && dflt->algo < NCCL_NUM_ALGORITHMS && dflt->proto >= 0 &&
+      dflt->proto < NCCL_NUM_PROTOCOLS && d.table[dflt->algo][dflt->proto] >= 0) {
+    ma = dflt->algo;
+    mp = dflt->proto;
+    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+      for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
+        nch[a][p] = clamp_channels(dflt->nchannels[p], t->caps.max_channels);
+    d.by_default = 1;
+  }
   d.algo = ma;
   d.proto = mp;
   d.nchannels = nch[ma][mp];
   if (t->tuner) {
     float tuned[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
     int tch = 0, ta = ma, tp = mp;
-    if (ask_tuner(t, func, nbytes, pipe_ops, reg_buff, d.table, tuned, &tch) &&
-        cheapest(tuned, &ta, &tp)) {
-      int c = tch > 0 ? (tch > t->caps.max_channels ? t->caps.max_channels : tch) : nch[ta][tp];
-      d.by_tuner = ta != ma || tp != mp || c != nch[ma][mp];
-      d.algo = ta;
-      d.proto = tp;
-      d.nchannels = c;
+    if (ask_tuner(t, func, nbytes, pipe_ops, reg_buff, d.table, tuned, &tch)) {
+      /* With a default, an untouched table means "no opinion": the default stands. */
+      int edited = memcmp(tuned, d.table, sizeof tuned) != 0;
+      int found = (d.by_default && !edited) ? 1 : cheapest(tuned, &ta, &tp);
+      if (found) {
+        int c = tch > 0 ? (tch > t->caps.max_channels ? t->caps.max_channels : tch) : nch[ta][tp];
+        d.by_tuner = ta != ma || tp != mp || c != nch[ma][mp];
+        d.algo = ta;
+        d.proto = tp;
+        d.nchannels = c;
+      } else {
+        d.tuner_fallback = 1;
+      }
     } else {
       d.tuner_fallback = 1;
     }
@@ -222,4 +241,9 @@ ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFun
   if (!quiet) log_decision(t, func, nbytes, &d);
   *out = d;
   return ncclSuccess;
+}
+
+ncclResult_t tune_decide(weft_tune* t, const weft_algo_proto_mask* mask, ncclFunc_t func,
+                         size_t nbytes, int pipe_ops, int reg_buff, int quiet, weft_decision* out) {
+  return tune_decide_from(t, mask, func, nbytes, pipe_ops, reg_buff, quiet, NULL, out);
 }

@@ -2,7 +2,9 @@
  * and is flagged; its channel count is honoured, clamped to the communicator's; every unusable
  * answer (error return, a write into an ignored cell, NaN, nothing usable left, a negative
  * channel count) leaves the model's choice and is WARNed once per communicator however often
- * it happens; NCCL_ALGO/NCCL_PROTO cells stay closed to the tuner. */
+ * it happens; NCCL_ALGO/NCCL_PROTO cells stay closed to the tuner. With an executor's default
+ * choice (device communicators), the default runs unless the tuner edits the table or sets a
+ * channel count. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,77 @@ static void fresh(weft_tune* t, weft_tuner* tu, int max_channels) {
                              (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE), max_channels};
   *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
   t->tuner = tu;
+}
+
+/* A device communicator's state: 2 GPUs over NVLink (Hopper row), every protocol. */
+static void fresh_device(weft_tune* t, weft_tuner* tu, int max_channels) {
+  memset(t, 0, sizeof *t);
+  weft_tune_facts f;
+  tune_facts_device(&f, 2, 1, 1, 2, max_channels);
+  ncclTunerConstants_v5_t k;
+  weft_tune_host_bw hb;
+  tune_constants_default(&f, &k);
+  tune_host_bw_default(&f, &hb);
+  tune_model_init(&t->model, &f, &k, &hb);
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
+                             (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_LL128) |
+                                 (1u << NCCL_PROTO_SIMPLE),
+                             max_channels};
+  *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
+  t->tuner = tu;
+}
+
+/* The executor's default choice (device communicators): it runs wherever the tuner is absent or
+ * leaves the table alone; a tuner's edit or channel count overrides it; a defective answer
+ * leaves it. Random sizes, default cells and channel counts (seeded). */
+static void default_choice_cases(const weft_algo_proto_mask* all) {
+  uint64_t rng = test_seed(0x7e57d3f1u);
+  weft_tune t;
+  weft_tuner tu;
+  weft_decision d;
+  for (int i = 0; i < 200; i++) {
+    size_t nbytes = (size_t)1 << (3 + test_rand(&rng) % 28);
+    nbytes += test_rand(&rng) % nbytes;
+    weft_default_choice r;
+    r.algo = test_rand(&rng) % 4 ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
+    r.proto = (int)(test_rand(&rng) % NCCL_NUM_PROTOCOLS);
+    for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) r.nchannels[q] = 1 + (int)(test_rand(&rng) % 64);
+    int chans = 1 + (int)(test_rand(&rng) % 64);
+    int clamped = r.nchannels[r.proto] > chans ? chans : r.nchannels[r.proto];
+    ncclFunc_t func = test_rand(&rng) % 2 ? ncclFuncAllReduce : ncclFuncAllGather;
+    int usable = r.algo == NCCL_ALGO_RING || func == ncclFuncAllReduce; /* Tree: AllReduce */
+
+    fresh_device(&t, &tu, chans);
+    t.tuner = NULL;
+    EXPECT_OK(tune_decide_from(&t, all, func, nbytes, 1, 0, 1, &r, &d));
+    if (usable) {
+      EXPECT(d.algo == r.algo && d.proto == r.proto && d.nchannels == clamped && d.by_default);
+    } else { /* the default's cell cannot run: the model decides */
+      EXPECT(!d.by_default && d.algo == NCCL_ALGO_RING);
+    }
+    EXPECT(!d.by_tuner && d.predicted_us > 0);
+    if (!usable) continue;
+
+    fresh_device(&t, &tu, chans);
+    kind = F_NONE;
+    EXPECT_OK(tune_decide_from(&t, all, func, nbytes, 1, 0, 1, &r, &d));
+    EXPECT(d.algo == r.algo && d.proto == r.proto && d.nchannels == clamped && !d.by_tuner);
+
+    kind = F_BIGCH; /* channels only: the default's cell, the tuner's count (clamped) */
+    EXPECT_OK(tune_decide_from(&t, all, func, nbytes, 1, 0, 1, &r, &d));
+    EXPECT(d.algo == r.algo && d.proto == r.proto && d.nchannels == chans);
+    EXPECT(d.by_tuner == (clamped != chans));
+
+    kind = F_ERROR; /* defective: the default stands */
+    EXPECT_OK(tune_decide_from(&t, all, func, nbytes, 1, 0, 1, &r, &d));
+    EXPECT(d.algo == r.algo && d.proto == r.proto && d.tuner_fallback && !d.by_tuner);
+
+    if (func != ncclFuncAllReduce) continue;
+    kind = F_GOOD; /* an edit: the tuner's cell (Tree/LL) and count */
+    EXPECT_OK(tune_decide_from(&t, all, func, nbytes, 1, 0, 1, &r, &d));
+    EXPECT(d.algo == NCCL_ALGO_TREE && d.proto == NCCL_PROTO_LL && d.nchannels == 1);
+    EXPECT(d.by_tuner == !(r.algo == NCCL_ALGO_TREE && r.proto == NCCL_PROTO_LL && clamped == 1));
+  }
 }
 
 int main(void) {
@@ -156,6 +229,7 @@ int main(void) {
   EXPECT_EQ_INT(calls, 0);
   EXPECT_RES(tune_decide(NULL, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d), ncclInternalError);
   EXPECT_RES(tune_decide(&t, &all, ncclFuncSend, 4096, 1, 0, 1, &d), ncclInvalidArgument);
+  default_choice_cases(&all);
   unlink(logpath);
   return 0;
 }

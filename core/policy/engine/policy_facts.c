@@ -19,7 +19,11 @@ void policy_facts_add_nic(policy_facts* f, const char* name) {
   for (int i = 0; i < f->nnics; i++)
     if (!strcmp(f->nics[i], name)) return;
   if (f->nnics == POLICY_MAX_NICS) return;
-  snprintf(f->nics[f->nnics++], sizeof f->nics[0], "%s", name);
+  /* Truncated to the slot (a bounded copy: -O3 flags snprintf's possible truncation). */
+  char* slot = f->nics[f->nnics++];
+  size_t n = strnlen(name, sizeof f->nics[0] - 1);
+  memcpy(slot, name, n);
+  slot[n] = '\0';
 }
 
 static void add_rdma_devices(policy_facts* f, const char* dir) {

@@ -58,7 +58,7 @@ int pl_key_lookup(pl_ctx* c, const pnode* key, int ks, const char* where) {
     PL_ERR(c, key, "merge keys ('<<') are not supported; alias a whole value instead");
     return -1;
   }
-  const char* names[16];
+  const char* names[16] = {0};
   for (int i = 0; i < s->n && i < 16; i++) names[i] = s->keys[i].name;
   const char* sug = pl_suggest(k, names, s->n < 16 ? s->n : 16);
   if (sug) {
