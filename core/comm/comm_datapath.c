@@ -164,7 +164,7 @@ void comm_datapath_fini(struct ncclComm* comm) {
 #ifdef WEFT_HAVE_CUDA
   /* Kernels may still use the connections (and wait on the proxy for net ones): they finish,
    * or stop after an abort, first; the executor is freed once the proxy, which may stop
-   * kernels when a connection fails, is gone. */
+   * kernels when a connection fails, and the connections are gone. */
   int aborting = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
   device_exec_wait_idle(comm, comm->device, aborting);
 #endif
@@ -173,11 +173,13 @@ void comm_datapath_fini(struct ncclComm* comm) {
     proxy_destroy(comm->proxy);
     comm->proxy = NULL;
   }
+  transport_fini(comm); /* before the net: closing net comms needs the plugin */
 #ifdef WEFT_HAVE_CUDA
+  /* Last: its cudaFreeHost may wait for other communicators' kernels in this process, which
+   * the connections closed above release. */
   device_exec_destroy(comm, comm->device, aborting);
   comm->device = NULL;
 #endif
-  transport_fini(comm); /* before the net: closing net comms needs the plugin */
   plan_comm_fini(comm);
   net_close_for_comm(comm->net);
   comm->net = NULL;

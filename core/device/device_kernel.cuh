@@ -38,6 +38,7 @@ struct ConnState {
   uint64_t head[8]; /* last head seen (send side) */
   int32_t flags[8];
   int32_t host_mem[8];
+  weft_prim prim;  /* the step: thread 0 works it out, every thread reads it after wait_step */
   int wait_failed; /* set by thread 0 in wait_step, read after its barrier */
   int data_failed; /* set while data moves (LL reads), read after post_step's barrier */
 };
@@ -196,9 +197,10 @@ static __device__ void simple_move(const char* const* ins, int nin, int src0, ch
 }
 
 template <int DT, int OP>
-static __device__ int simple_step(ConnState& s, const weft_prim& p, size_t elem,
+static __device__ int simple_step(ConnState& s, const weft_prim& ps, size_t elem,
                                   const Red<DT>& r, const weft_dev_comm& c) {
-  if (wait_step(s, p, c, 1)) return 1;
+  if (wait_step(s, ps, c, 1)) return 1;
+  const weft_prim p = ps; /* after the barrier: thread 0 wrote it before */
   size_t bytes = p.nelem * elem;
   const char* ins[1 + WEFT_PRIM_MAX_PEERS];
   char* outs[1 + WEFT_PRIM_MAX_PEERS];
@@ -252,9 +254,10 @@ static __device__ __forceinline__ int ll_read(const char* line, uint32_t flag,
 }
 
 template <int DT, int OP>
-static __device__ int ll_step(ConnState& s, const weft_prim& p, size_t elem, const Red<DT>& r,
+static __device__ int ll_step(ConnState& s, const weft_prim& ps, size_t elem, const Red<DT>& r,
                               const weft_dev_comm& c) {
-  if (wait_step(s, p, c, 0)) return 1;
+  if (wait_step(s, ps, c, 0)) return 1;
+  const weft_prim p = ps; /* after the barrier: thread 0 wrote it before */
   size_t bytes = p.nelem * elem;
   size_t nlines = bytes ? (bytes + 7) / 8 : 1;
   int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
@@ -296,9 +299,10 @@ static __device__ int ll_step(ConnState& s, const weft_prim& p, size_t elem, con
  * the flag. A warp moves four lines per instruction, so each line is written by one store
  * instruction and read by one load instruction. */
 template <int DT, int OP>
-static __device__ int ll128_step(ConnState& s, const weft_prim& p, size_t elem,
+static __device__ int ll128_step(ConnState& s, const weft_prim& ps, size_t elem,
                                  const Red<DT>& r, const weft_dev_comm& c) {
-  if (wait_step(s, p, c, 0)) return 1;
+  if (wait_step(s, ps, c, 0)) return 1;
+  const weft_prim p = ps; /* after the barrier: thread 0 wrote it before */
   size_t bytes = p.nelem * elem;
   size_t nlines = bytes ? (bytes + WEFT_LL128_LINE_PAYLOAD - 1) / WEFT_LL128_LINE_PAYLOAD : 1;
   int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
@@ -401,14 +405,17 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
   int failed = 0; /* the steps' answers, the same in every thread */
   for (uint64_t pc = 0; pc < n && !failed; pc++) {
     for (int st = 0; st < nstreams && !failed; st++) {
-      weft_prim p;
-      if (!algo_prim(&a, st, pc, &p)) continue;
+      if (pc >= a.npc[st]) continue; /* the only case algo_prim has no step for */
+      /* One thread works the step out (64-bit divisions: every warp doing it cost a
+       * microsecond a step); the others read it from shared memory after wait_step's barrier,
+       * and thread 0 writes the next only after post_step's. */
+      if (threadIdx.x == 0) algo_prim(&a, st, pc, &s.prim);
       if (w.proto == PROTO_LL)
-        failed = ll_step<DT, OP>(s, p, a.elem, r, c);
+        failed = ll_step<DT, OP>(s, s.prim, a.elem, r, c);
       else if (w.proto == PROTO_LL128)
-        failed = ll128_step<DT, OP>(s, p, a.elem, r, c);
+        failed = ll128_step<DT, OP>(s, s.prim, a.elem, r, c);
       else
-        failed = simple_step<DT, OP>(s, p, a.elem, r, c);
+        failed = simple_step<DT, OP>(s, s.prim, a.elem, r, c);
     }
   }
   __syncthreads();

@@ -90,6 +90,9 @@ ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done);
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c);
 /* Hand-off to the proxy: from then on the connection is the proxy's too. */
 ncclResult_t net_start(struct ncclComm* comm, tconn* c);
+/* Deregister and close the plugin's comms (the peer sees the connection end); idempotent. */
+void net_close_comms(struct ncclComm* comm, tconn* c);
+/* net_close_comms, then free the buffers (host and GPU). */
 void net_close(struct ncclComm* comm, tconn* c);
 
 /* ---- transport_gdr.c (device mode) ---- */

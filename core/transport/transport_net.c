@@ -106,7 +106,7 @@ ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
   return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
 }
 
-void net_close(struct ncclComm* comm, tconn* c) {
+void net_close_comms(struct ncclComm* comm, tconn* c) {
   const ncclNet_v11_t* api = api_of(comm);
   if (c->net_comm) {
     if (c->mhandle) api->deregMr(c->net_comm, c->mhandle);
@@ -117,6 +117,10 @@ void net_close(struct ncclComm* comm, tconn* c) {
   }
   if (c->listen_comm) api->closeListen(c->listen_comm);
   c->net_comm = c->listen_comm = c->mhandle = NULL;
+}
+
+void net_close(struct ncclComm* comm, tconn* c) {
+  net_close_comms(comm, c);
   gdr_free(comm, c);
   free(c->mem);
   c->mem = NULL;

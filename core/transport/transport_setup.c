@@ -163,6 +163,7 @@ static void tconn_close(struct ncclComm* comm, tconn* c) {
   /* Unregister (device mode) before the memory goes away. */
   switch (c->transport) {
     case WEFT_TRANSPORT_NET:
+      net_close_comms(comm, c); /* the plugin stops touching the memory first */
       devmem_unregister_host(comm, c);
       net_close(comm, c);
       break;
@@ -368,6 +369,12 @@ void transport_fini(struct ncclComm* comm) {
   int saved = -1;
   /* Device mode: free on the comm's device; when even that fails, still try (and warn). */
   if (t->device && devmem_enter(comm, &saved) != ncclSuccess) saved = -1;
+  /* Every net connection ends before any CUDA call below: a CUDA free or unregister may wait
+   * for kernels of this process that still wait on those peers, and only the connection ending
+   * (the peer's proxy then fails and stops them) releases them. */
+  for (size_t i = 0; i < t->ntable; i++)
+    if (t->table[i] && t->table[i]->transport == WEFT_TRANSPORT_NET)
+      net_close_comms(comm, t->table[i]);
   for (size_t i = 0; i < t->ntable; i++) {
     if (!t->table[i]) continue;
     tconn_close(comm, t->table[i]);

@@ -3,10 +3,15 @@
 # gpu_coll, one registration per configuration: 1 process driving 2 GPUs (ncclCommInitAll, or
 # grouped ncclCommInitRank) or 2 processes with one GPU each; Ring and Tree with each protocol
 # forced; P2P disabled (SHM); P2P and SHM disabled (NET over loopback, through the net-socket
-# plugin and through the built-in socket net); send/recv patterns; AlltoAll/Gather/Scatter;
-# CUDA graph capture and replay; ncclMemAlloc and registration. Every entry exits 77 (skipped)
-# with one line when no GPU is usable, when fewer GPUs than ranks are visible, or while weft says
-# the device data path is "not available yet".
+# plugin and through the built-in socket net); NET with GPUDirect RDMA (GPU memory registered with
+# the net plugin) through GdrSim, a test plugin built here (net_gdrsim*, build/lib/
+# libnccl-net-gdrsim.so) that acts like a GDR NIC over TCP and prints "gdrsim: FAILED: …" when weft
+# did not use GPU memory as WEFT_GDRSIM_EXPECT says or forgot a flush (those entries fail on that
+# line as well as on the exit code); send/recv patterns; AlltoAll/Gather/Scatter; CUDA graph
+# capture and replay; ncclMemAlloc and registration; a net plugin failure under running kernels
+# (GdrSim failing one isend or receive on purpose). Every entry exits 77 (skipped) with one
+# line when no GPU is usable, when fewer GPUs than ranks are visible, or while weft says the
+# device data path is "not available yet".
 #
 # Run on a GPU machine:  cd build && ctest -L gpu --output-on-failure
 # Inputs derive from the seed (default: the commit hash at configure time; WEFT_TEST_SEED in
@@ -37,19 +42,31 @@ if(WEFT_HAVE_CUDA)
 
   set(_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
   add_executable(gpu_coll ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_case.c
-    ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c)
+    ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c ${_gpu_dir}/gpu_netfail.c)
   # tests/coll's harness: its reference (coll_ref.h) and number formats (coll_fp.h).
-  target_link_libraries(gpu_coll PRIVATE weft_coll_harness CUDA::cudart)
+  target_link_libraries(gpu_coll PRIVATE weft_coll_harness CUDA::cudart Threads::Threads)
   set_target_properties(gpu_coll PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+
+  # GdrSim: a net plugin that behaves like a GPUDirect RDMA NIC on top of weft's socket net
+  # (README.md), for the gpu_coll_net_gdr* entries. Linked like libnccl-net-socket.so (the socket
+  # net's static library, hidden), exports ncclNetPlugin_v11 only, lands in build/lib; building
+  # gpu_coll builds it too.
+  add_library(nccl-net-gdrsim SHARED ${_gpu_dir}/net_gdrsim.c ${_gpu_dir}/net_gdrsim_req.c
+    ${_gpu_dir}/net_gdrsim_cuda.c ${_gpu_dir}/net_gdrsim_fault.c)
+  set_target_properties(nccl-net-gdrsim PROPERTIES OUTPUT_NAME nccl-net-gdrsim
+    C_VISIBILITY_PRESET hidden)
+  target_link_libraries(nccl-net-gdrsim PRIVATE weft_net_socket_impl weft_util CUDA::cudart)
+  target_link_options(nccl-net-gdrsim PRIVATE -Wl,-z,defs)
+  add_dependencies(gpu_coll nccl-net-gdrsim)
 
   # The harness checked without a GPU: gpu_coll built against a fake CUDA runtime on host memory
   # (gpu_fake_cuda.c), driving host-mode communicators (label unit, not gpu).
   add_executable(gpu_harness_selftest ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c
     ${_gpu_dir}/gpu_case.c ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c
-    ${_gpu_dir}/gpu_fake_cuda.c)
+    ${_gpu_dir}/gpu_netfail.c ${_gpu_dir}/gpu_fake_cuda.c)
   target_compile_definitions(gpu_harness_selftest PRIVATE GPU_FAKE_CUDA=1)
   target_include_directories(gpu_harness_selftest PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries(gpu_harness_selftest PRIVATE weft_coll_harness)
+  target_link_libraries(gpu_harness_selftest PRIVATE weft_coll_harness Threads::Threads)
   set_target_properties(gpu_harness_selftest PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   set(_gpu_fake_env
@@ -73,14 +90,21 @@ if(WEFT_HAVE_CUDA)
     PASS_REGULAR_EXPRESSION "cases passed, [1-9][0-9]* failed")
 
   set(_gpu_env "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0;NCCL_SOCKET_IFNAME=lo")
-  # weft_gpu_test(NAME n LABELS l … [ENV K=V …] ARGS gpu_coll arguments …)
-  # One GPU test at a time (RESOURCE_LOCK), even under ctest -j.
+  # weft_gpu_test(NAME n LABELS l … [FAIL regex] [TIMEOUT s] [ENV K=V …] ARGS gpu_coll args …)
+  # One GPU test at a time (RESOURCE_LOCK), even under ctest -j. FAIL: output matching the regex
+  # fails the entry too (the exit code is still checked). TIMEOUT: instead of the default 300 s.
   function(weft_gpu_test)
-    cmake_parse_arguments(T "" "NAME" "LABELS;ENV;ARGS" ${ARGN})
+    cmake_parse_arguments(T "" "NAME;FAIL;TIMEOUT" "LABELS;ENV;ARGS" ${ARGN})
+    if(NOT T_TIMEOUT)
+      set(T_TIMEOUT ${_gpu_timeout})
+    endif()
     add_test(NAME ${T_NAME} COMMAND gpu_coll ${T_ARGS} --default-seed ${_gpu_seed})
-    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${_gpu_timeout}
+    set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
       SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
       ENVIRONMENT "${_gpu_env};${T_ENV}")
+    if(T_FAIL)
+      set_tests_properties(${T_NAME} PROPERTIES FAIL_REGULAR_EXPRESSION "${T_FAIL}")
+    endif()
   endfunction()
 
   # Collectives (AllReduce, Reduce, Broadcast, AllGather, ReduceScatter) x datatype x op x size x
@@ -113,6 +137,50 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_coll_net_builtin LABELS gpu mp
     ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_NET_PLUGIN=none
     ARGS --procs 2 --colls std,p2p)
+
+  # GPUDirect RDMA through GdrSim: Simple-protocol FIFOs in GPU memory registered with the plugin
+  # (regMr NCCL_PTR_CUDA, or regMrDmaBuf when the driver gives a dma-buf fd), device pointers to
+  # isend/irecv, an iflush after each receive. WEFT_GDRSIM_EXPECT says what the plugin must have
+  # seen by the last finalize; GDR_LEVEL=LOC (GDR off by the user) must stage through host memory.
+  set(_gdr_env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=GdrSim
+      NCCL_NET_PLUGIN=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/libnccl-net-gdrsim.so)
+  weft_gpu_test(NAME gpu_coll_net_gdr LABELS gpu mp FAIL "gdrsim: FAILED"
+    ENV ${_gdr_env} NCCL_NET_GDR_LEVEL=SYS WEFT_GDRSIM_EXPECT=cuda
+    ARGS --procs 2 --colls std,p2p)
+  weft_gpu_test(NAME gpu_coll_net_gdr_1proc_2gpus LABELS gpu FAIL "gdrsim: FAILED"
+    ENV ${_gdr_env} NCCL_NET_GDR_LEVEL=SYS WEFT_GDRSIM_EXPECT=cuda
+    ARGS --gpus 2 --colls std --extra 20)
+  # dma-buf advertised; EXPECT stays cuda: weft falls back to regMr where the driver has no dma-buf.
+  weft_gpu_test(NAME gpu_coll_net_gdr_dmabuf LABELS gpu mp FAIL "gdrsim: FAILED"
+    ENV ${_gdr_env} NCCL_NET_GDR_LEVEL=SYS WEFT_GDRSIM_DMABUF=1 WEFT_GDRSIM_EXPECT=cuda
+    ARGS --procs 2 --colls std,p2p)
+  weft_gpu_test(NAME gpu_coll_net_gdr_level_loc LABELS gpu mp FAIL "gdrsim: FAILED"
+    ENV ${_gdr_env} NCCL_NET_GDR_LEVEL=LOC WEFT_GDRSIM_EXPECT=host
+    ARGS --procs 2 --colls std,p2p)
+
+  # A net plugin failure under running kernels surfaces promptly: GdrSim fails the 20th isend
+  # (per process: with --procs 2 each rank's own 20th) or the 20th test of a receive (one
+  # process: one of the two communicators) during a 64 Mi-float AllReduce; every rank must see
+  # ncclCommGetAsyncError report an error, ncclCommAbort return and its stream complete, each
+  # within WEFT_GPU_NETFAIL_S (20 s). A rank whose own plugin did not fail learns it from its
+  # connections (the failed rank's abort closes them). Bounded below ctest's limit: the watchdog
+  # (90 s, init included) and, with --procs, the parent (--timeout 100). No WEFT_GDRSIM_EXPECT:
+  # receives are left unflushed on purpose. No WEFT_TIMEOUT_MS either: a peer that noticed only
+  # through the kernels' timeout (600 s by default) would be the hang this test is about.
+  set(_netfail_env ${_gdr_env} NCCL_NET_GDR_LEVEL=SYS WEFT_GPU_WATCHDOG_S=90)
+  weft_gpu_test(NAME gpu_net_failure_surfaces LABELS gpu mp TIMEOUT 120
+    ENV ${_netfail_env} WEFT_GDRSIM_FAIL_SEND=20
+    ARGS --procs 2 --suite netfail --timeout 100)
+  weft_gpu_test(NAME gpu_net_failure_surfaces_recv LABELS gpu TIMEOUT 120
+    ENV ${_netfail_env} WEFT_GDRSIM_FAIL_RECV=20
+    ARGS --gpus 2 --suite netfail)
+
+  # A tuner plugin steers device communicators: weft's rule tuner with rules the device rule
+  # would not choose (tree/LL128 on 3 channels, LL on 5, Simple on 7; tuner_gpu.yaml).
+  weft_gpu_test(NAME gpu_coll_tuner_rules LABELS gpu mp
+    ENV NCCL_TUNER_PLUGIN=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/libnccl-tuner-weft.so
+        WEFT_TUNER_CONFIG=${_gpu_dir}/tuner_gpu.yaml
+    ARGS --procs 2 --colls std --extra 20)
 
   # Point-to-point: a shifted ring exchange (every shift) and an all-to-all of Sends/Recvs in
   # one group; ncclAlltoAll, ncclGather, ncclScatter (skipped while "not available yet").

@@ -1,10 +1,11 @@
 /* weft's GPU data path, checked through the public NCCL API and the CUDA runtime only:
  * collectives and point-to-point on random data against a host reference (suite coll), CUDA
  * graph capture and replay (suite graph), ncclMemAlloc buffers and buffer/window registration
- * (suite mem). The configuration (algorithm, protocol, transport) comes from the environment:
- * one ctest entry per configuration (tests/gpu/gpu.cmake).
+ * (suite mem), a net plugin failure under running kernels (suite netfail, with GdrSim). The
+ * configuration (algorithm, protocol, transport) comes from the environment: one ctest entry
+ * per configuration (tests/gpu/gpu.cmake).
  *
- *   gpu_coll (--procs N | --gpus N [--init all|group]) [--suite coll|graph|mem]
+ *   gpu_coll (--procs N | --gpus N [--init all|group]) [--suite coll|graph|mem|netfail]
  *            [--colls std|p2p|extra|all|AllReduce,…] [--big] [--extra K]
  *            [--default-seed S] [--timeout S]
  *
@@ -16,9 +17,11 @@
  *   WEFT_GPU_LIST=1      print the selected cases and exit (needs no GPU)
  *   WEFT_GPU_VERBOSE=1   one line per case
  *   WEFT_GPU_WAIT_S, WEFT_GPU_WATCHDOG_S   bounds on a stream wait (120) and a case (150)
+ *   WEFT_GPU_NETFAIL_S   suite netfail: bound on each phase (error, abort, stream) per rank (20)
+ *   WEFT_GDRSIM_FAIL_SEND / _RECV   suite netfail: the failure GdrSim injects (one is required)
  * Exit: 0 passed; 1 failed; 77 skipped: no usable GPU, fewer GPUs than ranks, or weft answers
  * "not available yet" (the device data path; AlltoAll/Gather/Scatter; ncclMemAlloc,
- * registration, capture). */
+ * registration, capture); suite netfail also in the fake-CUDA self-test build. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +37,8 @@
 
 static void usage(void) {
   fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) "
-                  "[--suite coll|graph|mem] [--colls std|p2p|extra|all|AllReduce,…] [--big] "
-                  "[--extra K] [--default-seed S] [--timeout S]\n");
+                  "[--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] "
+                  "[--big] [--extra K] [--default-seed S] [--timeout S]\n");
   exit(2);
 }
 
@@ -178,13 +181,18 @@ int main(int argc, char** argv) {
   } else if (!strcmp(suite, "mem")) {
     body = gpu_mem_body;
     gpu_set_rerun_by_case(0);
+  } else if (!strcmp(suite, "netfail")) {
+    int pre = gpu_netfail_precheck();
+    if (pre != GPU_PASS) return pre;
+    body = gpu_netfail_body;
+    gpu_set_rerun_by_case(0);
   } else {
     usage();
   }
   char what[64] = "";
   if (!strcmp(suite, "coll"))
     snprintf(what, sizeof what, " (%s: %d cases)", full ? "full matrix" : "sample", co.cases.n);
-  char env[400], banner[512];
+  char env[400], banner[1024];
   gpu_format_env(env, sizeof env);
   snprintf(banner, sizeof banner, "gpu_coll: suite %s%s, %d ranks %s, seed 0x%" PRIx64 ";%s\n",
            suite, what, nranks, procs ? "in as many processes" : "in one process", seed, env);

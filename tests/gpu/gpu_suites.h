@@ -12,7 +12,16 @@
  * ncclMemAlloc buffers) around collectives in the window; bad handles (a pointer that is no
  * handle, a handle deregistered twice, a handle of another communicator) are rejected.
  *
- * Both skip (77) when the data path, or the feature, answers "not available yet". */
+ * gpu_netfail_body (gpu_netfail.c): a net plugin failure under running kernels surfaces
+ * promptly. One large AllReduce per local rank through GdrSim, which fails the N-th isend or
+ * receive test (WEFT_GDRSIM_FAIL_SEND/_RECV); per rank, each within WEFT_GPU_NETFAIL_S (20 s):
+ * ncclCommGetAsyncError reports an error, ncclCommAbort returns, the stream completes. The
+ * communicators end aborted, not destroyed (the harness's leak check still runs after).
+ * gpu_netfail_precheck, before any rank starts: GPU_PASS; GPU_FAIL (printed) when no failure
+ * is asked for or NCCL_NET is not GdrSim (the suite must not be able to pass without one);
+ * GPU_SKIP (printed) in the fake-CUDA self-test build.
+ *
+ * All skip (77) when the data path, or the feature, answers "not available yet". */
 #ifndef GPU_SUITES_H
 #define GPU_SUITES_H
 
@@ -20,5 +29,7 @@
 
 int gpu_graph_body(gpu_world* w, void* arg);
 int gpu_mem_body(gpu_world* w, void* arg);
+int gpu_netfail_body(gpu_world* w, void* arg);
+int gpu_netfail_precheck(void);
 
 #endif

@@ -153,8 +153,10 @@ void gpu_set_cmdline(int argc, char** argv) {
 }
 
 static const char* const config_vars[] = {
-    "WEFT_DEVICE", "NCCL_ALGO",       "NCCL_PROTO", "NCCL_P2P_DISABLE",   "NCCL_SHM_DISABLE",
-    "NCCL_NET_PLUGIN", "NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_NVLS_ENABLE"};
+    "WEFT_DEVICE",        "NCCL_ALGO",          "NCCL_PROTO",          "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",   "NCCL_NET_PLUGIN",    "NCCL_NET",            "NCCL_SOCKET_IFNAME",
+    "NCCL_NVLS_ENABLE",   "NCCL_NET_GDR_LEVEL", "WEFT_GDRSIM_FAIL_SEND", "WEFT_GDRSIM_FAIL_RECV",
+    "WEFT_TIMEOUT_MS"};
 
 void gpu_format_env(char* out, size_t len) {
   size_t n = 0;
@@ -231,7 +233,7 @@ static int probe_devices(int* ndev, char* why, size_t why_len) {
   return 0;
 }
 
-static char g_banner[512];
+static char g_banner[1024];
 
 void gpu_set_banner(const char* line) { snprintf(g_banner, sizeof g_banner, "%s", line); }
 
@@ -302,13 +304,14 @@ static void print_threads(void) {
   closedir(d);
 }
 
-/* 1 (printed) when ncclCommDestroy left threads, sockets or shm files behind. */
+/* 1 (printed) when ncclCommDestroy (or ncclCommAbort, for a suite that aborts its
+ * communicators: it must free as much) left threads, sockets or shm files behind. */
 static int leaked(const gpu_usage* before, const char* who) {
   gpu_usage after = usage_now();
   if (after.threads <= before->threads && after.fds <= before->fds) return 0;
-  fprintf(stderr, "FAIL %s: after ncclCommDestroy %d threads and %d sockets/shm files, before "
-          "ncclCommInitRank %d and %d\n", who, after.threads, after.fds, before->threads,
-          before->fds);
+  fprintf(stderr, "FAIL %s: after ncclCommDestroy/ncclCommAbort %d threads and %d sockets/shm "
+          "files, before ncclCommInitRank %d and %d\n", who, after.threads, after.fds,
+          before->threads, before->fds);
   print_threads();
   return 1;
 }
@@ -339,12 +342,14 @@ static void init_failed(const char* call, ncclResult_t res, int rank) {
           ncclGetErrorString(res), ncclGetLastError(NULL));
 }
 
-/* Finalize and destroy every local comm (grouped when several). 0 or 1 (printed). */
+/* Finalize and destroy every local comm (grouped when several); a comm the body aborted is
+ * NULL and skipped. 0 or 1 (printed). */
 static int teardown(gpu_world* w) {
   int failed = 0;
   gpu_watchdog_arm("ncclCommFinalize/ncclCommDestroy");
   ncclResult_t res = gpu_group_start(w);
   for (int i = 0; i < w->nlocal && res == ncclSuccess; i++) {
+    if (!w->loc[i].comm) continue;
     ncclResult_t f = ncclCommFinalize(w->loc[i].comm);
     if (f != ncclSuccess) {
       fprintf(stderr, "FAIL rank %d: ncclCommFinalize returned %d (%s)\n", w->loc[i].rank,
@@ -359,6 +364,7 @@ static int teardown(gpu_world* w) {
     failed = 1;
   }
   for (int i = 0; i < w->nlocal; i++) {
+    if (!w->loc[i].comm) continue;
     ncclResult_t d = ncclCommDestroy(w->loc[i].comm);
     if (d != ncclSuccess) {
       fprintf(stderr, "FAIL rank %d: ncclCommDestroy returned %d (%s)\n", w->loc[i].rank, (int)d,
@@ -372,12 +378,14 @@ static int teardown(gpu_world* w) {
 }
 
 /* After body: a failed body aborts (a peer may be stuck in a collective); else teardown and the
- * leak check. Returns the exit code. */
+ * leak check. A body may have aborted comms itself (set to NULL) and destroyed a stream whose
+ * context an error broke (set to NULL). Returns the exit code. */
 static int finish(gpu_world* w, int rc, const gpu_usage* before, const char* who) {
   if (rc == GPU_FAIL) gpu_die(w);
   if (teardown(w)) return GPU_FAIL;
   if (leaked(before, who)) return GPU_FAIL;
   for (int i = 0; i < w->nlocal; i++) {
+    if (!w->loc[i].stream) continue;
     CUDA_OK(cudaSetDevice(w->loc[i].dev));
     CUDA_OK(cudaStreamDestroy(w->loc[i].stream));
   }

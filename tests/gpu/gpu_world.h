@@ -54,7 +54,9 @@ typedef struct {
 } gpu_world;
 
 /* A test body: runs on a ready world, returns GPU_PASS, GPU_FAIL or GPU_SKIP. In --procs mode
- * it runs once per rank (each in its own process). */
+ * it runs once per rank (each in its own process). A body that aborts a communicator itself
+ * sets loc[i].comm to NULL (teardown and gpu_die skip it; the leak check still runs); one that
+ * destroys a stream sets loc[i].stream to NULL. */
 typedef int (*gpu_body_fn)(gpu_world* w, void* arg);
 
 /* Runs body on nprocs forked ranks (one GPU each). Returns the exit code: GPU_FAIL when any rank

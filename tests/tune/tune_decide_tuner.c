@@ -63,37 +63,34 @@ static int warn_lines(void) {
   return n;
 }
 
-static void fresh(weft_tune* t, weft_tuner* tu, int max_channels) {
+/* A communicator's state from facts, with the fake tuner. */
+static void state_of(weft_tune* t, weft_tuner* tu, const weft_tune_facts* f, unsigned protos,
+                     int max_channels) {
   memset(t, 0, sizeof *t);
-  weft_tune_facts f;
-  tune_facts_host(&f, 4, 1, 1, max_channels, 4, 1.0);
   ncclTunerConstants_v5_t k;
   weft_tune_host_bw hb;
-  tune_constants_default(&f, &k);
-  tune_host_bw_default(&f, &hb);
-  tune_model_init(&t->model, &f, &k, &hb);
-  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
-                             (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE), max_channels};
+  tune_constants_default(f, &k);
+  tune_host_bw_default(f, &hb);
+  tune_model_init(&t->model, f, &k, &hb);
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE), protos,
+                             max_channels};
   *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
   t->tuner = tu;
 }
 
+static void fresh(weft_tune* t, weft_tuner* tu, int max_channels) {
+  weft_tune_facts f;
+  tune_facts_host(&f, 4, 1, 1, max_channels, 4, 1.0);
+  state_of(t, tu, &f, (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE), max_channels);
+}
+
 /* A device communicator's state: 2 GPUs over NVLink (Hopper row), every protocol. */
 static void fresh_device(weft_tune* t, weft_tuner* tu, int max_channels) {
-  memset(t, 0, sizeof *t);
   weft_tune_facts f;
   tune_facts_device(&f, 2, 1, 1, 2, max_channels);
-  ncclTunerConstants_v5_t k;
-  weft_tune_host_bw hb;
-  tune_constants_default(&f, &k);
-  tune_host_bw_default(&f, &hb);
-  tune_model_init(&t->model, &f, &k, &hb);
-  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE),
-                             (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_LL128) |
-                                 (1u << NCCL_PROTO_SIMPLE),
-                             max_channels};
-  *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
-  t->tuner = tu;
+  state_of(t, tu, &f,
+           (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_LL128) | (1u << NCCL_PROTO_SIMPLE),
+           max_channels);
 }
 
 /* The executor's default choice (device communicators): it runs wherever the tuner is absent or
