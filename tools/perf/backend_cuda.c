@@ -15,7 +15,10 @@
 
 typedef int cuda_err_t;
 enum { CUDA_MEMCPY_H2D = 1, CUDA_MEMCPY_D2H = 2, CUDA_STREAM_NON_BLOCKING = 1 };
-enum { CUDA_CAPTURE_THREAD_LOCAL = 1 }; /* cudaStreamCaptureModeThreadLocal */
+/* cudaStreamCaptureModeRelaxed: with -g N one thread captures N streams at once and ends them
+ * one by one; instantiating the first graph while the others still capture is an "unsafe"
+ * call that the stricter modes refuse (CUDA error 900). */
+enum { CUDA_CAPTURE_RELAXED = 2 };
 
 static struct {
   void* handle;
@@ -155,7 +158,7 @@ static int cuda_graph_begin(cudaStream_t stream) {
              "this CUDA runtime lacks the graph entries -G needs (CUDA 11.4 or later)");
     return -1;
   }
-  return record(rt.StreamBeginCapture(stream, CUDA_CAPTURE_THREAD_LOCAL), "cudaStreamBeginCapture");
+  return record(rt.StreamBeginCapture(stream, CUDA_CAPTURE_RELAXED), "cudaStreamBeginCapture");
 }
 
 static int cuda_graph_end(cudaStream_t stream, void** exec) {
