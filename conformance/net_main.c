@@ -160,6 +160,7 @@ int net_suite_main(int argc, char** argv) {
                 {net_tests_conn, &net_tests_conn_count},
                 {net_tests_data, &net_tests_data_count},
                 {net_tests_mr, &net_tests_mr_count},
+                {net_tests_cuda, &net_tests_cuda_count},
                 {net_tests_stress, &net_tests_stress_count}};
   int total = 0;
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) total += *groups[g].n;

@@ -180,6 +180,15 @@ static void wait_flag(int* flag, int value, double bound_s) {
     nt_backoff_wait(&b);
 }
 
+/* Runs o->before_open (when set) and keeps its answer in s, the reason taken off the process's
+ * record so that a later failure records its own. */
+static void before_open(nt_side* s, const nt_pair_opts* o) {
+  s->before_result = o->before_open ? o->before_open(s) : CONF_PASS;
+  if (s->before_result == CONF_PASS) return;
+  snprintf(s->before_why, sizeof s->before_why, "%s", conf_reason());
+  conf_clear_reason();
+}
+
 static void peer_finish(pair_shared* sh, conf_result r, int state) {
   snprintf(sh->peer_reason, sizeof sh->peer_reason, "%s", conf_reason());
   sh->peer_result = r;
@@ -193,6 +202,7 @@ static void run_peer(nt_side* s, const nt_pair_opts* o, nt_side_fn fn, pid_t par
   conf_stage_become_peer();
   s->is_peer = 1;
   int n = o->nconns > 0 ? o->nconns : 1;
+  before_open(s, o);
   conf_result r = nt_open(&s->plugin);
   if (r == CONF_PASS) r = pair_connect(s, o->bidir ? n : 0, n);
   if (r == CONF_PASS) r = fn(s);
@@ -281,6 +291,7 @@ conf_result nt_run_pair(const nt_pair_opts* o, nt_side_fn child_fn, nt_side_fn p
   cur_side = s;
 
   int n = s->nconns;
+  before_open(s, o);
   conf_result r = nt_open(&s->plugin);
   if (r == CONF_PASS) r = pair_connect(s, n, o->bidir ? n : 0);
   if (r == CONF_PASS) r = child_fn(s);

@@ -153,6 +153,10 @@ typedef struct {
   void* listen[NT_MAX_CONNS];
   int peer_may_exit;        /* child: the peer leaving early is part of the test */
   void* arg;
+  /* What nt_pair_opts.before_open answered, its reason kept here (not recorded as the
+   * process's reason), for the side function to act on once the peers are connected. */
+  conf_result before_result;
+  char before_why[1024];
 } nt_side;
 
 typedef conf_result (*nt_side_fn)(nt_side* s);
@@ -162,6 +166,9 @@ typedef struct {
   int bidir;       /* each side gets a send and a recv comm per connection */
   int no_close;    /* the test closes its comms itself (sets send/recv/listen to NULL) */
   void* arg;
+  /* When set: runs in each process right before it opens the plugin (the GPU cases make their
+   * GPU current there, as the core does before any plugin call); see nt_side.before_result. */
+  nt_side_fn before_open;
 } nt_pair_opts;
 
 /* Forks a peer. Both processes open the plugin; the child listens and the peer connects (and

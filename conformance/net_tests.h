@@ -12,6 +12,8 @@ extern const conf_test net_tests_data[];
 extern const int net_tests_data_count;
 extern const conf_test net_tests_mr[];
 extern const int net_tests_mr_count;
+extern const conf_test net_tests_cuda[];
+extern const int net_tests_cuda_count;
 extern const conf_test net_tests_stress[];
 extern const int net_tests_stress_count;
 

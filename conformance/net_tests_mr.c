@@ -1,6 +1,6 @@
-/* Net tests, fourth group: memory registration (twice on one buffer, sub-ranges, deregistering
- * one of two registrations) and iflush rules, plus the CUDA/DMA-BUF cases this build cannot run
- * (skipped, with the capability named). */
+/* Net tests, fourth group: registration of host memory (twice on one buffer, sub-ranges,
+ * deregistering one of two registrations) and iflush on host memory. GPU memory and dma-bufs are
+ * the next group (net_tests_cuda.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -138,28 +138,8 @@ static conf_result t_iflush_host(void* x) {
   return nt_run_pair(&o, flush_recv, flush_send);
 }
 
-/* Capabilities this build cannot exercise: skipped, naming whether the plugin advertises them. */
-static conf_result cuda_skip(int bit, const char* what) {
-  nt_plugin p;
-  CONF_TRY(nt_open(&p));
-  int ptr = p.props.ptrSupport;
-  CONF_TRY(nt_close(&p));
-  const char* name = bit == NCCL_PTR_CUDA ? "NCCL_PTR_CUDA" : "NCCL_PTR_DMABUF";
-  if (!(ptr & bit)) return conf_skip("the plugin does not advertise %s", name);
-  return conf_skip("the plugin advertises %s, but this weft-conformance was built without CUDA "
-                   "(%s not tested)",
-                   name, what);
-}
-
-static conf_result t_regmr_cuda(void* x) { (void)x; return cuda_skip(NCCL_PTR_CUDA, "regMr of device memory"); }
-static conf_result t_iflush_cuda(void* x) { (void)x; return cuda_skip(NCCL_PTR_CUDA, "iflush of device memory"); }
-static conf_result t_dmabuf(void* x) { (void)x; return cuda_skip(NCCL_PTR_DMABUF, "regMrDmaBuf"); }
-
 const conf_test net_tests_mr[] = {
     {"net_regmr_twice_and_on_subranges_works", t_regmr, 0},
     {"net_iflush_on_host_memory_is_harmless", t_iflush_host, 0},
-    {"net_regmr_of_cuda_memory_works", t_regmr_cuda, 0},
-    {"net_iflush_of_cuda_receive_completes", t_iflush_cuda, 0},
-    {"net_regmr_dmabuf_works", t_dmabuf, 0},
 };
 const int net_tests_mr_count = sizeof net_tests_mr / sizeof net_tests_mr[0];

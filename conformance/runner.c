@@ -69,6 +69,13 @@ void conf_set_reason(const char* text) {
   pthread_mutex_unlock(&reason_lock);
 }
 
+void conf_clear_reason(void) {
+  pthread_mutex_lock(&reason_lock);
+  reason_buf[0] = '\0';
+  reason_set = 0;
+  pthread_mutex_unlock(&reason_lock);
+}
+
 void conf_note(const char* fmt, ...) {
   if (!conf_verbose) return;
   char line[1024];

@@ -50,6 +50,9 @@ conf_result conf_skip(const char* fmt, ...) __attribute__((format(printf, 1, 2))
 const char* conf_reason(void);
 /* Replace the recorded reason (used to prefix a peer's reason). */
 void conf_set_reason(const char* text);
+/* Forget the recorded reason, so the next conf_fail/conf_skip records its own (a probe child
+ * that reports two results). */
+void conf_clear_reason(void);
 
 /* "SIGSEGV (Segmentation fault)" for a signal number. */
 const char* conf_signal_name(int sig, char* buf, size_t len);

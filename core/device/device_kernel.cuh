@@ -49,6 +49,13 @@ template <int DT> struct Red {
   int post_n; /* SumPostDiv divisor, 0: none */
 };
 
+/* Out of line: inlined into every step loop of every kernel it would grow the code by a
+ * tenth (and the instruction cache's load with it). */
+static __device__ __noinline__ void prim_at(const weft_algo* a, int st, uint64_t pc,
+                                            weft_prim* out) {
+  algo_prim(a, st, pc, out);
+}
+
 /* ---- waits ---- */
 
 /* Thread 0 waits for every connection of the step (it also published the previous step, so
@@ -406,10 +413,11 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
   for (uint64_t pc = 0; pc < n && !failed; pc++) {
     for (int st = 0; st < nstreams && !failed; st++) {
       if (pc >= a.npc[st]) continue; /* the only case algo_prim has no step for */
-      /* One thread works the step out (64-bit divisions: every warp doing it cost a
-       * microsecond a step); the others read it from shared memory after wait_step's barrier,
-       * and thread 0 writes the next only after post_step's. */
-      if (threadIdx.x == 0) algo_prim(&a, st, pc, &s.prim);
+      /* One thread works the step out (its divisions are a long chain: every warp doing it
+       * only queues them); the others read it from shared memory after wait_step's barrier,
+       * and thread 0 writes the next only after post_step's. Working it out during the
+       * previous step instead, on a thread that also moves data, measured slower from 8 KiB. */
+      if (threadIdx.x == 0) prim_at(&a, st, pc, &s.prim);
       if (w.proto == PROTO_LL)
         failed = ll_step<DT, OP>(s, s.prim, a.elem, r, c);
       else if (w.proto == PROTO_LL128)
