@@ -146,7 +146,9 @@ EXPORT int cudaGetDeviceProperties_v2(void* props, int d) {
 EXPORT int cudaStreamBeginCapture(void* s, int mode) {
   int i = stream_of(s);
   if (i < 0 || streams[i].capturing) return complain("capture begins on a bad stream");
-  if (mode != 1) complain("capture mode is not thread-local");
+  /* Relaxed (2): with -g N one thread captures N streams and instantiates each graph while
+   * the others still capture, which the stricter modes refuse on a real GPU. */
+  if (mode != 2) complain("capture mode is not relaxed");
   streams[i].capturing = 1;
   return OK;
 }
