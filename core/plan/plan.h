@@ -23,6 +23,7 @@
 #include "transport/conn.h"
 #include "transport/transport.h"
 #include "tune/algo_proto.h"
+#include "tune/tune.h"
 
 struct ncclComm;
 
@@ -126,6 +127,10 @@ void plan_comm_fini(struct ncclComm* comm);
 /* ---- ops (plan_op.c) ---- */
 /* Queue op (copied) on comm's open group (the caller holds a group open). */
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* op);
+/* Device communicators: the algorithm, protocol and channels per protocol that the rule
+ * measured on GPUs picks for func (a collective) of nbytes (tune_decide_from's default). */
+ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
+                              weft_default_choice* r);
 /* Launch every op queued on comms[0..n) and wait for all of them. Returns the first error. */
 ncclResult_t plan_launch(struct ncclComm** comms, int n);
 /* Drop the queued ops of comm (a group that failed before launch). */

@@ -46,8 +46,8 @@ static int is_marker(int func) {
  * or by setting a channel count (tune_decide_from). */
 #define DEVICE_LL_MAX_BYTES 65536
 #define DEVICE_LL128_MAX_BYTES (512u * 1024u)
-static ncclResult_t device_rule(struct ncclComm* comm, int func, size_t nbytes,
-                                weft_default_choice* r) {
+ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
+                              weft_default_choice* r) {
   struct weft_plan* p = comm->plan;
   unsigned algos = p->mask.algo[func], protos = p->mask.proto[func];
   r->algo = (algos & (1u << NCCL_ALGO_RING)) ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
@@ -75,7 +75,7 @@ static ncclResult_t device_rule(struct ncclComm* comm, int func, size_t nbytes,
 
 static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
   weft_default_choice r;
-  WEFT_CHECK(device_rule(comm, op->func, nbytes, &r));
+  WEFT_CHECK(plan_device_rule(comm, op->func, nbytes, &r));
   if (comm->tune) {
     weft_decision d; /* tune/ logs it at NCCL_DEBUG_SUBSYS=TUNING */
     WEFT_CHECK(tune_decide_from(comm->tune, &comm->plan->mask, (ncclFunc_t)op->func, nbytes, 1,

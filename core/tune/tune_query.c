@@ -8,7 +8,7 @@
  *
  * coll is an ncclFunc_t (ncclFuncBroadcast .. ncclFuncAllReduce); count as passed to that call
  * (AllGather: sendcount, ReduceScatter: recvcount). Outputs may be NULL when not wanted and are
- * written only on success. ncclInvalidUsage on a communicator without a host data path. */
+ * written only on success. ncclInvalidUsage on a communicator without a data path. */
 #include "api/api.h"
 #include "host/reduce.h"
 #include "plan/plan.h"
@@ -31,13 +31,18 @@ WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
     return ncclInvalidArgument;
   }
   if (comm->tune == NULL || comm->plan == NULL) {
-    WARN("%s: comm %p has no host data path to tune (device mode comes later)", fn, (void*)comm);
+    WARN("%s: comm %p has no data path to tune", fn, (void*)comm);
     return ncclInvalidUsage;
   }
   size_t nbytes = count * dtype_size(datatype);
   if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) nbytes *= (size_t)comm->nranks;
+  /* Device communicators: the measured rule stands in for the model, as in the plan. */
+  weft_default_choice rule;
+  int device = comm->mode == WEFT_MODE_DEVICE;
+  if (device) WEFT_CHECK(plan_device_rule(comm, coll, nbytes, &rule));
   weft_decision d;
-  WEFT_CHECK(tune_decide(comm->tune, &comm->plan->mask, (ncclFunc_t)coll, nbytes, 1, 0, 1, &d));
+  WEFT_CHECK(tune_decide_from(comm->tune, &comm->plan->mask, (ncclFunc_t)coll, nbytes, 1, 0, 1,
+                              device ? &rule : NULL, &d));
   if (algorithm) *algorithm = d.algo;
   if (protocol) *protocol = d.proto;
   if (nChannels) *nChannels = d.nchannels;
