@@ -33,7 +33,8 @@ endif()
 
 set(_coll_dir ${CMAKE_CURRENT_LIST_DIR})
 add_library(weft_coll_harness STATIC
-  ${_coll_dir}/coll_fp.c ${_coll_dir}/coll_case.c ${_coll_dir}/coll_ref.c ${_coll_dir}/coll_exec.c)
+  ${_coll_dir}/coll_fp.c ${_coll_dir}/coll_case.c ${_coll_dir}/coll_ref.c ${_coll_dir}/coll_exec.c
+  ${_coll_dir}/coll_check.c)
 target_include_directories(weft_coll_harness PUBLIC ${_coll_dir})
 target_link_libraries(weft_coll_harness PUBLIC weft_testlib m)
 

@@ -11,14 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coll_check.h"
 #include "coll_fp.h"
 #include "testutil.h"
 #include "weft.h"
 
 #define GUARD 64            /* bytes of guard zone on each side of a buffer */
-#define GUARD_BYTE 0x5a
+#define GUARD_BYTE COLL_GUARD_BYTE
 #define POISON_BYTE 0xcd    /* output buffers before the call */
-#define MAX_SHOWN 5         /* wrong elements printed per case and rank */
 #define CUSTOM_MAGIC 0xc0ffee5eed5eedc0ull
 
 static const char* g_argv0 = "coll_matrix";
@@ -271,118 +271,54 @@ int coll_run_issue(coll_run* r, ncclComm_t comm) {
 
 /* ---- verification ---------------------------------------------------------------------- */
 
-typedef struct {
-  coll_run* r;
-  size_t problems;
-  int shown;
-} checker;
-
-static void show_value(char* out, size_t len, const coll_run* r, uint64_t bits) {
-  int w = (int)r->esz * 2;
-  if (fp_is_float(r->c.type))
-    snprintf(out, len, "0x%0*" PRIx64 " (%.9g)", w, bits, fp_decode(r->c.type, bits));
-  else if (fp_is_signed_int(r->c.type))
-    snprintf(out, len, "0x%0*" PRIx64 " (%" PRId64 ")", w, bits, coll_sext(r->c.type, bits));
-  else
-    snprintf(out, len, "0x%0*" PRIx64 " (%" PRIu64 ")", w, bits, bits);
-}
-
-static void wrong(checker* k, const char* what, size_t idx, uint64_t got, uint64_t want,
-                  const coll_expect* e) {
-  k->problems++;
-  if (k->shown++ >= MAX_SHOWN) return;
-  char g[64], w[64];
-  show_value(g, sizeof g, k->r, got);
-  show_value(w, sizeof w, k->r, want);
-  if (e && !e->exact)
-    fprintf(stderr, "  rank %d %s[%zu] = %s, expected %s within %.3g (reference %.17g)\n",
-            k->r->rank, what, idx, g, w, e->tol, e->ref);
-  else
-    fprintf(stderr, "  rank %d %s[%zu] = %s, expected %s\n", k->r->rank, what, idx, g, w);
-}
-
-/* out[k] = reduction over ranks of input element base+k. */
-static void check_reduce(checker* k, const unsigned char* out, size_t cnt, size_t base) {
-  coll_run* r = k->r;
-  coll_expect e;
-  for (size_t i = 0; i < cnt; i++) {
-    coll_ref_reduce(&r->gen, base + i, &e);
-    uint64_t got = ld(out, r->esz, i);
-    if (!coll_ref_ok(&r->gen, &e, got)) wrong(k, "recvbuff", i, got, e.bits, &e);
-  }
-}
-
-/* buf[off+k] = rank src's input element sbase+k, for k < cnt. */
-static void check_copy(checker* k, const char* what, const unsigned char* buf, size_t off,
-                       size_t cnt, int src, size_t sbase) {
-  coll_run* r = k->r;
-  for (size_t i = 0; i < cnt; i++) {
-    uint64_t want = coll_gen_value(&r->gen, src, sbase + i), got = ld(buf, r->esz, off + i);
-    if (got != want) wrong(k, what, off + i, got, want, NULL);
-  }
-}
-
-static void check_bytes(checker* k, const char* what, const unsigned char* p, size_t len,
-                        unsigned char byte) {
-  for (size_t i = 0; i < len; i++)
-    if (p[i] != byte) {
-      k->problems++;
-      if (k->shown++ < MAX_SHOWN)
-        fprintf(stderr, "  rank %d %s: byte %zu is 0x%02x, expected it untouched (0x%02x)\n",
-                k->r->rank, what, i, p[i], byte);
-      return;
-    }
-}
-
-static void check_guards(checker* k, const char* what, const unsigned char* raw, size_t raw_len,
-                         const unsigned char* usable, size_t len) {
-  char w[64];
-  snprintf(w, sizeof w, "guard before %s", what);
-  check_bytes(k, w, raw, (size_t)(usable - raw), GUARD_BYTE);
-  snprintf(w, sizeof w, "guard after %s", what);
-  check_bytes(k, w, usable + len, raw_len - (size_t)(usable - raw) - len, GUARD_BYTE);
-}
-
 size_t coll_run_verify(coll_run* r) {
-  checker k = {r, 0, 0};
+  coll_checker k = {&r->gen, r->c.type, r->esz, r->rank, 0, 0};
   const coll_case* c = &r->c;
   const int n = c->nranks, rank = r->rank, isroot = rank == c->root, ip = c->inplace;
   const size_t cnt = r->count, esz = r->esz;
   switch (c->coll) {
-    case COLL_ALLREDUCE: check_reduce(&k, r->recvbuff, cnt, 0); break;
+    case COLL_ALLREDUCE: coll_check_reduce(&k, r->recvbuff, cnt, 0); break;
     case COLL_REDUCE:
       if (isroot)
-        check_reduce(&k, r->recvbuff, cnt, 0);
+        coll_check_reduce(&k, r->recvbuff, cnt, 0);
       else if (ip)
-        check_copy(&k, "buffer (not root, in place)", r->a, 0, cnt, rank, 0);
+        coll_check_copy(&k, "buffer (not root, in place)", r->a, 0, cnt, rank, 0);
       else if (r->has_b)
-        check_bytes(&k, "recvbuff (not root)", r->b, cnt * esz, POISON_BYTE);
+        coll_check_bytes(&k, "recvbuff (not root)", r->b, cnt * esz, POISON_BYTE);
       break;
-    case COLL_REDUCESCATTER: check_reduce(&k, r->recvbuff, cnt, (size_t)rank * cnt); break;
-    case COLL_BROADCAST: check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, c->root, 0); break;
+    case COLL_REDUCESCATTER: coll_check_reduce(&k, r->recvbuff, cnt, (size_t)rank * cnt); break;
+    case COLL_BROADCAST: coll_check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, c->root, 0); break;
     case COLL_ALLGATHER:
-      for (int j = 0; j < n; j++) check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, 0);
+      for (int j = 0; j < n; j++)
+        coll_check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, 0);
       break;
     case COLL_SENDRECV:
-      check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, (rank - c->root + n) % n, 0);
+      coll_check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, (rank - c->root + n) % n, 0);
       break;
     case COLL_ALLTOALL:
       for (int j = 0; j < n; j++)
-        check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, (size_t)rank * cnt);
+        coll_check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, (size_t)rank * cnt);
       break;
     case COLL_GATHER:
       if (isroot)
         for (int j = 0; j < n; j++)
-          check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, 0);
+          coll_check_copy(&k, "recvbuff", r->recvbuff, (size_t)j * cnt, cnt, j, 0);
       else if (r->has_b)
-        check_bytes(&k, "recvbuff (not root)", r->b, r->lb * esz, POISON_BYTE);
+        coll_check_bytes(&k, "recvbuff (not root)", r->b, r->lb * esz, POISON_BYTE);
       break;
-    case COLL_SCATTER: check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, c->root, (size_t)rank * cnt); break;
+    case COLL_SCATTER:
+      coll_check_copy(&k, "recvbuff", r->recvbuff, 0, cnt, c->root, (size_t)rank * cnt);
+      break;
     default: break;
   }
-  if (!ip && r->has_a) check_copy(&k, "sendbuff (must stay unchanged)", r->a, 0, r->nsend, rank, 0);
-  if (r->has_a) check_guards(&k, ip ? "buffer" : "sendbuff", r->alloc_a, r->raw_a, r->a, r->la * esz);
-  if (r->has_b) check_guards(&k, "recvbuff", r->alloc_b, r->raw_b, r->b, r->lb * esz);
+  if (!ip && r->has_a)
+    coll_check_copy(&k, "sendbuff (must stay unchanged)", r->a, 0, r->nsend, rank, 0);
+  if (r->has_a)
+    coll_check_guards(&k, ip ? "buffer" : "sendbuff", r->alloc_a, r->raw_a,
+                      (size_t)(r->a - r->alloc_a), r->la * esz);
+  if (r->has_b)
+    coll_check_guards(&k, "recvbuff", r->alloc_b, r->raw_b, (size_t)(r->b - r->alloc_b),
+                      r->lb * esz);
   if (c->op == OP_CUSTOM && coll_custom_misuse() != r->misuse0) {
     k.problems++;
     fprintf(stderr, "  rank %d: the custom reduction was called with a wrong user pointer or "
@@ -467,13 +403,7 @@ int coll_probe(int status[FEAT_NUM], char* na_message, size_t na_len) {
   }
   close(fds[1]);
   probe_result pr;
-  size_t got = 0;
-  while (got < sizeof pr) {
-    ssize_t k = read(fds[0], (char*)&pr + got, sizeof pr - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
+  size_t got = test_read_full(fds[0], &pr, sizeof pr);
   close(fds[0]);
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {

@@ -95,12 +95,7 @@ static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int shar
           close(fds[1]);
         } else {
           close(fds[1]);
-          size_t got = 0;
-          while (got < sizeof id) {
-            ssize_t k = read(fds[0], (char*)&id + got, sizeof id - got);
-            if (k <= 0) _exit(2);
-            got += (size_t)k;
-          }
+          if (test_read_full(fds[0], &id, sizeof id) != sizeof id) _exit(2);
           close(fds[0]);
         }
       }
@@ -117,6 +112,17 @@ static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int shar
   int rc = wait_children(pids, n, timeout_s);
   free(pids);
   return rc;
+}
+
+size_t test_read_full(int fd, void* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t k = read(fd, (char*)buf + got, len - got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  return got;
 }
 
 int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s) {

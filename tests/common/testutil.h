@@ -52,6 +52,10 @@ int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s);
 /* Fork n children running fn(rank, nranks, NULL, arg) with no id exchange. Same result rules. */
 int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
 
+/* Read exactly len bytes from fd (retrying short reads and EINTR). Returns the bytes read:
+ * len, or fewer when the writer closed or read failed. */
+size_t test_read_full(int fd, void* buf, size_t len);
+
 /* Resource counts of this process, for leak checks. */
 int test_count_fds(void);
 int test_count_threads(void);

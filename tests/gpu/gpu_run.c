@@ -5,18 +5,12 @@
 #include <string.h>
 
 #include "coll_exec.h" /* coll_not_available */
+#include "coll_check.h"
 #include "coll_fp.h"
 
 #define GUARD 64 /* bytes of guard zone on each side of a buffer */
-#define GUARD_BYTE 0x5a
+#define GUARD_BYTE COLL_GUARD_BYTE
 #define POISON_BYTE 0xcd /* outputs before the call */
-#define MAX_SHOWN 5      /* wrong elements printed per case and rank */
-
-static inline uint64_t ld(const unsigned char* p, size_t esz, size_t i) {
-  uint64_t v = 0;
-  memcpy(&v, p + esz * i, esz); /* little endian: the element's bytes are its low bytes */
-  return v;
-}
 
 static inline void st(unsigned char* p, size_t esz, size_t i, uint64_t v) {
   memcpy(p + esz * i, &v, esz);
@@ -268,83 +262,6 @@ int gpu_run_issue(gpu_run* run, gpu_world* w) {
 
 /* ---- verify ------------------------------------------------------------------------------- */
 
-typedef struct {
-  gpu_run* run;
-  int rank;
-  size_t problems;
-  int shown;
-} checker;
-
-static void show_value(char* out, size_t len, const gpu_run* run, uint64_t bits) {
-  int wdt = (int)run->esz * 2;
-  ncclDataType_t t = run->c.type;
-  if (fp_is_float(t))
-    snprintf(out, len, "0x%0*" PRIx64 " (%.9g)", wdt, bits, fp_decode(t, bits));
-  else if (fp_is_signed_int(t))
-    snprintf(out, len, "0x%0*" PRIx64 " (%" PRId64 ")", wdt, bits, coll_sext(t, bits));
-  else
-    snprintf(out, len, "0x%0*" PRIx64 " (%" PRIu64 ")", wdt, bits, bits);
-}
-
-static void wrong(checker* k, const char* what, size_t idx, uint64_t got, uint64_t want,
-                  const coll_expect* e) {
-  k->problems++;
-  if (k->shown++ >= MAX_SHOWN) return;
-  char g[64], wv[64];
-  show_value(g, sizeof g, k->run, got);
-  show_value(wv, sizeof wv, k->run, want);
-  if (e && !e->exact)
-    fprintf(stderr, "  rank %d %s[%zu] = %s, expected %s within %.3g (reference %.17g)\n",
-            k->rank, what, idx, g, wv, e->tol, e->ref);
-  else
-    fprintf(stderr, "  rank %d %s[%zu] = %s, expected %s\n", k->rank, what, idx, g, wv);
-}
-
-/* out_j[i] = reduction over ranks of input element base+i, for every (k_j, out_j). Each
- * expected element is computed once for all outputs that share base. */
-static void check_reduce(checker** ks, unsigned char** outs, int nout, size_t cnt, size_t base) {
-  gpu_run* run = ks[0]->run;
-  coll_expect e;
-  for (size_t i = 0; i < cnt; i++) {
-    coll_ref_reduce(&run->gen, base + i, &e);
-    for (int j = 0; j < nout; j++) {
-      uint64_t got = ld(outs[j], run->esz, i);
-      if (!coll_ref_ok(&run->gen, &e, got)) wrong(ks[j], "recvbuff", i, got, e.bits, &e);
-    }
-  }
-}
-
-/* buf[off+i] = rank src's input element sbase+i, for i < cnt. */
-static void check_copy(checker* k, const char* what, const unsigned char* buf, size_t off,
-                       size_t cnt, int src, size_t sbase) {
-  gpu_run* run = k->run;
-  for (size_t i = 0; i < cnt; i++) {
-    uint64_t want = coll_gen_value(&run->gen, src, sbase + i), got = ld(buf, run->esz, off + i);
-    if (got != want) wrong(k, what, off + i, got, want, NULL);
-  }
-}
-
-static void check_bytes(checker* k, const char* what, const unsigned char* p, size_t len,
-                        unsigned char byte) {
-  for (size_t i = 0; i < len; i++)
-    if (p[i] != byte) {
-      k->problems++;
-      if (k->shown++ < MAX_SHOWN)
-        fprintf(stderr, "  rank %d %s: byte %zu is 0x%02x, expected it untouched (0x%02x)\n",
-                k->rank, what, i, p[i], byte);
-      return;
-    }
-}
-
-static void check_guards(checker* k, const char* what, const unsigned char* host_raw,
-                         size_t raw_len, size_t usable_off, size_t len) {
-  char wb[64];
-  snprintf(wb, sizeof wb, "guard before %s", what);
-  check_bytes(k, wb, host_raw, usable_off, GUARD_BYTE);
-  snprintf(wb, sizeof wb, "guard after %s", what);
-  check_bytes(k, wb, host_raw + usable_off + len, raw_len - usable_off - len, GUARD_BYTE);
-}
-
 /* A device pointer inside raw (downloaded at host_raw) as a host pointer. */
 static unsigned char* host_of(const unsigned char* raw, unsigned char* host_raw, const void* p) {
   return host_raw + ((const unsigned char*)p - raw);
@@ -354,13 +271,13 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
   const gpu_case* c = &run->c;
   const int n = run->nranks, ip = c->inplace;
   const size_t cnt = run->count, esz = run->esz;
-  checker ks[GPU_MAX_LOCAL];
-  checker* kp[GPU_MAX_LOCAL];
+  coll_checker ks[GPU_MAX_LOCAL];
+  coll_checker* kp[GPU_MAX_LOCAL];
   unsigned char* outs[GPU_MAX_LOCAL];
   int nout = 0;
   for (int i = 0; i < w->nlocal; i++) {
     gpu_run_rank* r = &run->r[i];
-    ks[i] = (checker){run, w->loc[i].rank, 0, 0};
+    ks[i] = (coll_checker){&run->gen, c->type, esz, w->loc[i].rank, 0, 0};
     CUDA_OK(cudaSetDevice(w->loc[i].dev));
     if (r->raw_a) CUDA_OK(cudaMemcpy(r->host_a, r->raw_a, r->raw_a_len, cudaMemcpyDeviceToHost));
     if (r->raw_b) CUDA_OK(cudaMemcpy(r->host_b, r->raw_b, r->raw_b_len, cudaMemcpyDeviceToHost));
@@ -374,11 +291,11 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
       kp[nout] = &ks[i];
       outs[nout++] = host_of(raw, host, r->recvbuff);
     }
-    check_reduce(kp, outs, nout, cnt, 0);
+    coll_check_reduce_n(kp, (const unsigned char* const*)outs, nout, cnt, 0);
   }
   for (int i = 0; i < w->nlocal; i++) {
     gpu_run_rank* r = &run->r[i];
-    checker* k = &ks[i];
+    coll_checker* k = &ks[i];
     const int rank = w->loc[i].rank, isroot = rank == c->root;
     /* Output: recvbuff lies in a (in place) or b. */
     const unsigned char* out = NULL;
@@ -389,52 +306,48 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
     switch (c->kind) {
       case COLL_REDUCE:
         if (isroot) {
-          unsigned char* o = (unsigned char*)out;
-          check_reduce(&k, &o, 1, cnt, 0);
+          coll_check_reduce(k, out, cnt, 0);
         } else if (ip) {
-          check_copy(k, "buffer (not root, in place)", in_a, 0, cnt, rank, 0);
+          coll_check_copy(k, "buffer (not root, in place)", in_a, 0, cnt, rank, 0);
         } else if (r->raw_b) {
-          check_bytes(k, "recvbuff (not root)", host_of(r->raw_b, r->host_b, r->b), cnt * esz,
-                      POISON_BYTE);
+          coll_check_bytes(k, "recvbuff (not root)", host_of(r->raw_b, r->host_b, r->b),
+                           cnt * esz, POISON_BYTE);
         }
         break;
-      case COLL_REDUCESCATTER: {
-        unsigned char* o = (unsigned char*)out;
-        check_reduce(&k, &o, 1, cnt, (size_t)rank * cnt);
-        break;
-      }
-      case COLL_BROADCAST: check_copy(k, "recvbuff", out, 0, cnt, c->root, 0); break;
+      case COLL_REDUCESCATTER: coll_check_reduce(k, out, cnt, (size_t)rank * cnt); break;
+      case COLL_BROADCAST: coll_check_copy(k, "recvbuff", out, 0, cnt, c->root, 0); break;
       case COLL_ALLGATHER:
-        for (int j = 0; j < n; j++) check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, 0);
+        for (int j = 0; j < n; j++) coll_check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, 0);
         break;
       case COLL_SENDRECV:
-        check_copy(k, "recvbuff", out, 0, cnt, (rank - c->root + n) % n, 0);
+        coll_check_copy(k, "recvbuff", out, 0, cnt, (rank - c->root + n) % n, 0);
         break;
       case COLL_ALLTOALL:
       case GPU_A2A_P2P:
         for (int j = 0; j < n; j++)
-          check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, (size_t)rank * cnt);
+          coll_check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, (size_t)rank * cnt);
         break;
       case COLL_GATHER:
         if (isroot)
-          for (int j = 0; j < n; j++) check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, 0);
+          for (int j = 0; j < n; j++)
+            coll_check_copy(k, "recvbuff", out, (size_t)j * cnt, cnt, j, 0);
         else if (r->raw_b)
-          check_bytes(k, "recvbuff (not root)", host_of(r->raw_b, r->host_b, r->b),
-                      run->lb * esz, POISON_BYTE);
+          coll_check_bytes(k, "recvbuff (not root)", host_of(r->raw_b, r->host_b, r->b),
+                           run->lb * esz, POISON_BYTE);
         break;
       case COLL_SCATTER:
-        check_copy(k, "recvbuff", out, 0, cnt, c->root, (size_t)rank * cnt);
+        coll_check_copy(k, "recvbuff", out, 0, cnt, c->root, (size_t)rank * cnt);
         break;
       default: break;
     }
     if (!ip && r->raw_a)
-      check_copy(k, "sendbuff (must stay unchanged)", in_a, 0, r->nsend, rank, 0);
+      coll_check_copy(k, "sendbuff (must stay unchanged)", in_a, 0, r->nsend, rank, 0);
     if (r->raw_a)
-      check_guards(k, ip ? "buffer" : "sendbuff", r->host_a, r->raw_a_len,
-                   (size_t)(r->a - r->raw_a), run->la * esz);
+      coll_check_guards(k, ip ? "buffer" : "sendbuff", r->host_a, r->raw_a_len,
+                        (size_t)(r->a - r->raw_a), run->la * esz);
     if (r->raw_b)
-      check_guards(k, "recvbuff", r->host_b, r->raw_b_len, (size_t)(r->b - r->raw_b),
-                   run->lb * esz);
+      coll_check_guards(k, "recvbuff", r->host_b, r->raw_b_len, (size_t)(r->b - r->raw_b),
+                        run->lb * esz);
   }
   size_t total = 0;
   for (int i = 0; i < w->nlocal; i++) {

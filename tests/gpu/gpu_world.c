@@ -213,13 +213,7 @@ static int probe_devices(int* ndev, char* why, size_t why_len) {
   }
   close(fds[1]);
   probe_result pr;
-  size_t got = 0;
-  while (got < sizeof pr) {
-    ssize_t k = read(fds[0], (char*)&pr + got, sizeof pr - got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
-  }
+  size_t got = test_read_full(fds[0], &pr, sizeof pr);
   close(fds[0]);
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
@@ -416,15 +410,9 @@ static int rank_main(int rank, int nprocs, int ndev, int fds[2], gpu_body_fn bod
     close(fds[1]);
   } else {
     close(fds[1]);
-    size_t got = 0;
-    while (got < sizeof id) {
-      ssize_t k = read(fds[0], (char*)&id + got, sizeof id - got);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) {
-        fprintf(stderr, "rank %d: rank 0 never sent the unique id\n", rank);
-        return GPU_FAIL;
-      }
-      got += (size_t)k;
+    if (test_read_full(fds[0], &id, sizeof id) != sizeof id) {
+      fprintf(stderr, "rank %d: rank 0 never sent the unique id\n", rank);
+      return GPU_FAIL;
     }
     close(fds[0]);
   }
