@@ -47,9 +47,10 @@ static int gdr_read_default(struct ncclComm* comm) {
   return major >= 8;
 }
 
-/* Whether c should use GPU memory, and how its receives flush. Decided from the plugin's
- * properties for c's device, the PCI path and the environment; every "no" is logged at INFO. */
-static int gdr_wanted(struct ncclComm* comm, tconn* c, int* flush) {
+/* Whether c should use GPU memory, how its receives flush and the plugin's ptrSupport for c's
+ * device. Decided from the plugin's properties, the PCI path and the environment; every "no"
+ * is logged at INFO. */
+static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* ptr_support) {
   *flush = WEFT_PROXY_FLUSH_NONE;
   if (c->key.proto != NCCL_PROTO_SIMPLE) return 0;
   ncclNetProperties_v11_t props;
@@ -81,7 +82,7 @@ static int gdr_wanted(struct ncclComm* comm, tconn* c, int* flush) {
   } else if (!param_int(WEFT_PARAM_GDR_FLUSH_DISABLE)) {
     *flush = WEFT_PROXY_FLUSH_DATA;
   }
-  c->gdr_ptr_support = props.ptrSupport;
+  *ptr_support = props.ptrSupport;
   return 1;
 }
 
@@ -102,10 +103,11 @@ static int dmabuf_fd(void* mem, size_t bytes) {
 }
 
 /* Register the GPU slots: a dma-buf where both the plugin and the driver can, else regMr. */
-static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, void* mem, size_t bytes) {
+static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, int ptr_support, void* mem,
+                                 size_t bytes) {
   const ncclNet_v11_t* api = comm->net->api;
   ncclResult_t res = ncclInternalError;
-  if (c->gdr_ptr_support & NCCL_PTR_DMABUF) {
+  if (ptr_support & NCCL_PTR_DMABUF) {
     int fd = dmabuf_fd(mem, bytes);
     if (fd >= 0) {
       res = api->regMrDmaBuf(c->net_comm, mem, bytes, NCCL_PTR_CUDA, 0, fd, &c->mhandle);
@@ -119,27 +121,27 @@ static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, void* mem, siz
            ncclGetErrorString(res));
     }
   }
-  if (c->gdr_ptr_support & NCCL_PTR_CUDA)
+  if (ptr_support & NCCL_PTR_CUDA)
     res = api->regMr(c->net_comm, mem, bytes, NCCL_PTR_CUDA, &c->mhandle);
   if (res != ncclSuccess) c->mhandle = NULL;
   return res;
 }
 
 int gdr_setup(struct ncclComm* comm, tconn* c, size_t bytes) {
-  int flush;
-  if (!gdr_wanted(comm, c, &flush)) return 0;
+  int flush, ptr_support = 0;
+  if (!gdr_wanted(comm, c, &flush, &ptr_support)) return 0;
   void* mem = NULL;
   cudaError_t e = cudaMalloc(&mem, bytes);
   if (e != cudaSuccess) {
     devmem_cuda_fail(comm, c, "cudaMalloc of GPUDirect slots (staging in host memory instead)", e);
     return 0;
   }
-  ncclResult_t res = gdr_register(comm, c, mem, bytes);
+  ncclResult_t res = gdr_register(comm, c, ptr_support, mem, bytes);
   if (res != ncclSuccess) {
     /* The plugin advertised GPU memory and refused it: say so, and stage through the host. */
     WARN("rank %d: net %s advertises GPU memory (ptrSupport 0x%x) but registering %zu bytes "
          "of it for rank %d failed (%s); this connection stages through host memory",
-         comm->rank, comm->net->name, c->gdr_ptr_support, bytes, c->key.peer,
+         comm->rank, comm->net->name, ptr_support, bytes, c->key.peer,
          ncclGetErrorString(res));
     cudaFree(mem);
     return 0;

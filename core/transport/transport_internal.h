@@ -29,7 +29,6 @@ typedef struct tconn {
   void* gdr_mem;  /* device mode, GPUDirect: the slots, in GPU memory (cudaMalloc) */
   int gdr_flush;  /* receive side: WEFT_PROXY_FLUSH_* */
   int gdr_dmabuf; /* registered through regMrDmaBuf */
-  int gdr_ptr_support; /* the plugin's ptrSupport for dev */
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   /* device mode */
   void* p2p_mem;           /* p2p receiver: cudaMalloc'd control block + slots */

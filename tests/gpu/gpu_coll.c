@@ -47,12 +47,6 @@ typedef struct {
   int verbose;
 } coll_opts;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* The collective suite on one world: a gate (a small AllReduce: "not available yet" skips the
  * whole run), then every selected case. */
 static int coll_body(gpu_world* w, void* arg) {
@@ -61,14 +55,14 @@ static int coll_body(gpu_world* w, void* arg) {
   int rc = gpu_run_gate(w);
   if (rc != GPU_PASS) return rc;
   int failed = 0, passed = 0, na_kinds = 0, na_cases = 0;
-  double t0 = now_s();
+  double t0 = gpu_now_s();
   for (int i = 0; i < o->cases.n; i++) {
     const gpu_case* c = &o->cases.v[i];
     if (na_kinds >> c->kind & 1) {
       na_cases++;
       continue;
     }
-    double t1 = now_s();
+    double t1 = gpu_now_s();
     rc = gpu_run_case(w, c, w->seed, GPU_MEM_CUDA);
     char name[GPU_CASE_STR];
     gpu_case_name(c, name);
@@ -92,12 +86,12 @@ static int coll_body(gpu_world* w, void* arg) {
     }
     passed += rc == GPU_PASS;
     if (o->verbose && lead)
-      printf("  [%d/%d] %s: %.1f ms%s\n", i + 1, o->cases.n, name, (now_s() - t1) * 1e3,
+      printf("  [%d/%d] %s: %.1f ms%s\n", i + 1, o->cases.n, name, (gpu_now_s() - t1) * 1e3,
              rc == GPU_PASS ? "" : " FAILED");
   }
   if (lead || failed)
     printf("rank %d: %d cases passed, %d failed, %d not available yet (%.1f s)\n",
-           w->loc[0].rank, passed, failed, na_cases, now_s() - t0);
+           w->loc[0].rank, passed, failed, na_cases, gpu_now_s() - t0);
   return failed ? GPU_FAIL : na_cases ? GPU_SKIP : GPU_PASS;
 }
 

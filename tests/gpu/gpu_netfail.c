@@ -43,12 +43,6 @@ typedef struct {
   cudaError_t stream_rc;
 } nf_rank;
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 int gpu_netfail_precheck(void) {
 #ifdef GPU_FAKE_CUDA
   /* Host-mode communicators over fake CUDA: no kernels, and no GdrSim (it needs the driver). */
@@ -82,7 +76,7 @@ static void* abort_main(void* arg) {
 }
 
 static void abort_start(nf_rank* x) {
-  x->abort_t0 = now_s();
+  x->abort_t0 = gpu_now_s();
   if (pthread_create(&x->thread, NULL, abort_main, x) != 0) {
     fprintf(stderr, "rank %d: cannot start a thread for ncclCommAbort: calling it here\n",
             x->r->rank);
@@ -111,7 +105,7 @@ static void poll_error(nf_rank* x, double t0, double limit) {
   cudaError_t q = cudaStreamQuery(r->stream);
   ncclResult_t e = ncclSuccess;
   ncclResult_t g = ncclCommGetAsyncError(r->comm, &e);
-  double t = now_s() - t0;
+  double t = gpu_now_s() - t0;
   if (g != ncclSuccess) {
     fail(x, "ncclCommGetAsyncError returned %s (%.3f s after the launch)",
          ncclGetErrorString(g), t);
@@ -140,7 +134,7 @@ static void poll_error(nf_rank* x, double t0, double limit) {
 
 /* Phase 2: ncclCommAbort on its thread. */
 static void poll_abort(nf_rank* x, double limit) {
-  double t = now_s() - x->abort_t0;
+  double t = gpu_now_s() - x->abort_t0;
   if (!__atomic_load_n(&x->abort_done, __ATOMIC_ACQUIRE)) {
     if (t > limit) fail(x, "ncclCommAbort has not returned after %.0f s", limit);
     return;
@@ -152,13 +146,13 @@ static void poll_abort(nf_rank* x, double limit) {
     fail(x, "ncclCommAbort returned %s (after %.3f s)", ncclGetErrorString(x->abort_rc), t);
     return;
   }
-  x->drain_t0 = now_s();
+  x->drain_t0 = gpu_now_s();
   x->phase = NF_DRAINING;
 }
 
 /* Phase 3: the stream completes, with or without a CUDA error. */
 static void poll_drain(nf_rank* x, double limit) {
-  double t = now_s() - x->drain_t0;
+  double t = gpu_now_s() - x->drain_t0;
   cudaError_t q = cudaStreamQuery(x->r->stream);
   if (q != cudaErrorNotReady) {
     x->stream_rc = q;
@@ -224,7 +218,7 @@ int gpu_netfail_body(gpu_world* w, void* arg) {
   }
   ncclResult_t end = gpu_group_end(w);
   if (res == ncclSuccess) res = call != ncclSuccess ? call : end;
-  const double t0 = now_s();
+  const double t0 = gpu_now_s();
   if (res != ncclSuccess) {
     ncclComm_t c = w->loc[bad >= 0 ? bad : 0].comm;
     if (coll_not_available(res, c)) {

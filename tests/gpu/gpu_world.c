@@ -59,7 +59,7 @@ void gpu_watchdog_disarm(void) { alarm(0); }
 
 /* ---- waits -------------------------------------------------------------------------------- */
 
-static double now_s(void) {
+double gpu_now_s(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
@@ -84,7 +84,7 @@ static int async_failed(const gpu_rank* r, const char* what, int strict) {
 
 int gpu_wait(gpu_world* w, const char* what) {
   const double limit = gpu_env_int("WEFT_GPU_WAIT_S", 120);
-  const double t0 = now_s();
+  const double t0 = gpu_now_s();
   int done[GPU_MAX_LOCAL] = {0};
   for (;;) {
     int left = 0;
@@ -105,7 +105,7 @@ int gpu_wait(gpu_world* w, const char* what) {
     for (int i = 0; i < w->nlocal; i++)
       if (async_failed(&w->loc[i], what, left == 0)) return 1;
     if (left == 0) return 0;
-    double el = now_s() - t0;
+    double el = gpu_now_s() - t0;
     if (el > limit) {
       for (int i = 0; i < w->nlocal; i++)
         if (!done[i])
@@ -466,7 +466,7 @@ int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int ti
   close(fds[0]);
   close(fds[1]);
   /* Wait; once one rank failed, give the others a few seconds, then kill them. */
-  double t0 = now_s(), fail_at = 0;
+  double t0 = gpu_now_s(), fail_at = 0;
   int left = nprocs, any_fail = 0, any_skip = 0;
   while (left > 0) {
     int st;
@@ -483,13 +483,13 @@ int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int ti
                     strsignal(WTERMSIG(st)));
           else
             fprintf(stderr, "rank %d exited with status %d\n", r, WEXITSTATUS(st));
-          if (!any_fail) fail_at = now_s();
+          if (!any_fail) fail_at = gpu_now_s();
           any_fail = 1;
         }
       }
       continue;
     }
-    double t = now_s();
+    double t = gpu_now_s();
     int over = timeout_s > 0 && t - t0 > timeout_s;
     if (over || (any_fail && t - fail_at > 10)) {
       for (int r = 0; r < nprocs; r++)

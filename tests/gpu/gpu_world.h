@@ -107,5 +107,7 @@ void gpu_format_env(char* out, size_t len);
 
 /* Integer from the environment, or fallback when unset or empty. */
 int gpu_env_int(const char* name, int fallback);
+/* Seconds on the monotonic clock. */
+double gpu_now_s(void);
 
 #endif
