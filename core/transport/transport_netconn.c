@@ -221,6 +221,11 @@ static void report_pending_locked(netconn_run* r, uint64_t now, int final, int t
            "driving the other connections, up to WEFT_TIMEOUT_MS)",
            r->rank, name, what, NETCONN_REPORT_MS, call_name(it),
            (unsigned long long)(now - it->call_start_ms));
+    } else if (it->calls == 0) {
+      INFO(NCCL_INIT | NCCL_NET,
+           "rank %d: net %s: connection %s still pending after %d ms: its %s has not been called "
+           "yet (every worker is inside another plugin call)",
+           r->rank, name, what, NETCONN_REPORT_MS, call_name(it));
     } else {
       INFO(NCCL_INIT | NCCL_NET,
            "rank %d: net %s: connection %s still pending after %d ms: the plugin's %s returned no "

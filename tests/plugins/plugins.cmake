@@ -234,3 +234,6 @@ weft_conformance_test(NAME conformance_flags_tuner_null_init SUITE tuner
   EXPECT_FAIL tuner_v4_table_has_name_and_entries
   EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_init_and_teardown_work_across_shapes
   EXPECT_REASON "tuner_v4_table_has_name_and_entries=init is NULL")
+
+# Plugins that behave like the ones deployed in the field (tests/plugins/field/).
+include(${CMAKE_CURRENT_LIST_DIR}/field/field.cmake)
