@@ -214,11 +214,29 @@ static const char* table_problem(int v, char* buf, size_t len) {
   return buf;
 }
 
+/* The table as stock NCCL reads it: init first (a plugin may fill the rest of its table there),
+ * then every entry. */
 static conf_result table(int v) {
   if (!(tc.exported & (1u << v))) return conf_skip("the plugin does not export ncclTunerPlugin_v%d", v);
+  const struct {
+    const char* name;
+    void* init;
+  }* head = tc.raw[v];
+  void* ctx = NULL;
+  int inited = 0;
+  if (head->init) {
+    if (t_init(v, 2, 1, &ctx) != CONF_PASS) {
+      char copy[1024];
+      snprintf(copy, sizeof copy, "%s", conf_reason());
+      conf_clear_reason();
+      return conf_inconclusive("%s, so the table (read after init) could not be checked", copy);
+    }
+    inited = 1;
+  }
   char buf[128];
   const char* why = table_problem(v, buf, sizeof buf);
-  return why ? conf_fail("%s", why) : CONF_PASS;
+  if (why) return conf_fail("%s%s", why, inited ? " after init" : "");
+  return t_fini(v, ctx);
 }
 
 static conf_result t_table_v2(void* x) { (void)x; return table(2); }

@@ -1,5 +1,5 @@
 /* Net connections through the communicator's net plugin. The receiver listens and sends the
- * handle over bootstrap; the sender connects; both poll connect/accept (non-blocking) until
+ * handle over bootstrap; the sender connects; transport_netconn.c drives connect/accept until
  * the plugin hands back a comm. Each side then allocates its own control block + slots in
  * host memory, registers the slots with regMr (and, in device mode, pins and maps them into the
  * GPU) and gives the connection to the proxy, which moves the slots with isend/irecv (proxy/).
@@ -35,34 +35,6 @@ ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
 ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* info) {
   c->dev = dev_for(comm, c);
   memcpy(c->handle, info->net_handle, sizeof c->handle);
-  return ncclSuccess;
-}
-
-ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done) {
-  const ncclNet_v11_t* api = api_of(comm);
-  ncclNetDeviceHandle_v11_t* devh = NULL;
-  ncclResult_t res;
-  *done = 0;
-  if (c->conn.is_send) {
-    res = api->connect(comm->net->ctx, c->dev, c->handle, &c->net_comm, &devh);
-    if (res != ncclSuccess) {
-      WARN("rank %d: net %s: connect to rank %d (channel %d) failed (%s)", comm->rank,
-           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
-      return res;
-    }
-  } else {
-    res = api->accept(c->listen_comm, &c->net_comm, &devh);
-    if (res != ncclSuccess) {
-      WARN("rank %d: net %s: accept from rank %d (channel %d) failed (%s)", comm->rank,
-           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
-      return res;
-    }
-    if (c->net_comm) {
-      api->closeListen(c->listen_comm);
-      c->listen_comm = NULL;
-    }
-  }
-  *done = c->net_comm != NULL;
   return ncclSuccess;
 }
 

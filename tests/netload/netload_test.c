@@ -458,6 +458,23 @@ static int case_list_longer_than_14_is_cut(void) {
   return 0;
 }
 
+/* A library whose table answers to "Socket", like the built-in net: one WARN naming both, once
+ * per process; the library (listed first) is the one NCCL_NET=Socket gets. */
+static int case_two_candidates_with_one_name(void) {
+  unsetenv("NCCL_NET");
+  set_plugins(plugin("clash"));
+  weft_net* n = open_ok("socket", 1, -1);
+  EXPECT(strcmp(n->name, "Socket") == 0 && strcmp(n->path, "built-in") != 0);
+  EXPECT(strstr(n->path, "libnccl-net-clash.so") != NULL);
+  net_close_for_comm(n);
+  EXPECT_EQ_INT(count_warns("both answer to the name \"Socket\"", "libnccl-net-clash.so"), 1);
+  EXPECT_EQ_INT(count_warns("built-in", "picks"), 1);
+  n = open_ok("socket", 2, -1); /* loaded again: no second WARN */
+  net_close_for_comm(n);
+  EXPECT_EQ_INT(count_warns("both answer to the name", NULL), 1);
+  return 0;
+}
+
 /* weft's own socket plugin library, loaded as an external plugin, and each older table it
  * exports through the shim. */
 static int case_weft_socket_library_all_versions(void) {
@@ -532,6 +549,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "v11_wins_over_v6")) rc = case_v11_wins_over_v6();
   else if (!strcmp(c, "skips_broken_with_one_warn")) rc = case_skips_broken_with_one_warn();
   else if (!strcmp(c, "list_longer_than_14_is_cut")) rc = case_list_longer_than_14_is_cut();
+  else if (!strcmp(c, "two_candidates_with_one_name_warn")) rc = case_two_candidates_with_one_name();
   else if (!strcmp(c, "weft_socket_library_all_versions"))
     rc = case_weft_socket_library_all_versions();
   else {

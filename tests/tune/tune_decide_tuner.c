@@ -63,6 +63,17 @@ static int warn_lines(void) {
   return n;
 }
 
+static int log_lines(const char* text) {
+  FILE* f = fopen(logpath, "r");
+  if (!f) return 0;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, text)) n++;
+  fclose(f);
+  return n;
+}
+
 /* A communicator's state from facts, with the fake tuner. */
 static void state_of(weft_tune* t, weft_tuner* tu, const weft_tune_facts* f, unsigned protos,
                      int max_channels) {
@@ -227,6 +238,27 @@ int main(void) {
   EXPECT_RES(tune_decide(NULL, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d), ncclInternalError);
   EXPECT_RES(tune_decide(&t, &all, ncclFuncSend, 4096, 1, 0, 1, &d), ncclInvalidArgument);
   default_choice_cases(&all);
+
+  /* A count above the communicator's: honoured up to it, and said once per communicator (INFO,
+   * naming both counts), however many decisions clamp it. */
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
+  weft_log_reset();
+  for (int comm = 1; comm <= 2; comm++) {
+    fresh(&t, &tu, 3);
+    kind = F_BIGCH;
+    for (int rep = 0; rep < 6; rep++) {
+      EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, (size_t)(64u << 20) + rep, 1, 0, 1, &d));
+      EXPECT(d.nchannels == 3);
+    }
+    EXPECT_EQ_INT(log_lines("asked for 1000 channels"), comm);
+    EXPECT_EQ_INT(log_lines("this communicator has 3, so it gets 3"), comm);
+  }
+  kind = F_GOOD; /* 1 channel asked, 3 there: no note */
+  fresh(&t, &tu, 3);
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d));
+  EXPECT(d.nchannels == 1);
+  EXPECT_EQ_INT(log_lines("asked for"), 2);
   unlink(logpath);
   return 0;
 }
