@@ -99,7 +99,16 @@ ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
   return ncclSuccess;
 }
 
-void shm_close(tconn* c) {
+void shm_close(struct ncclComm* comm, tconn* c) {
+  /* The peer may still wait on this connection (it failed, or this rank leaves early): tell it
+   * through the shared control block, so its wait ends now with the reason. */
+  if (c->connected && c->conn.ctrl) {
+    int why = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) ? WEFT_CONN_BROKEN_ABORT
+                                                                   : WEFT_CONN_BROKEN_CLOSED;
+    int none = 0;
+    __atomic_compare_exchange_n(&c->conn.ctrl->broken, &none, why, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+  }
   if (c->shm_name[0]) {
     shm_unlink(c->shm_name); /* ENOENT when the sender already did: expected */
     c->shm_name[0] = '\0';
