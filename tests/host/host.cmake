@@ -59,3 +59,5 @@ foreach(m abort destroy)
   weft_add_test(NAME host_${m}_seen_by_shm_peers SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_abort_visible.c
     LABELS mp fault TIMEOUT 60 ARGS ${m})
 endforeach()
+weft_add_test(NAME host_shm_orphans_swept SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_shm_orphans.c
+  LABELS mp fault)
