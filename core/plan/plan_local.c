@@ -45,7 +45,7 @@ ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op) {
   if (op->sendbuff == NULL || op->recvbuff == NULL || bytes == 0) return ncclSuccess;
   int scale = scales(op);
   if (!scale && op->recvbuff == op->sendbuff) return ncclSuccess;
-  (void)comm; /* host-only builds use it for nothing else */
+  (void)comm; /* used by device mode only */
 #ifdef WEFT_HAVE_CUDA
   if (comm->mode == WEFT_MODE_DEVICE) {
     if (!scale) return device_exec_copy(comm, op->recvbuff, op->sendbuff, bytes, op->stream);

@@ -78,7 +78,7 @@ enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2 };
 ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 /* Sender: map the receiver's segment, then unlink its name. */
 ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info);
-void shm_close(tconn* c);
+void shm_close(struct ncclComm* comm, tconn* c);
 
 /* ---- transport_net.c ---- */
 ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);

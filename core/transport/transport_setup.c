@@ -170,7 +170,7 @@ static void tconn_close(struct ncclComm* comm, tconn* c) {
       break;
     case WEFT_TRANSPORT_SHM:
       devmem_unregister_host(comm, c);
-      shm_close(c);
+      shm_close(comm, c);
       break;
     default: p2p_close(comm, c); break;
   }
