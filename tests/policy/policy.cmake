@@ -36,3 +36,9 @@ add_test(NAME policy_two_hosts_netns
 set_tests_properties(policy_two_hosts_netns PROPERTIES LABELS "netns;policy" TIMEOUT 180
   SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
   ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+
+# The env plugin (plugins/env-policy) loaded as NCCL loads it, against the bad corpus too.
+weft_add_test(NAME policy_env_plugin SOURCES ${WEFT_POLICY_TESTS}/policy_env_plugin.c
+  LABELS "unit;plugin;policy" TIMEOUT 120
+  ARGS $<TARGET_FILE_DIR:nccl-env-weft> ${WEFT_POLICY_TESTS}/bad)
+add_dependencies(policy_env_plugin nccl-env-weft)
