@@ -40,8 +40,8 @@ set_tests_properties(policy_two_hosts_netns PROPERTIES LABELS "netns;policy" TIM
 # The env plugin (plugins/env-policy) loaded as NCCL loads it, against the bad corpus too.
 weft_add_test(NAME policy_env_plugin SOURCES ${WEFT_POLICY_TESTS}/policy_env_plugin.c
   LABELS "unit;plugin;policy" TIMEOUT 120
-  ARGS $<TARGET_FILE_DIR:nccl-env-weft> ${WEFT_POLICY_TESTS}/bad)
-add_dependencies(policy_env_plugin nccl-env-weft)
+  ARGS $<TARGET_FILE_DIR:nccl-env-weft> ${WEFT_POLICY_TESTS}/bad $<TARGET_FILE:weft-policy>)
+add_dependencies(policy_env_plugin nccl-env-weft weft-policy)
 
 # weft's core reading settings through an env plugin: a stand-in third-party plugin built
 # three ways (v2, v1, failing init) into build/tests/plugins.

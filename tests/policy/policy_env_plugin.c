@@ -11,8 +11,9 @@
  *   leaves getEnv answering from the environment alone, in bounded time;
  * - returned pointers keep their text across getEnv of other names and repeated getEnv of the
  *   same name; after finalize only the environment answers;
- * - the library needs no libnccl or libweft (DT_NEEDED).
- * Usage: policy_env_plugin LIBDIR BAD_DIR */
+ * - the library needs no libnccl or libweft (DT_NEEDED);
+ * - `weft-policy explain --env-plugin` prints the answers and settings hash the plugin gives.
+ * Usage: policy_env_plugin LIBDIR BAD_DIR WEFT_POLICY_TOOL */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
@@ -30,6 +31,7 @@
 #include "testutil.h"
 
 static const char* libdir;
+static const char* tool;
 static char tmpdir[] = "/tmp/weft-envplug-XXXXXX";
 static char hostname[256];
 
@@ -122,6 +124,39 @@ static void clear_env(void) {
   for (int i = 0; i < NNAMES; i++) unsetenv(names[i]);
 }
 
+/* `weft-policy explain --env-plugin` (WEFT_POLICY as set) against the live plugin: each
+ * "  NAME=VALUE    #" answer line is what getEnv returns, and the hash is the one logged. */
+static void explain_agrees(void) {
+  char cmd[PATH_MAX + 64];
+  snprintf(cmd, sizeof cmd, "%s explain --env-plugin", tool);
+  FILE* out = popen(cmd, "r");
+  EXPECT(out != NULL);
+  char line[1024];
+  int answers = 0, hash_seen = 0;
+  while (fgets(line, sizeof line, out)) {
+    char* hash = strstr(line, "the env plugin logs: ");
+    if (hash) {
+      char* s = strstr(hash, "settings ");
+      EXPECT(s != NULL);
+      char want[64];
+      snprintf(want, sizeof want, "%.25s", s);
+      EXPECT(strstr(all_info, want) != NULL);
+      hash_seen = 1;
+      continue;
+    }
+    char* eq = strchr(line, '=');
+    char* mark = strstr(line, "    #");
+    if (strncmp(line, "  ", 2) || eq == NULL || mark == NULL || eq > mark) continue;
+    *eq = '\0';
+    *mark = '\0';
+    expect_str(plugin->getEnv(line + 2), eq + 1, "explain --env-plugin against getEnv");
+    answers++;
+  }
+  EXPECT(pclose(out) == 0);
+  EXPECT(hash_seen);
+  EXPECT_EQ_INT(answers, 6);
+}
+
 /* The cluster that names this host, and what it sets. */
 static void matching_host(uint64_t* rng) {
   char path[PATH_MAX], text[4096], buff[32], timeout[32];
@@ -167,6 +202,7 @@ static void matching_host(uint64_t* rng) {
   EXPECT(strstr(all_info, "settings ") != NULL);
   EXPECT(strstr(all_info, "'big' does not match") != NULL);
   EXPECT(strstr(all_info, "NCCL_NET_PLUGIN=weft-socket") != NULL);
+  explain_agrees();
 
   /* Pointer stability: the text stays while other names are asked, and the same again. */
   const char* p1 = plugin->getEnv("NCCL_BUFFSIZE");
@@ -366,8 +402,9 @@ static void self_contained(void* h) {
 
 int main(int argc, char** argv) {
   test_require_weft_lib();
-  EXPECT(argc == 3);
+  EXPECT(argc == 4);
   libdir = argv[1];
+  tool = argv[3];
   EXPECT(mkdtemp(tmpdir) != NULL);
   EXPECT(gethostname(hostname, sizeof hostname - 1) == 0);
   uint64_t rng = test_seed(19);
