@@ -57,3 +57,11 @@ weft_add_test(NAME policy_env_plugin_in_core SOURCES ${WEFT_POLICY_TESTS}/policy
   LABELS "unit;plugin;policy" TIMEOUT 120 ARGS ${PROJECT_BINARY_DIR}/tests/plugins)
 add_dependencies(policy_env_plugin_in_core nccl-env-testv2 nccl-env-testv1 nccl-env-testfail
   nccl-env-weft)
+
+# Stock NCCL (PyTorch's) with libnccl-env-weft.so: GPU machines with torch only (label gpu);
+# skipped elsewhere.
+add_test(NAME policy_env_plugin_stock_nccl
+  COMMAND sh ${WEFT_POLICY_TESTS}/stock_nccl_env_plugin.sh $<TARGET_FILE:nccl-env-weft>
+          $<TARGET_FILE:nccl-net-socket>)
+set_tests_properties(policy_env_plugin_stock_nccl PROPERTIES LABELS "gpu;policy" TIMEOUT 300
+  SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu)
