@@ -24,7 +24,7 @@ foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs trunca
   weft_test_net_plugin(broken-${what} ${what}.c)
 endforeach()
 
-# Tuners: reftuner (correct, v2..v5) and broken ones built from it.
+# Tuners: reftuner (correct, v2..v6) and broken ones built from it.
 add_library(weft_reftuner OBJECT ${WEFT_BROKEN_DIR}/reftuner.c)
 set_target_properties(weft_reftuner PROPERTIES C_VISIBILITY_PRESET hidden)
 function(weft_test_tuner_plugin what src)
@@ -35,11 +35,11 @@ function(weft_test_tuner_plugin what src)
   target_link_options(nccl-tuner-${what} PRIVATE -Wl,-z,defs)
 endfunction()
 weft_test_tuner_plugin(reftuner tuner_good.c)
-foreach(v 2 3 4)
+foreach(v 2 3 4 5)
   weft_test_tuner_plugin(reftuner-v${v} tuner_v${v}only.c)
 endforeach()
 foreach(what ignoredcells nullinit nullget initfails getfails raises allocates slow badchannels nan
-        zerocrash v2badindex)
+        zerocrash v2badindex badchunk)
   weft_test_tuner_plugin(broken-${what} tuner_${what}.c)
 endforeach()
 
@@ -145,7 +145,7 @@ weft_conformance_test(NAME conformance_flags_crash_on_load PLUGIN ${B}-ctorcrash
 # ---- tuners ----
 weft_conformance_test(NAME conformance_tuner_reftuner_passes SUITE tuner
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner.so ALL_PASS
-  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_v5_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v2_choice_is_a_valid_supported_index)
+  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_v5_table_has_name_and_entries,tuner_v6_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v2_choice_is_a_valid_supported_index,tuner_v6_getchunksize_answers_are_positive_and_stable)
 weft_conformance_test(NAME conformance_flags_tuner_writing_ignored_cells SUITE tuner
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken-ignoredcells.so
   EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels
@@ -197,7 +197,12 @@ weft_conformance_test(NAME conformance_flags_tuner_v2_bad_index SUITE tuner
   PLUGIN ${T}-v2badindex.so
   EXPECT_FAIL tuner_v2_choice_is_a_valid_supported_index
   EXPECT_REASON "tuner_v2_choice_is_a_valid_supported_index=chose algorithm 42")
-foreach(v 2 3 4)
+weft_conformance_test(NAME conformance_flags_tuner_zero_chunk SUITE tuner
+  PLUGIN ${T}-badchunk.so
+  EXPECT_FAIL tuner_v6_getchunksize_answers_are_positive_and_stable
+  EXPECT_PASS tuner_v6_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v6_getchunksize_is_fast_and_does_not_allocate
+  EXPECT_REASON "tuner_v6_getchunksize_answers_are_positive_and_stable=answered 0 bytes")
+foreach(v 2 3 4 5)
   weft_conformance_test(NAME conformance_tuner_reftuner_v${v}_passes SUITE tuner
     PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner-v${v}.so ALL_PASS
     EXPECT_PASS tuner_v${v}_table_has_name_and_entries)
