@@ -62,6 +62,6 @@ add_dependencies(policy_env_plugin_in_core nccl-env-testv2 nccl-env-testv1 nccl-
 # skipped elsewhere.
 add_test(NAME policy_env_plugin_stock_nccl
   COMMAND sh ${WEFT_POLICY_TESTS}/stock_nccl_env_plugin.sh $<TARGET_FILE:nccl-env-weft>
-          $<TARGET_FILE:nccl-net-socket>)
+          $<TARGET_FILE:nccl-net-weft-socket>)
 set_tests_properties(policy_env_plugin_stock_nccl PROPERTIES LABELS "gpu;policy" TIMEOUT 300
   SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu)

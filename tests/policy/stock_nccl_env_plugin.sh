@@ -7,17 +7,12 @@
 # torch, a GPU or an NCCL that has env plugins.
 #
 # Usage: stock_nccl_env_plugin.sh [ENV_PLUGIN.so [NET_PLUGIN.so [LOG]]]
-#   defaults: build/lib/libnccl-env-weft.so, the first of build/lib/libnccl-net-weft-socket.so
-#   and build/lib/libnccl-net-socket.so; LOG: a temporary file, printed at the end.
+#   defaults: build/lib/libnccl-env-weft.so and build/lib/libnccl-net-weft-socket.so; LOG: a
+#   temporary file, printed when the check fails.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 env_plugin=${1:-$here/build/lib/libnccl-env-weft.so}
-net_plugin=${2:-}
-if [ -z "$net_plugin" ]; then
-  for f in "$here/build/lib/libnccl-net-weft-socket.so" "$here/build/lib/libnccl-net-socket.so"; do
-    if [ -f "$f" ]; then net_plugin=$f; break; fi
-  done
-fi
+net_plugin=${2:-$here/build/lib/libnccl-net-weft-socket.so}
 log=${3:-$(mktemp /tmp/weft-stock-nccl-XXXXXX.log)}
 for f in "$env_plugin" "$net_plugin"; do
   if [ ! -f "$f" ]; then echo "stock_nccl_env_plugin: no plugin at '$f'" >&2; exit 1; fi
@@ -85,7 +80,7 @@ need() { # need WHAT PATTERN: the log has a line matching PATTERN (fixed string)
 need "NCCL loaded weft's env plugin" "ENV/Plugin: Using weft-policy"
 need "the plugin matched this host" "cluster 'stock-nccl-check'"
 need "NCCL took its net plugin from the policy" "NCCL_NET_PLUGIN set by environment to $net_plugin"
-need "NCCL loaded that net plugin" "NET/Plugin: Loaded net plugin"
+need "NCCL loaded that net plugin" "NET/Plugin: Loaded net plugin weft-socket"
 need "NCCL took a setting from the policy" "NCCL_BUFFSIZE set by environment to $buffsize"
 need "the collective ran" "allreduce of 1 rank matches its input"
 if [ $rc -ne 0 ] || [ $fail -ne 0 ]; then
