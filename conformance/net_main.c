@@ -16,7 +16,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: weft-conformance net PLUGIN.so [--abi vN] [--filter GLOB[,GLOB…]] [--json FILE]\n"
           "                           [--timeout S] [--call-limit S] [--bench] [--list] [-v]\n"
-          "  --abi vN       version of the plugin's table the data-path tests use (6..11;\n"
+          "  --abi vN       version of the plugin's table the data-path tests use (6..12;\n"
           "                 default: the newest it exports)\n"
           "  --filter       run tests whose names match a glob; !GLOB excludes\n"
           "  --json FILE    write a machine-readable report\n"

@@ -28,7 +28,7 @@
 
 /* One communicator's network: the plugin and this communicator's context in it. */
 typedef struct weft_net {
-  const ncclNet_v11_t* api; /* current view; every entry non-NULL (NULL optionals are stubs) */
+  const ncclNet_v12_t* api; /* current view; every entry non-NULL (NULL optionals are stubs) */
   void* ctx;                /* this communicator's context, from api->init */
   int ndev;                 /* api->devices() when opened */
   const char* name;         /* the plugin's name ("Socket", "IB", …) */

@@ -20,7 +20,7 @@ endfunction()
 
 weft_test_net_plugin(refnet good.c)
 foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs truncate sizereport
-        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash)
+        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash badrail)
   weft_test_net_plugin(broken-${what} ${what}.c)
 endforeach()
 
@@ -129,6 +129,11 @@ weft_conformance_test(NAME conformance_flags_bad_properties PLUGIN ${B}-badprops
   ARGS "--filter|net_properties_are_sane*"
   EXPECT_FAIL net_properties_are_sane_for_the_version
   EXPECT_REASON "net_properties_are_sane_for_the_version=speed 0")
+weft_conformance_test(NAME conformance_flags_bad_rail_id PLUGIN ${B}-badrail.so
+  ARGS "--filter|net_v12*,net_properties*,net_init*"
+  EXPECT_FAIL net_properties_are_sane_for_the_version
+  EXPECT_PASS net_v12_table_has_name_and_mandatory_entries,net_init_with_logger_succeeds
+  EXPECT_REASON "net_properties_are_sane_for_the_version=railId -5")
 weft_conformance_test(NAME conformance_flags_hang_on_dead_peer PLUGIN ${B}-deadpeer.so
   ARGS "--filter|net_sender_exit*,net_receiver_exit*|--timeout|15"
   EXPECT_FAIL net_sender_exit_mid_transfer_fails_receiver_test,net_receiver_exit_mid_transfer_fails_sender_test
