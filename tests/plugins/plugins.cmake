@@ -238,3 +238,13 @@ weft_conformance_test(NAME conformance_flags_tuner_null_init SUITE tuner
   EXPECT_FAIL tuner_v4_table_has_name_and_entries
   EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_init_and_teardown_work_across_shapes
   EXPECT_REASON "tuner_v4_table_has_name_and_entries=init is NULL")
+
+# The version report: which table weft and each NCCL release would load, for libraries whose
+# exports are known (weft's socket net v6..v12, weft's tuner v2..v6, reftuner-v4 alone, the env
+# plugin v1/v2).
+add_test(NAME conformance_versions_report COMMAND ${CMAKE_COMMAND}
+  -DCONF=$<TARGET_FILE:weft-conformance>
+  "-DLIBS=$<TARGET_FILE:nccl-net-weft-socket>;$<TARGET_FILE:nccl-tuner-weft>;${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner-v4.so;$<TARGET_FILE:nccl-env-weft>"
+  "-DEXPECT=0|exports v6 v7 v8 v9 v10 v11 v12\\|;0|weft +ncclNetPlugin_v12;0|NCCL 2.19 +ncclNetPlugin_v7;0|NCCL 2.24-2.25 +ncclNetPlugin_v9;0|NCCL 2.28-2.29 +ncclNetPlugin_v11;0|NCCL 2.30 +ncclNetPlugin_v12;1|weft +ncclTunerPlugin_v6;1|NCCL 2.19-2.20 +none;1|NCCL 2.21 +ncclTunerPlugin_v2;1|NCCL 2.28-2.29 +ncclTunerPlugin_v5;2|NCCL 2.22-2.23 +none;2|NCCL 2.30 +ncclTunerPlugin_v4;3|env plugin .weft-policy.: exports v1 v2;3|NCCL 2.19-2.28.3 +none;3|NCCL 2.28.7-2.30.4 +ncclEnvPlugin_v1;3|NCCL 2.30.7 +ncclEnvPlugin_v2"
+  -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_versions.cmake)
+set_tests_properties(conformance_versions_report PROPERTIES LABELS "unit;plugin" TIMEOUT 60)
