@@ -208,7 +208,10 @@ const char* param_value(const char* name) {
   param_env_source_fn get = __atomic_load_n(&env_source, __ATOMIC_ACQUIRE);
   if (get == NULL) return getenv(name);
   const char* v = get(name);
-  return v ? intern(name, v) : NULL;
+  /* The environment's own string (an env plugin answering from getenv) is as stable as before;
+   * only the plugin's own strings are copied. */
+  if (v == NULL || v == getenv(name)) return v;
+  return intern(name, v);
 }
 
 int param_apply_policy(const char* name, const char* value) {

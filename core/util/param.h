@@ -64,8 +64,8 @@ void param_load_conf_files(void);
 int param_apply_policy(const char* name, const char* value);
 
 /* Where values come from after the conf files: get(name) answers like getenv (the env plugin's
- * getEnv, which answers the environment first); the string it returns is copied, so values
- * read through param_* stay valid for the process. NULL: getenv. Set once, before the first
+ * getEnv, which answers the environment first); a string it returns that is not the
+ * environment's own is copied, so values read through param_* stay valid for the process. NULL: getenv. Set once, before the first
  * read (core/plugin/env_load.c does it from a constructor). */
 typedef const char* (*param_env_source_fn)(const char* name);
 void param_set_env_source(param_env_source_fn get);
