@@ -198,3 +198,11 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_mem_register_1proc_2gpus LABELS gpu ARGS --gpus 2 --suite mem)
   weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
 endif()
+
+# The one-rank path (plan/plan_local.c): what a captured call leaves in the graph (nothing in
+# place, one memcpy out of place, one kernel for a scaling PreMulSum) and its results.
+if(WEFT_HAVE_CUDA)
+  weft_add_test(NAME gpu_one_rank_graph_shape SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_one_rank.c
+    LABELS gpu LIBS CUDA::cudart ENV "WEFT_DEVICE=device;NCCL_NVLS_ENABLE=0")
+  set_tests_properties(gpu_one_rank_graph_shape PROPERTIES RESOURCE_LOCK weft_gpu)
+endif()
