@@ -146,7 +146,7 @@ int net_suite_main(int argc, char** argv) {
       return 1;
     }
     if (!ctx.version) {
-      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v11\n", ctx.path);
+      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v12\n", ctx.path);
       return 1;
     }
     conf_verbose = opt.verbose;
