@@ -1,12 +1,15 @@
 /* weft-conformance: tests any net or tuner plugin against the contracts of the ABI headers.
  *   weft-conformance net PLUGIN.so [options]     (see net_main.c)
  *   weft-conformance tuner PLUGIN.so [options]   (see tuner_tests.c)
+ *   weft-conformance versions LIB.so...          (see versions.c: tables exported, and which
+ *                                                 one weft and NCCL 2.19-2.30 would load)
  * Exit status: 0 when no test failed, 1 when one did, 2 on a usage error; --help exits 0. */
 #include <stdio.h>
 #include <string.h>
 
 #include "net_tests.h"
 #include "tuner_tests.h"
+#include "versions.h"
 
 static void usage(FILE* to) {
   fprintf(to,
@@ -14,6 +17,7 @@ static void usage(FILE* to) {
           "                            [--timeout S] [--call-limit S] [--bench] [--list] [-v]\n"
           "       weft-conformance tuner PLUGIN.so [--filter GLOB] [--json FILE] [--timeout S]\n"
           "                            [--list] [-v]\n"
+          "       weft-conformance versions LIB.so...\n"
           "Each test runs in a child process under a timeout; output is one line per test\n"
           "(PASS name | FAIL name: reason | INCONCLUSIVE name: reason | SKIP name: reason),\n"
           "under a FAIL or INCONCLUSIVE the plugin's own log lines of that test, then a count and\n"
@@ -38,6 +42,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(argv[1], "net") == 0) return net_suite_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "tuner") == 0) return tuner_suite_main(argc - 2, argv + 2);
+  if (strcmp(argv[1], "versions") == 0) return versions_main(argc - 2, argv + 2);
   usage(stderr);
   return 2;
 }

@@ -16,7 +16,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: weft-conformance net PLUGIN.so [--abi vN] [--filter GLOB[,GLOB…]] [--json FILE]\n"
           "                           [--timeout S] [--call-limit S] [--bench] [--list] [-v]\n"
-          "  --abi vN       version of the plugin's table the data-path tests use (6..11;\n"
+          "  --abi vN       version of the plugin's table the data-path tests use (6..12;\n"
           "                 default: the newest it exports)\n"
           "  --filter       run tests whose names match a glob; !GLOB excludes\n"
           "  --json FILE    write a machine-readable report\n"
@@ -256,7 +256,7 @@ int net_suite_main(int argc, char** argv) {
       return 1;
     }
     if (!ctx.version) {
-      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v11\n", ctx.path);
+      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v12\n", ctx.path);
       return 1;
     }
     conf_verbose = opt.verbose;

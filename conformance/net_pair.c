@@ -149,7 +149,7 @@ static conf_result pair_connect(nt_side* s, int nlisten, int nconnect) {
   for (int i = 0; i < nlisten; i++) CONF_TRY(nt_listen(p, mine[i], &s->listen[i]));
   if (nlisten) CONF_TRY(nt_ctl_send(s, mine, sizeof mine[0] * (size_t)nlisten));
   if (nconnect) CONF_TRY(nt_ctl_recv(s, theirs, sizeof theirs[0] * (size_t)nconnect));
-  ncclNetDeviceHandle_v11_t* devh = NULL;
+  ncclNetDeviceHandle_v12_t* devh = NULL;
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   for (;;) {

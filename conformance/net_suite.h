@@ -20,11 +20,11 @@ typedef struct {
   const char* path;
   void* dl;                 /* dlopen handle (parent, after the load test passed) */
   char load_error[512];     /* why the parent could not load the plugin; "" if it could */
-  unsigned exported;        /* bit v set when ncclNetPlugin_vN (6..11) is exported */
-  char other_symbols[256];  /* ncclNetPlugin_vN symbols outside 6..11, for the message */
+  unsigned exported;        /* bit v set when ncclNetPlugin_vN (6..12) is exported */
+  char other_symbols[256];  /* ncclNetPlugin_vN symbols outside 6..12, for the message */
   int version;              /* version the data-path tests use */
   int requested_version;    /* --abi, 0 when not given */
-  const void* raw[12];      /* exported structs by version */
+  const void* raw[WEFT_NET_MAX_VERSION + 1]; /* exported structs by version */
   double call_limit_s;      /* a single plugin call longer than this fails the test */
   double wait_s;            /* bound for one request / one connection to complete */
   int bench;
@@ -44,11 +44,11 @@ extern net_ctx* nt_ctx; /* the suite's context (set by the suite before running)
 
 typedef struct {
   weft_net_view view;
-  ncclNet_v11_t* api; /* &view.api */
+  ncclNet_v12_t* api; /* &view.api */
   void* nctx;         /* per-communicator context from init */
   int ndev;
   int dev;            /* device under test (0) */
-  ncclNetProperties_v11_t props;
+  ncclNetProperties_v12_t props;
   int max_requests;   /* NCCL_NET_MAX_REQUESTS for the version */
   int log_calls;      /* calls the plugin made to our logger */
 } nt_plugin;

@@ -72,7 +72,7 @@ conf_result nt_init_table(nt_plugin* p, int v) {
   p->api = &p->view.api;
   p->max_requests = v == 6 ? NCCL_NET_MAX_REQUESTS_V6 : NCCL_NET_MAX_REQUESTS;
   /* NCCL keeps the config alive for the communicator's life. */
-  static ncclNetCommConfig_v11_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  static ncclNetCommConfig_v12_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
   uint64_t comm_id = ((uint64_t)getpid() << 32) ^ (uint64_t)(nt_now() * 1e9);
   ncclResult_t r;
   NT_CALL_SETUP_RES("init", p->api->init(&p->nctx, comm_id, &config, nt_logger, nt_profiler), r);
@@ -163,8 +163,8 @@ conf_result nt_connect_local(nt_plugin* p, void** scomm, void** rcomm, void** lc
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   CONF_TRY(nt_listen(p, handle, lcomm));
   *scomm = *rcomm = NULL;
-  ncclNetDeviceHandle_v11_t* sdev = NULL;
-  ncclNetDeviceHandle_v11_t* rdev = NULL;
+  ncclNetDeviceHandle_v12_t* sdev = NULL;
+  ncclNetDeviceHandle_v12_t* rdev = NULL;
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   while (*scomm == NULL || *rcomm == NULL) {

@@ -12,7 +12,7 @@
 #include "transport/transport_internal.h"
 #include "util/check.h"
 
-static const ncclNet_v11_t* api_of(struct ncclComm* comm) { return comm->net->api; }
+static const ncclNet_v12_t* api_of(struct ncclComm* comm) { return comm->net->api; }
 
 static int dev_for(struct ncclComm* comm, const tconn* c) {
   int ndev = comm->net->ndev > 0 ? comm->net->ndev : 1;
@@ -39,7 +39,7 @@ ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* in
 }
 
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
-  const ncclNet_v11_t* api = api_of(comm);
+  const ncclNet_v12_t* api = api_of(comm);
   size_t slots = (size_t)WEFT_NSTEPS * c->conn.step_bytes;
   /* GPUDirect (device mode, plugin and path permitting): the slots live in GPU memory and are
    * registered already; only the control block is host memory. */
@@ -79,7 +79,7 @@ ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
 }
 
 void net_close_comms(struct ncclComm* comm, tconn* c) {
-  const ncclNet_v11_t* api = api_of(comm);
+  const ncclNet_v12_t* api = api_of(comm);
   if (c->net_comm) {
     if (c->mhandle) api->deregMr(c->net_comm, c->mhandle);
     if (c->conn.is_send)

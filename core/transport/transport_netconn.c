@@ -67,7 +67,7 @@ static const char* call_name(const netconn_item* it) { return it->is_send ? "con
 
 /* Close whatever the run still owns and drop its net reference. No worker is inside a call. */
 static void run_free(netconn_run* r) {
-  const ncclNet_v11_t* api = r->net->api;
+  const ncclNet_v12_t* api = r->net->api;
   for (int i = 0; i < r->n; i++) {
     netconn_item* it = &r->items[i];
     if (it->comm) {
@@ -106,7 +106,7 @@ static int pick_locked(netconn_run* r) {
 
 static void* worker_main(void* arg) {
   netconn_run* r = arg;
-  const ncclNet_v11_t* api = r->net->api;
+  const ncclNet_v12_t* api = r->net->api;
   weft_backoff bo = {0};
   int idle_calls = 0; /* calls since the last progress this worker saw */
   weft_log_set_thread_rank(r->rank, r->cuda_dev);
@@ -128,7 +128,7 @@ static void* worker_main(void* arg) {
     pthread_mutex_unlock(&r->lock);
 
     void* comm = NULL;
-    ncclNetDeviceHandle_v11_t* devh = NULL;
+    ncclNetDeviceHandle_v12_t* devh = NULL;
     ncclResult_t res = it->is_send
                            ? api->connect(r->net->ctx, it->dev, it->handle, &comm, &devh)
                            : api->accept(it->listen, &comm, &devh);

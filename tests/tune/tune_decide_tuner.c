@@ -1,4 +1,4 @@
-/* tune_decide with a tuner (in-process fakes of the v5 view, no library): a usable answer wins
+/* tune_decide with a tuner (in-process fakes of the v6 view, no library): a usable answer wins
  * and is flagged; its channel count is honoured, clamped to the communicator's; every unusable
  * answer (error return, a write into an ignored cell, NaN, nothing usable left, a negative
  * channel count) leaves the model's choice and is WARNed once per communicator however often
@@ -48,7 +48,7 @@ static ncclResult_t fake_fini(void* ctx) {
   (void)ctx;
   return ncclSuccess;
 }
-static const ncclTuner_v5_t fake_api = {"fake", fake_init, fake_get, fake_fini};
+static const ncclTuner_v6_t fake_api = {"fake", fake_init, fake_get, fake_fini, NULL};
 
 static char logpath[64];
 

@@ -62,6 +62,7 @@ static const tcase cases[] = {
     {"reftuner_v2", "reftuner-v2", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"reftuner_v3", "reftuner-v3", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"reftuner_v4", "reftuner-v4", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
+    {"reftuner_v5", "reftuner-v5", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"weft_yaml", "weft", NULL, "yaml", NULL, 0, "Ring/LL,Ring/LL,Tree/Simple,Tree/Simple", NULL, 0, NULL, NULL},
     {"weft_csv", "weft", NULL, NULL, "csv", 0, "Tree/LL,Tree/LL,Tree/LL,Ring/LL", NULL, 0, NULL, NULL},
     {"weft_policy", NULL, NULL, "yaml", NULL, 1, "Ring/LL,Ring/LL,Tree/Simple,Tree/Simple", NULL, 0, NULL, NULL},
