@@ -18,7 +18,6 @@ set(CPACK_PACKAGE_NAME weft)
 set(CPACK_PACKAGE_VENDOR weft)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${WEFT_PACKAGE_CONTACT})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "collective communication library with NCCL's API and plugin ABIs")
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_GENERATOR DEB)
@@ -47,52 +46,59 @@ endforeach()
 # runtime → libweft<soversion>
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME ${WEFT_DEB_LIB})
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "weft: collective communication library with NCCL's API
- weft runs applications built for NVIDIA NCCL unchanged, on GPUs or (host mode) on host
- memory, and loads NCCL's net and tuner plugins. This package holds libweft.so.${WEFT_SOVERSION},
- the same library as libnccl.so.2 in ${CMAKE_INSTALL_LIBDIR}/weft/ (off the loader path: select
- it with LD_LIBRARY_PATH or the disabled ld.so.conf.d snippet in ${CMAKE_INSTALL_DATADIR}/weft),
- and weft's socket net plugin, tuner and env plugins, which stock NCCL loads too.")
+# shlibs (packages linking libweft get their Depends from dpkg-shlibdeps) and the ldconfig
+# trigger, written here: CPack's GENERATE_SHLIBS would also list libnccl.so.2, which this package
+# does not offer on the loader path.
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/install/deb/shlibs
+  CONTENT "libweft ${WEFT_SOVERSION} ${WEFT_DEB_LIB} (>= ${PROJECT_VERSION})\n")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/install/deb/triggers
+  CONTENT "activate-noawait ldconfig\n")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/install/deb/shlibs
+  ${PROJECT_BINARY_DIR}/install/deb/triggers)
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "weft: collective communication library with NCCL's API
+weft runs applications built for NVIDIA NCCL unchanged, on GPUs or (host mode) on host
+memory, and loads NCCL's net and tuner plugins. This package holds libweft.so.${WEFT_SOVERSION},
+the same library as libnccl.so.2 in ${CMAKE_INSTALL_LIBDIR}/weft/ (off the loader path: select
+it with LD_LIBRARY_PATH or the disabled ld.so.conf.d snippet in ${CMAKE_INSTALL_DATADIR}/weft),
+and weft's socket net plugin, tuner and env plugins, which stock NCCL loads too.")
 
 # dev → weft-dev
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME weft-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${WEFT_DEB_LIB} (= ${WEFT_DEB_VERSION})")
-set(CPACK_COMPONENT_DEV_DESCRIPTION "weft: headers, CMake and pkg-config files
- The NCCL application API (nccl.h) and weft's extensions (weft.h), every frozen net, tuner
- and other plugin ABI header of NCCL's plugin interfaces, the CMake package
- (find_package(weft): weft::weft, weft::nccl, weft::plugin_abi, weft::net_export) and the
- pkg-config files weft, weft-nccl, weft-plugin-abi and weft-net-export. Plugin authors need
- only this package: see /usr/share/doc/weft/plugins.md in weft-tools.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "weft: headers, CMake and pkg-config files
+The NCCL application API (nccl.h) and weft's extensions (weft.h), every frozen net, tuner
+and other plugin ABI header of NCCL's plugin interfaces, the CMake package
+(find_package(weft): weft::weft, weft::nccl, weft::plugin_abi, weft::net_export) and the
+pkg-config files weft, weft-nccl, weft-plugin-abi and weft-net-export. Plugin authors need
+only this package: see /usr/share/doc/weft/plugins.md in weft-tools.")
 
 # tools → weft-tools
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME weft-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${WEFT_DEB_LIB} (= ${WEFT_DEB_VERSION})")
-set(CPACK_COMPONENT_TOOLS_DESCRIPTION "weft: benchmark, plugin conformance suite and policy tool
- weft-perf (nccl-tests' collectives benchmark, for weft or any NCCL-ABI library),
- weft-conformance (tests any NCCL net or tuner plugin against the ABI's rules) and
- weft-policy (checks and explains cluster policy files), with weft's documentation.")
+set(CPACK_DEBIAN_TOOLS_DESCRIPTION "weft: benchmark, plugin conformance suite and policy tool
+weft-perf (nccl-tests' collectives benchmark, for weft or any NCCL-ABI library),
+weft-conformance (tests any NCCL net or tuner plugin against the ABI's rules) and
+weft-policy (checks and explains cluster policy files), with weft's documentation.")
 
 # plugin_ib → weft-plugin-ib: verbs are dlopen'ed (the plugin loads on hosts without them).
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_NAME weft-plugin-ib)
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_DEPENDS "libibverbs1")
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_RECOMMENDS "ibverbs-providers")
-set(CPACK_COMPONENT_PLUGIN_IB_DESCRIPTION "weft: InfiniBand/RoCE net plugin for NCCL and weft
- A net plugin over rdma-core verbs (RC queue pairs, RDMA write with immediate), exporting
- ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load it
- (NCCL_NET_PLUGIN=weft-ib).")
+set(CPACK_DEBIAN_PLUGIN_IB_DESCRIPTION "weft: InfiniBand/RoCE net plugin for NCCL and weft
+A net plugin over rdma-core verbs (RC queue pairs, RDMA write with immediate), exporting
+ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load it
+(NCCL_NET_PLUGIN=weft-ib).")
 
 # plugin_ofi → weft-plugin-ofi: libfabric is linked, so shlibdeps finds libfabric1.
 set(CPACK_DEBIAN_PLUGIN_OFI_PACKAGE_NAME weft-plugin-ofi)
 set(CPACK_DEBIAN_PLUGIN_OFI_PACKAGE_SECTION net)
-set(CPACK_COMPONENT_PLUGIN_OFI_DESCRIPTION "weft: libfabric net plugin for NCCL and weft
- A net plugin over any libfabric provider with reliable-datagram endpoints (tcp, verbs, efa,
- cxi, psm3, shm...), exporting ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load
- it (NCCL_NET_PLUGIN=weft-ofi).")
+set(CPACK_DEBIAN_PLUGIN_OFI_DESCRIPTION "weft: libfabric net plugin for NCCL and weft
+A net plugin over any libfabric provider with reliable-datagram endpoints (tcp, verbs, efa,
+cxi, psm3, shm...), exporting ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load
+it (NCCL_NET_PLUGIN=weft-ofi).")
 
 # Every package carries its copyright file (Debian policy 12.5), installed only by component
 # installs (cpack), not by a plain cmake --install.
