@@ -2,7 +2,8 @@
 # the NCCL application of tests/install/app and the plugin template examples/net-plugin, with
 # find_package (MODE=cmake) or with pkg-config (MODE=pkgconfig); runs the application in host
 # mode on the installed library (checking that the installed file is the one it loaded) and the
-# template through the installed weft-conformance. Variables: MODE, SRC, WORK, ROOT, PREFIX,
+# template through the installed weft-conformance (MODE=cmake also runs the installed weft-perf,
+# which must find the installed library on its own). Variables: MODE, SRC, WORK, ROOT, PREFIX,
 # LIBDIR, BINDIR, CC, NM, and NET_VERSIONS (the ncclNetPlugin_vN the template must export,
 # comma-separated).
 string(REPLACE "," ";" NET_VERSIONS "${NET_VERSIONS}")
@@ -69,7 +70,20 @@ function(check_plugin so)
   endif()
 endfunction()
 
+# The installed weft-perf finds the installed library by itself (LIBDIR/weft/libnccl.so.2).
+function(check_weft_perf)
+  run("weft-perf" ${CMAKE_COMMAND} -E env WEFT_DEVICE=host NCCL_DEBUG=WARN
+    ${top}/${BINDIR}/weft-perf all_reduce -np 2 -b 1K -e 4K -f 4 -n 2 -w 1 -c 1)
+  if(NOT run_out MATCHES "# Library: ${top}/${LIBDIR}/weft/libnccl\\.so"
+     OR NOT run_out MATCHES "Collective test concluded: all_reduce_perf"
+     OR run_out MATCHES "FAILED")
+    message(FATAL_ERROR "the installed weft-perf did not run on the installed library:\n${run_out}")
+  endif()
+  message("weft-perf: ran on ${top}/${LIBDIR}/weft/libnccl.so.2")
+endfunction()
+
 if(MODE STREQUAL "cmake")
+  check_weft_perf()
   set(cfg -DCMAKE_PREFIX_PATH=${top} -DCMAKE_C_COMPILER=${CC} -DCMAKE_C_FLAGS=-Werror)
   run("configure tests/install/app" ${CMAKE_COMMAND} -S ${SRC}/tests/install/app -B ${WORK}/app ${cfg})
   run("build tests/install/app" ${CMAKE_COMMAND} --build ${WORK}/app)
