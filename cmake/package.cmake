@@ -10,8 +10,14 @@
 # kernels; one without packages the host executor only. Packages install under the configured
 # CMAKE_INSTALL_PREFIX (the .pc files and the ld.so snippet name it), so build distribution
 # packages with -DCMAKE_INSTALL_PREFIX=/usr.
-set(WEFT_PACKAGE_CONTACT "weft maintainers <weft@localhost>" CACHE STRING
-  "Maintainer field of the Debian packages")
+# The Maintainer field: DEBFULLNAME/DEBEMAIL as Debian's tools use them, else a placeholder
+# that lintian flags (set WEFT_PACKAGE_CONTACT when building packages for distribution).
+if(DEFINED ENV{DEBEMAIL})
+  set(_weft_contact "$ENV{DEBFULLNAME} <$ENV{DEBEMAIL}>")
+else()
+  set(_weft_contact "weft maintainers <weft@localhost>")
+endif()
+set(WEFT_PACKAGE_CONTACT "${_weft_contact}" CACHE STRING "Maintainer field of the Debian packages")
 set(WEFT_PACKAGE_RELEASE 1 CACHE STRING "Debian revision of the packages")
 
 set(CPACK_PACKAGE_NAME weft)
@@ -28,6 +34,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
+set(CPACK_STRIP_FILES ON)
 
 set(WEFT_DEB_VERSION "${PROJECT_VERSION}-${WEFT_PACKAGE_RELEASE}")
 set(WEFT_DEB_LIB libweft${WEFT_SOVERSION})
@@ -55,32 +62,38 @@ file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/install/deb/triggers
   CONTENT "activate-noawait ldconfig\n")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/install/deb/shlibs
   ${PROJECT_BINARY_DIR}/install/deb/triggers)
+# The plugins are libraries on the loader path too (stock NCCL dlopens them by name).
+set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/install/deb/triggers)
+set(CPACK_DEBIAN_PLUGIN_OFI_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/install/deb/triggers)
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "weft: collective communication library with NCCL's API
-weft runs applications built for NVIDIA NCCL unchanged, on GPUs or (host mode) on host
-memory, and loads NCCL's net and tuner plugins. This package holds libweft.so.${WEFT_SOVERSION},
-the same library as libnccl.so.2 in ${CMAKE_INSTALL_LIBDIR}/weft/ (off the loader path: select
-it with LD_LIBRARY_PATH or the disabled ld.so.conf.d snippet in ${CMAKE_INSTALL_DATADIR}/weft),
-and weft's socket net plugin, tuner and env plugins, which stock NCCL loads too.")
+weft runs applications built for NVIDIA NCCL unchanged, on GPUs or (host mode)
+on host memory, and loads NCCL's net and tuner plugins. This package holds
+libweft.so.${WEFT_SOVERSION}, the same library as libnccl.so.2 in a private
+directory (off the loader path: choose it with LD_LIBRARY_PATH or the disabled
+ld.so.conf.d snippet in /usr/share/weft), and weft's socket net plugin and
+tuner, which stock NCCL loads too.")
 
 # dev → weft-dev
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME weft-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${WEFT_DEB_LIB} (= ${WEFT_DEB_VERSION})")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "weft: headers, CMake and pkg-config files
-The NCCL application API (nccl.h) and weft's extensions (weft.h), every frozen net, tuner
-and other plugin ABI header of NCCL's plugin interfaces, the CMake package
-(find_package(weft): weft::weft, weft::nccl, weft::plugin_abi, weft::net_export) and the
-pkg-config files weft, weft-nccl, weft-plugin-abi and weft-net-export. Plugin authors need
-only this package: see /usr/share/doc/weft/plugins.md in weft-tools.")
+The NCCL application API (nccl.h) and weft's extensions (weft.h), every frozen
+net, tuner and other plugin ABI header of NCCL's plugin interfaces, the CMake
+package (find_package(weft): weft::weft, weft::nccl, weft::plugin_abi,
+weft::net_export) and the pkg-config files weft, weft-nccl, weft-plugin-abi
+and weft-net-export. Plugin authors need only this package: see
+/usr/share/doc/weft/plugins.md in weft-tools.")
 
 # tools → weft-tools
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME weft-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_DEPENDS "${WEFT_DEB_LIB} (= ${WEFT_DEB_VERSION})")
 set(CPACK_DEBIAN_TOOLS_DESCRIPTION "weft: benchmark, plugin conformance suite and policy tool
-weft-perf (nccl-tests' collectives benchmark, for weft or any NCCL-ABI library),
-weft-conformance (tests any NCCL net or tuner plugin against the ABI's rules) and
-weft-policy (checks and explains cluster policy files), with weft's documentation.")
+weft-perf (nccl-tests' collectives benchmark, for weft or any NCCL-ABI
+library), weft-conformance (tests any NCCL net or tuner plugin against the
+ABI's rules) and weft-policy (checks and explains cluster policy files), with
+weft's documentation.")
 
 # plugin_ib → weft-plugin-ib: verbs are dlopen'ed (the plugin loads on hosts without them).
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_NAME weft-plugin-ib)
@@ -88,17 +101,17 @@ set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_DEPENDS "libibverbs1")
 set(CPACK_DEBIAN_PLUGIN_IB_PACKAGE_RECOMMENDS "ibverbs-providers")
 set(CPACK_DEBIAN_PLUGIN_IB_DESCRIPTION "weft: InfiniBand/RoCE net plugin for NCCL and weft
-A net plugin over rdma-core verbs (RC queue pairs, RDMA write with immediate), exporting
-ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load it
+A net plugin over rdma-core verbs (RC queue pairs, RDMA write with immediate),
+exporting ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load it
 (NCCL_NET_PLUGIN=weft-ib).")
 
 # plugin_ofi → weft-plugin-ofi: libfabric is linked, so shlibdeps finds libfabric1.
 set(CPACK_DEBIAN_PLUGIN_OFI_PACKAGE_NAME weft-plugin-ofi)
 set(CPACK_DEBIAN_PLUGIN_OFI_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PLUGIN_OFI_DESCRIPTION "weft: libfabric net plugin for NCCL and weft
-A net plugin over any libfabric provider with reliable-datagram endpoints (tcp, verbs, efa,
-cxi, psm3, shm...), exporting ncclNetPlugin_v6 and newer, so weft and stock NCCL 2.18+ load
-it (NCCL_NET_PLUGIN=weft-ofi).")
+A net plugin over any libfabric provider with reliable-datagram endpoints
+(tcp, verbs, efa, cxi, psm3, shm...), exporting ncclNetPlugin_v6 and newer, so
+weft and stock NCCL 2.18+ load it (NCCL_NET_PLUGIN=weft-ofi).")
 
 # Every package carries its copyright file (Debian policy 12.5), installed only by component
 # installs (cpack), not by a plain cmake --install.
@@ -116,11 +129,30 @@ Copyright: the weft authors
 License: BSD-3-Clause
  ${_weft_license}
 ")
+# And its Debian changelog, gzip -9n (no name, no time stamp in the header).
+if(DEFINED ENV{SOURCE_DATE_EPOCH})
+  string(TIMESTAMP _weft_date "%a, %d %b %Y %H:%M:%S +0000" UTC)
+else()
+  string(TIMESTAMP _weft_date "%a, %d %b %Y 00:00:00 +0000" UTC)
+endif()
+find_program(WEFT_GZIP gzip)
 foreach(comp ${CPACK_COMPONENTS_ALL})
   string(TOUPPER ${comp} _up)
-  install(FILES ${_weft_copyright}
-    DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/${CPACK_DEBIAN_${_up}_PACKAGE_NAME}
-    COMPONENT ${comp} EXCLUDE_FROM_ALL)
+  set(_pkg ${CPACK_DEBIAN_${_up}_PACKAGE_NAME})
+  set(_docdir ${CMAKE_INSTALL_DATAROOTDIR}/doc/${_pkg})
+  install(FILES ${_weft_copyright} DESTINATION ${_docdir} COMPONENT ${comp} EXCLUDE_FROM_ALL)
+  if(WEFT_GZIP)
+    set(_log ${PROJECT_BINARY_DIR}/install/deb/${_pkg}/changelog.Debian)
+    file(CONFIGURE OUTPUT ${_log} CONTENT
+"${_pkg} (${WEFT_DEB_VERSION}) unstable; urgency=medium
+
+  * weft ${PROJECT_VERSION}, packaged by cpack from weft's source tree.
+
+ -- ${WEFT_PACKAGE_CONTACT}  ${_weft_date}
+")
+    execute_process(COMMAND ${WEFT_GZIP} -9nc ${_log} OUTPUT_FILE ${_log}.gz)
+    install(FILES ${_log}.gz DESTINATION ${_docdir} COMPONENT ${comp} EXCLUDE_FROM_ALL)
+  endif()
 endforeach()
 
 include(CPack)

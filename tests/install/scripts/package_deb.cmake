@@ -1,6 +1,6 @@
 # cpack -G DEB, then each package is checked with dpkg-deb, without installing it (cmake -P):
 # the set of packages, each one's files (exactly those of its component, expected_files.cmake,
-# plus /usr/share/doc/<package>/copyright), its Depends (computed by dpkg-shlibdeps, plus the
+# plus /usr/share/doc/<package>/copyright and changelog.Debian.gz), its Depends (computed by dpkg-shlibdeps, plus the
 # libraries weft dlopens; never a CUDA toolkit package) and libweft's shlibs. Variables: BUILD,
 # OUT, PREFIX, DPKG_DEB, DEB_VERSION, SOVERSION, PLUGINS, and those of expected_files.cmake.
 include(${CMAKE_CURRENT_LIST_DIR}/expected_files.cmake)
@@ -76,7 +76,8 @@ foreach(p ${packages})
     endif()
   endforeach()
   weft_expected_files(${comp} expected)
-  list(APPEND expected ${DATAROOTDIR}/doc/${name}/copyright)
+  list(APPEND expected ${DATAROOTDIR}/doc/${name}/copyright
+    ${DATAROOTDIR}/doc/${name}/changelog.Debian.gz)
   weft_compare_files("${name}" expected files)
 
   # Depends.
