@@ -5,7 +5,7 @@
 #              the loader path unless the admin opts in: docs/install.md); the socket net plugin,
 #              the tuner and the env plugin in LIBDIR, where stock NCCL and weft both dlopen them;
 #              a disabled ld.so.conf.d snippet under DATADIR/weft/
-#   plugin_ib  libnccl-net-*-ib.so            plugin_ofi  libnccl-net-*-ofi.so
+#   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
 #   tools      weft-perf, weft-conformance, weft-policy; the documentation (DOCDIR)
 #   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version),
 #              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
@@ -61,22 +61,19 @@ install(FILES ${PROJECT_SOURCE_DIR}/plugins/common/net_export.h
   DESTINATION ${WEFT_INSTALL_INCLUDEDIR} RENAME weft_net_export.h COMPONENT dev)
 
 # ---- plugins ------------------------------------------------------------------------------
-# weft_install_plugin(<component> <target>…): the first target of the list that exists.
-function(weft_install_plugin component)
-  foreach(t ${ARGN})
-    if(TARGET ${t})
-      install(TARGETS ${t} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${component}
-        NAMELINK_SKIP)
-      set_property(GLOBAL APPEND PROPERTY WEFT_INSTALLED_PLUGINS ${component}:${t})
-      return()
-    endif()
-  endforeach()
+# weft_install_plugin(<component> <target>): the plugin, when it was built.
+function(weft_install_plugin component t)
+  if(TARGET ${t})
+    install(TARGETS ${t} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${component}
+      NAMELINK_SKIP)
+    set_property(GLOBAL APPEND PROPERTY WEFT_INSTALLED_PLUGINS ${component}:${t})
+  endif()
 endfunction()
-weft_install_plugin(runtime nccl-net-weft-socket nccl-net-socket)
+weft_install_plugin(runtime nccl-net-weft-socket)
 weft_install_plugin(runtime nccl-tuner-weft)
 weft_install_plugin(runtime nccl-env-weft)
-weft_install_plugin(plugin_ib nccl-net-weft-ib nccl-net-ib)
-weft_install_plugin(plugin_ofi nccl-net-weft-ofi nccl-net-ofi)
+weft_install_plugin(plugin_ib nccl-net-weft-ib)
+weft_install_plugin(plugin_ofi nccl-net-weft-ofi)
 
 # The loader-path opt-in, shipped where ld.so does not read it (docs/install.md).
 set(WEFT_LDCONF ${PROJECT_BINARY_DIR}/install/00-weft-nccl.conf)
