@@ -25,6 +25,19 @@ set(WEFT_INSTALL_PCDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 set(WEFT_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/weft)
 set(WEFT_SOVERSION ${PROJECT_VERSION_MAJOR})
 
+# weft_install_configured(<template> <destination dir> <name> <component>): the template, with
+# its @VARIABLES@ replaced now and @WEFT_PREFIX@ replaced at install time by the prefix installed
+# to (`cmake --install --prefix`, cpack's CPACK_PACKAGING_INSTALL_PREFIX), into DESTDIR.
+function(weft_install_configured template dest name component)
+  set(WEFT_PREFIX "@WEFT_PREFIX@")
+  set(stage ${PROJECT_BINARY_DIR}/install/${name}.in)
+  configure_file(${template} ${stage} @ONLY)
+  install(CODE "set(WEFT_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    set(_out \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${dest}/${name}\")
+    message(STATUS \"Installing: \${_out}\")
+    configure_file(\"${stage}\" \"\${_out}\" @ONLY)" COMPONENT ${component})
+endfunction()
+
 # ---- libraries ----------------------------------------------------------------------------
 set_target_properties(weft PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${WEFT_SOVERSION})
 # Consumers include <nccl.h> (and <weft.h>) from INCLUDEDIR/weft.
@@ -76,15 +89,13 @@ weft_install_plugin(plugin_ib nccl-net-weft-ib)
 weft_install_plugin(plugin_ofi nccl-net-weft-ofi)
 
 # The loader-path opt-in, shipped where ld.so does not read it (docs/install.md).
-set(WEFT_LDCONF ${PROJECT_BINARY_DIR}/install/00-weft-nccl.conf)
-file(CONFIGURE OUTPUT ${WEFT_LDCONF} CONTENT
-"# weft's libnccl.so.2 before any other NCCL on the loader path. Disabled as shipped: to make
-# every program on this host that loads libnccl.so.2 load weft, copy or link this file into
-# /etc/ld.so.conf.d/ and run ldconfig; remove it and run ldconfig again to undo.
-${CMAKE_INSTALL_FULL_LIBDIR}/weft
-")
-install(FILES ${WEFT_LDCONF} DESTINATION ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d
-  COMPONENT runtime)
+if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+  set(WEFT_LDCONF_DIR ${CMAKE_INSTALL_LIBDIR}/weft)
+else()
+  set(WEFT_LDCONF_DIR "@WEFT_PREFIX@/${CMAKE_INSTALL_LIBDIR}/weft")
+endif()
+weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/00-weft-nccl.conf.in
+  ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d 00-weft-nccl.conf runtime)
 
 # ---- tools and docs -----------------------------------------------------------------------
 foreach(t weft-perf weft-conformance weft-policy)
@@ -127,8 +138,6 @@ foreach(d LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 foreach(pc weft weft-nccl weft-plugin-abi weft-net-export)
-  configure_file(${CMAKE_CURRENT_LIST_DIR}/pkgconfig/${pc}.pc.in
-    ${PROJECT_BINARY_DIR}/install/${pc}.pc @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/install/${pc}.pc DESTINATION ${WEFT_INSTALL_PCDIR}
-    COMPONENT dev)
+  weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/pkgconfig/${pc}.pc.in ${WEFT_INSTALL_PCDIR}
+    ${pc}.pc dev)
 endforeach()

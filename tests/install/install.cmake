@@ -15,18 +15,14 @@ foreach(p ${WEFT_TI_PLUGINS})
   list(APPEND WEFT_TI_PLUGIN_FILES "${comp}:$<TARGET_FILE_NAME:${tgt}>")
 endforeach()
 string(REPLACE ";" "," WEFT_TI_PLUGIN_ARG "${WEFT_TI_PLUGIN_FILES}")
-# The net ABI versions weft's own plugins export: the template must export the same.
-file(GLOB _net_headers RELATIVE ${PROJECT_SOURCE_DIR}/abi/net ${PROJECT_SOURCE_DIR}/abi/net/net_v*.h)
-set(WEFT_TI_NET_VERSIONS)
-foreach(h ${_net_headers})
-  string(REGEX REPLACE "net_v([0-9]+)\\.h" "\\1" v ${h})
-  list(APPEND WEFT_TI_NET_VERSIONS ${v})
-endforeach()
-list(SORT WEFT_TI_NET_VERSIONS COMPARE NATURAL)
-string(REPLACE ";" "," WEFT_TI_NET_ARG "${WEFT_TI_NET_VERSIONS}")
-
+# The template must export the ncclNetPlugin_vN tables weft's own plugins export: those of the
+# socket plugin, read with nm when the test runs.
+# The tree is installed under a prefix of its own (`cmake --install --prefix`), which the
+# pkg-config files, the ld.so.conf.d snippet and the CMake package must follow; the packages
+# keep the configured CMAKE_INSTALL_PREFIX.
+set(WEFT_TI_PREFIX /opt/weft-install-test)
 set(WEFT_TI_DIRS -DSRC=${PROJECT_SOURCE_DIR} -DBUILD=${PROJECT_BINARY_DIR}
-  -DPREFIX=${CMAKE_INSTALL_PREFIX} -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
+  -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
   -DBINDIR=${CMAKE_INSTALL_BINDIR} -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR}
   -DDATADIR=${CMAKE_INSTALL_DATADIR} -DDATAROOTDIR=${CMAKE_INSTALL_DATAROOTDIR}
   -DDOCDIR=${CMAKE_INSTALL_DOCDIR} -DVERSION=${PROJECT_VERSION} -DSOVERSION=${WEFT_SOVERSION}
@@ -34,14 +30,16 @@ set(WEFT_TI_DIRS -DSRC=${PROJECT_SOURCE_DIR} -DBUILD=${PROJECT_BINARY_DIR}
   "-DPLUGINS=${WEFT_TI_PLUGIN_ARG}")
 
 add_test(NAME install_tree COMMAND ${CMAKE_COMMAND} ${WEFT_TI_DIRS} -DROOT=${WEFT_TI_ROOT}
+  -DPREFIX=${WEFT_TI_PREFIX}
   -DREADELF=${CMAKE_READELF} -P ${CMAKE_CURRENT_LIST_DIR}/scripts/install_tree.cmake)
 set_tests_properties(install_tree PROPERTIES LABELS install TIMEOUT 120
   FIXTURES_SETUP weft_install_tree)
 
 foreach(mode cmake pkgconfig)
   add_test(NAME install_consumers_${mode} COMMAND ${CMAKE_COMMAND} ${WEFT_TI_DIRS} -DMODE=${mode}
+    -DPREFIX=${WEFT_TI_PREFIX}
     -DROOT=${WEFT_TI_ROOT} -DWORK=${WEFT_TI_DIR}/${mode} -DCC=${CMAKE_C_COMPILER}
-    -DNM=${CMAKE_NM} "-DNET_VERSIONS=${WEFT_TI_NET_ARG}"
+    -DNM=${CMAKE_NM} -DREF_PLUGIN=$<TARGET_FILE:nccl-net-weft-socket>
     -P ${CMAKE_CURRENT_LIST_DIR}/scripts/install_consumers.cmake)
   set_tests_properties(install_consumers_${mode} PROPERTIES LABELS "install;plugin" TIMEOUT 300
     FIXTURES_REQUIRED weft_install_tree)
@@ -52,6 +50,7 @@ find_program(WEFT_DPKG_SHLIBDEPS dpkg-shlibdeps)
 find_program(WEFT_FILE file)
 if(WEFT_DPKG_DEB AND WEFT_DPKG_SHLIBDEPS AND WEFT_FILE AND CMAKE_CPACK_COMMAND)
   add_test(NAME package_deb COMMAND ${CMAKE_COMMAND} ${WEFT_TI_DIRS} -DOUT=${WEFT_TI_DIR}/deb
+    -DPREFIX=${CMAKE_INSTALL_PREFIX}
     -DCPACK=${CMAKE_CPACK_COMMAND} -DDPKG_DEB=${WEFT_DPKG_DEB}
     -DDEB_VERSION=${PROJECT_VERSION}-${WEFT_PACKAGE_RELEASE}
     -P ${CMAKE_CURRENT_LIST_DIR}/scripts/package_deb.cmake)

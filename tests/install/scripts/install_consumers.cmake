@@ -4,9 +4,8 @@
 # mode on the installed library (checking that the installed file is the one it loaded) and the
 # template through the installed weft-conformance (MODE=cmake also runs the installed weft-perf,
 # which must find the installed library on its own). Variables: MODE, SRC, WORK, ROOT, PREFIX,
-# LIBDIR, BINDIR, CC, NM, and NET_VERSIONS (the ncclNetPlugin_vN the template must export,
-# comma-separated).
-string(REPLACE "," ";" NET_VERSIONS "${NET_VERSIONS}")
+# LIBDIR, BINDIR, CC, NM, and REF_PLUGIN (weft's socket plugin: the template must export the
+# same ncclNetPlugin_vN tables).
 set(top ${ROOT}${PREFIX})
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
@@ -40,16 +39,14 @@ endfunction()
 
 # check_plugin(<plugin.so>): exports exactly the tables, passes the installed weft-conformance.
 function(check_plugin so)
+  run("nm ${REF_PLUGIN}" ${NM} -D --defined-only ${REF_PLUGIN})
+  string(REGEX MATCHALL "ncclNetPlugin_v[0-9]+" want "${run_out}")
+  list(SORT want)
   run("nm ${so}" ${NM} -D --defined-only ${so})
   string(REGEX MATCHALL "ncclNetPlugin_v[0-9]+" tables "${run_out}")
   list(SORT tables)
-  set(want)
-  foreach(v ${NET_VERSIONS})
-    list(APPEND want ncclNetPlugin_v${v})
-  endforeach()
-  list(SORT want)
-  if(NOT tables STREQUAL want)
-    message(FATAL_ERROR "${so} exports '${tables}', want '${want}'")
+  if(NOT want OR NOT tables STREQUAL want)
+    message(FATAL_ERROR "${so} exports '${tables}', want '${want}' (as ${REF_PLUGIN})")
   endif()
   string(REGEX REPLACE "[^\n]* ncclNetPlugin_v[0-9]+\n" "" rest "${run_out}")
   if(rest MATCHES "[0-9a-f]+ [BDTR] ")
@@ -60,7 +57,9 @@ function(check_plugin so)
   run("weft-conformance" ${CMAKE_COMMAND} -E env NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=WARN
     ${conf} net ${so} --filter "!net_message_of_1GiB*" --json ${WORK}/conformance.json)
   message("${run_out}")
-  list(GET NET_VERSIONS 0 oldest)
+  string(REGEX REPLACE "ncclNetPlugin_v" "" versions "${want}")
+  list(SORT versions COMPARE NATURAL)
+  list(GET versions 0 oldest)
   run("weft-conformance --abi v${oldest}" ${CMAKE_COMMAND} -E env NCCL_SOCKET_IFNAME=lo
     NCCL_DEBUG=WARN ${conf} net ${so} --abi v${oldest} --filter
     "net_init*,net_connect_and_accept*,net_message_of_4096*,net_message_of_1MiB*,net_recv_larger*,net_full_request_window*,net_messages_keep*")

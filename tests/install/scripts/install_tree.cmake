@@ -3,12 +3,12 @@
 # any installed ELF file, no default-name plugin (libnccl-net.so, libnccl-tuner.so,
 # libnccl-env.so: every stock-NCCL job on the host would load it), libnccl.so.2 only in the
 # private LIBDIR/weft, the ld.so.conf.d snippet naming that directory, and no installed text
-# file naming the source or build directory. Variables: BUILD, ROOT (the DESTDIR), PREFIX, READELF,
-# and those of expected_files.cmake.
+# file naming the source or build directory; .pc files naming PREFIX. Variables: BUILD, ROOT (the
+# DESTDIR), PREFIX (given to --prefix), READELF, and those of expected_files.cmake.
 include(${CMAKE_CURRENT_LIST_DIR}/expected_files.cmake)
 file(REMOVE_RECURSE ${ROOT})
 execute_process(COMMAND ${CMAKE_COMMAND} -E env DESTDIR=${ROOT} ${CMAKE_COMMAND} --install ${BUILD}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  --prefix ${PREFIX} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc}):\n${out}\n${err}")
 endif()
@@ -73,6 +73,12 @@ foreach(a ${actual})
   endif()
 endforeach()
 
+foreach(pc weft weft-nccl weft-plugin-abi weft-net-export)
+  file(STRINGS ${top}/${LIBDIR}/pkgconfig/${pc}.pc p REGEX "^prefix=")
+  if(NOT p STREQUAL "prefix=${PREFIX}")
+    message(FATAL_ERROR "${pc}.pc says '${p}', want prefix=${PREFIX}")
+  endif()
+endforeach()
 file(STRINGS ${top}/${DATADIR}/weft/ld.so.conf.d/00-weft-nccl.conf dirs REGEX "^[^#]")
 if(NOT dirs STREQUAL "${PREFIX}/${LIBDIR}/weft")
   message(FATAL_ERROR "the ld.so.conf.d snippet names '${dirs}', want ${PREFIX}/${LIBDIR}/weft")

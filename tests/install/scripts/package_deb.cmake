@@ -110,6 +110,21 @@ foreach(p ${packages})
   message("${name} ${ver}: ${n} files; Depends: ${deps}")
 endforeach()
 
+# The configured files name the package's prefix, not the staging directory.
+file(GLOB dev ${OUT}/weft-dev_*.deb)
+file(GLOB rt ${OUT}/${lib}_*.deb)
+foreach(deb ${dev} ${rt})
+  execute_process(COMMAND ${DPKG_DEB} -x ${deb} ${OUT}/x RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "dpkg-deb -x ${deb} failed")
+  endif()
+endforeach()
+file(STRINGS ${OUT}/x${PREFIX}/${LIBDIR}/pkgconfig/weft.pc p REGEX "^prefix=")
+file(STRINGS ${OUT}/x${PREFIX}/${DATADIR}/weft/ld.so.conf.d/00-weft-nccl.conf d REGEX "^[^#]")
+if(NOT p STREQUAL "prefix=${PREFIX}" OR NOT d STREQUAL "${PREFIX}/${LIBDIR}/weft")
+  message(FATAL_ERROR "packaged weft.pc says '${p}', the ld.so.conf.d snippet '${d}'; want ${PREFIX}")
+endif()
+
 # libweft's shlibs, so packages linking libweft get their Depends from dpkg-shlibdeps too.
 file(GLOB deb ${OUT}/${lib}_*.deb)
 execute_process(COMMAND ${DPKG_DEB} -I ${deb} shlibs OUTPUT_VARIABLE shlibs RESULT_VARIABLE rc)
