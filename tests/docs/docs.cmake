@@ -10,3 +10,8 @@ add_custom_target(env-doc COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -
 add_test(NAME docs_no_outside_paths COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR}
   -P ${CMAKE_CURRENT_LIST_DIR}/no_outside_paths.cmake)
 set_tests_properties(docs_no_outside_paths PROPERTIES LABELS unit TIMEOUT 60)
+# docs_design_lists_core_folders: docs/design.md's "Layers" table names every core/ folder that
+# has a README, and nothing else.
+add_test(NAME docs_design_lists_core_folders COMMAND ${CMAKE_COMMAND}
+  -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/design_folders.cmake)
+set_tests_properties(docs_design_lists_core_folders PROPERTIES LABELS unit TIMEOUT 60)
