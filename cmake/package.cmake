@@ -10,6 +10,7 @@
 # kernels; one without packages the host executor only. Packages install under the configured
 # CMAKE_INSTALL_PREFIX (the .pc files and the ld.so snippet name it), so build distribution
 # packages with -DCMAKE_INSTALL_PREFIX=/usr.
+
 # The Maintainer field: DEBFULLNAME/DEBEMAIL as Debian's tools use them, else a placeholder
 # that lintian flags (set WEFT_PACKAGE_CONTACT when building packages for distribution).
 if(DEFINED ENV{DEBEMAIL})
@@ -70,8 +71,8 @@ weft runs applications built for NVIDIA NCCL unchanged, on GPUs or (host mode)
 on host memory, and loads NCCL's net and tuner plugins. This package holds
 libweft.so.${WEFT_SOVERSION}, the same library as libnccl.so.2 in a private
 directory (off the loader path: choose it with LD_LIBRARY_PATH or the disabled
-ld.so.conf.d snippet in /usr/share/weft), and weft's socket net plugin and
-tuner, which stock NCCL loads too.")
+ld.so.conf.d snippet in ${CMAKE_INSTALL_FULL_DATADIR}/weft), and weft's socket
+net plugin and tuner, which stock NCCL loads too.")
 
 # dev → weft-dev
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME weft-dev)
@@ -83,7 +84,7 @@ net, tuner and other plugin ABI header of NCCL's plugin interfaces, the CMake
 package (find_package(weft): weft::weft, weft::nccl, weft::plugin_abi,
 weft::net_export) and the pkg-config files weft, weft-nccl, weft-plugin-abi
 and weft-net-export. Plugin authors need only this package: see
-/usr/share/doc/weft/plugins.md in weft-tools.")
+${CMAKE_INSTALL_FULL_DOCDIR}/plugins.md in weft-tools.")
 
 # tools → weft-tools
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME weft-tools)
@@ -125,7 +126,7 @@ file(CONFIGURE OUTPUT ${_weft_copyright} CONTENT
 Upstream-Name: weft
 
 Files: *
-Copyright: the weft authors
+Copyright: 2026 the weft authors
 License: BSD-3-Clause
  ${_weft_license}
 ")
