@@ -55,6 +55,8 @@ ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op) {
     return device_exec_scale(comm, op->recvbuff, op->sendbuff, op->count, op->dtype, s,
                              op->scalar_ptr, op->stream);
   }
+#else
+  (void)comm; /* host mode only: nothing of the communicator is needed */
 #endif
   if (!scale) {
     memmove(op->recvbuff, op->sendbuff, bytes);

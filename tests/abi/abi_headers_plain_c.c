@@ -1,8 +1,8 @@
 /* abi_headers_plain_c: weft's ABI headers compile as plain C11 with no CUDA header anywhere,
- * and their layouts and values are the ones the reference (nccl-internals §2-§4) gives for
- * NCCL 2.28 on LP64. Almost everything is checked at compile time; main checks the
- * initializers. These facts are independent of NVIDIA's header (abi_matches_nvidia_header
- * compares against that). */
+ * and their layouts and values are NCCL 2.28's on LP64, written down here from NCCL's published
+ * headers. Almost everything is checked at compile time; main checks the initializers. These
+ * facts do not need NVIDIA's header on the machine (abi_matches_nvidia_header compares against
+ * it where it is installed). */
 #include <assert.h>
 #include <limits.h>
 #include <stddef.h>
@@ -300,7 +300,7 @@ SLOT_IS(ncclNet_v11_t, makeVDevice, 19);
 SLOT_IS(ncclNet_v11_t, finalize, 20);
 SLOT_IS(ncclNet_v11_t, setNetAttr, 21);
 
-/* Where the older versions differ (reference §3 "Version deltas"). */
+/* Where the older versions differ (each abi/net/net_vN.h says what changed against vN-1). */
 SLOT_IS(ncclNet_v6_t, closeListen, 16);
 SLOT_IS(ncclNet_v7_t, getDeviceMr, 17);
 SLOT_IS(ncclNet_v7_t, irecvConsumed, 18);
