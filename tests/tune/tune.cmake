@@ -2,6 +2,7 @@
 set(WEFT_TUNE_MODEL_SOURCES
   ${PROJECT_SOURCE_DIR}/core/tune/algo_proto.c ${PROJECT_SOURCE_DIR}/core/tune/tune_model.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_host.c
+  ${PROJECT_SOURCE_DIR}/core/tune/tune_model_direct.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_device.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_constants.c ${PROJECT_SOURCE_DIR}/core/tune/tune_decide.c)
 weft_add_test(NAME tune_algo_proto_grammar_matches_nccl
@@ -14,6 +15,8 @@ weft_add_test(NAME tune_model_decisions_for_representative_topologies
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decisions.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 weft_add_test(NAME tune_decide_checks_tuner_answers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decide_tuner.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+weft_add_test(NAME tune_direct_algorithms_names_model_and_tuner_slots
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 if(TARGET weft_tuner_rules)
   weft_add_test(NAME tune_rules_yaml_and_csv_load_and_apply
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_rules.c LIBS weft_tuner_rules LABELS unit
