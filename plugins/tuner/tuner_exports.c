@@ -4,6 +4,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* weft's extension (weft.h): cost tables with rows for OneShot and TwoShot too. */
+EXPORT const int weftTunerAlgorithms = WEFT_NUM_ALGORITHMS;
+
 EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {"weft", weft_tuner_init_v5, weft_tuner_get_v4,
                                                   weft_tuner_fini};
 EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {"weft", weft_tuner_init, weft_tuner_get_v4,
