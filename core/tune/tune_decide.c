@@ -70,15 +70,17 @@ static int cheapest(const float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], 
 }
 
 static ncclResult_t nothing_left(const weft_algo_proto_mask* mask, const weft_exec_caps* caps,
-                                 ncclFunc_t func) {
+                                 ncclFunc_t func, int nranks) {
   char ma[128], mp[64], ca[128], cp[64];
   tune_format_mask(ma, sizeof ma, mask->algo[func], 0);
   tune_format_mask(mp, sizeof mp, mask->proto[func], 1);
   tune_format_mask(ca, sizeof ca, caps->algos & tune_func_algos(func), 0);
   tune_format_mask(cp, sizeof cp, caps->protos, 1);
+  const char* direct = nranks > WEFT_DIRECT_MAX_RANKS ? " (OneShot and TwoShot on at most 8 ranks)"
+                                                       : "";
   WARN("%s: no algorithm/protocol left: NCCL_ALGO allows %s, NCCL_PROTO allows %s; this "
-       "executor runs %s with %s",
-       tune_func_name(func), ma, mp, ca, cp);
+       "executor runs %s with %s%s",
+       tune_func_name(func), ma, mp, ca, cp, direct);
   return ncclInvalidUsage;
 }
 
@@ -97,7 +99,7 @@ ncclResult_t tune_choose(const weft_tune_model* m, const weft_algo_proto_mask* m
   int nch[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   model_table(m, mask, caps, func, nbytes, 1, table, nch);
   int a = 0, p = 0;
-  if (!cheapest(table, &a, &p)) return nothing_left(mask, caps, func);
+  if (!cheapest(table, &a, &p)) return nothing_left(mask, caps, func, m->f.nranks);
   *out = (weft_choice){a, p, nch[a][p]};
   if (predicted_us) *predicted_us = table[a][p];
   return ncclSuccess;
@@ -203,7 +205,7 @@ ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, nc
   memset(&d, 0, sizeof d);
   int nch[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   if (model_table(m, mask, &t->caps, func, nbytes, pipe_ops, d.table, nch) == 0)
-    return nothing_left(mask, &t->caps, func);
+    return nothing_left(mask, &t->caps, func, m->f.nranks);
   int ma = 0, mp = 0;
   cheapest(d.table, &ma, &mp);
   if (dflt && dflt->algo >= 0 && dflt->algo < WEFT_NUM_ALGORITHMS && dflt->proto >= 0 &&
