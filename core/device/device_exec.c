@@ -176,7 +176,21 @@ ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src,
   dev_guard g;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
   CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
-           "cudaMemcpyAsync (send to self)");
+           "cudaMemcpyAsync (a copy to self)");
+out:
+  guard_leave(&g);
+  return res;
+}
+
+ncclResult_t device_exec_scale(struct ncclComm* comm, void* dst, const void* src, size_t count,
+                               ncclDataType_t type, uint64_t scalar, const void* scalar_ptr,
+                               void* stream) {
+  ncclResult_t res = ncclSuccess;
+  dev_guard g;
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  CUDA_TRY(comm, (cudaError_t)weft_dev_scale((int)type, dst, src, count, scalar, scalar_ptr,
+                                             stream),
+           "the one-rank PreMulSum kernel launch");
 out:
   guard_leave(&g);
   return res;

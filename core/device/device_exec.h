@@ -6,6 +6,7 @@
 #define WEFT_DEVICE_EXEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nccl.h"
 #include "plan/plan.h"
@@ -28,9 +29,14 @@ void device_exec_stop(struct weft_device* d);
 /* Enqueue the works of one communicator's group (ops: the group's ops, in call order). */
 ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,
                                 int nworks);
-/* Send to self / receive from self: a device copy on the op's stream. */
+/* A copy on the op's stream (send to self, one-rank collectives): the copy engine. */
 ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
                               void* stream);
+/* dst[0..count) = scalar * src[..] in type's arithmetic on stream (one-rank PreMulSum);
+ * scalar_ptr, when not NULL, is a device scalar read by the kernel instead of scalar. */
+ncclResult_t device_exec_scale(struct ncclComm* comm, void* dst, const void* src, size_t count,
+                               ncclDataType_t type, uint64_t scalar, const void* scalar_ptr,
+                               void* stream);
 /* What the kernels reported: ncclSuccess, or the error a wait ended with. */
 ncclResult_t device_exec_error(struct ncclComm* comm);
 

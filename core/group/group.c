@@ -100,8 +100,9 @@ static ncclResult_t remember_comm(struct ncclComm* comm) {
 ncclResult_t group_add_op(struct ncclComm* comm, const weft_op* op) {
   int implicit = depth == 0;
   if (implicit) group_start();
-  ncclResult_t res = plan_enqueue(comm, op);
-  if (res == ncclSuccess) res = remember_comm(comm);
+  int queued = 0;
+  ncclResult_t res = plan_enqueue(comm, op, &queued);
+  if (res == ncclSuccess && queued) res = remember_comm(comm);
   /* An invalid argument has no effect on the group; anything else poisons it. */
   if (res != ncclSuccess && res != ncclInvalidArgument && sticky == ncclSuccess) sticky = res;
   if (!implicit) return res;

@@ -125,8 +125,17 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels);
 void plan_comm_fini(struct ncclComm* comm);
 
 /* ---- ops (plan_op.c) ---- */
-/* Queue op (copied) on comm's open group (the caller holds a group open). */
-ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* op);
+/* Queue op (copied) on comm's open group (the caller holds a group open). *queued is 0 when
+ * the op was carried out at once instead (a one-rank collective, plan_local.c): nothing of it
+ * waits for the group's end. */
+ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* op, int* queued);
+
+/* ---- one-rank communicators (plan_local.c) ---- */
+/* 1 when op runs locally at enqueue: every collective of a one-rank communicator. */
+int plan_local_applies(const struct ncclComm* comm, const weft_op* op);
+/* Carry op out now: nothing in place, a copy out of place, a scale for PreMulSum. op->elem is
+ * set. */
+ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op);
 /* Device communicators: the algorithm, protocol and channels per protocol that the rule
  * measured on GPUs picks for func (a collective) of nbytes (tune_decide_from's default). */
 ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,

@@ -161,12 +161,27 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   return ncclSuccess;
 }
 
-ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
+ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {
   struct weft_plan* p = comm->plan;
+  *queued = 0;
   if (p == NULL) {
     WARN("%s: the device data path is not available yet in weft %s", plan_func_name(in->func),
          WEFT_VERSION_STRING);
     return ncclInvalidUsage;
+  }
+  if (comm->mode == WEFT_MODE_DEVICE && in->redop.kind == WEFT_RED_CUSTOM &&
+      (in->func == ncclFuncAllReduce || in->func == ncclFuncReduce ||
+       in->func == ncclFuncReduceScatter)) {
+    WARN("rank %d: %s: a custom (host function) reduction cannot run in GPU kernels; use it on "
+         "a host-mode communicator",
+         comm->rank, plan_func_name(in->func));
+    return ncclInvalidArgument;
+  }
+  if (plan_local_applies(comm, in)) {
+    weft_op local = *in;
+    local.elem = dtype_size(local.dtype);
+    local.seq = ++p->coll_seq;
+    return plan_local_run(comm, &local);
   }
   weft_op* op = malloc(sizeof *op);
   if (!op) {
@@ -175,15 +190,6 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
   }
   *op = *in;
   op->next = NULL;
-  if (comm->mode == WEFT_MODE_DEVICE && op->redop.kind == WEFT_RED_CUSTOM &&
-      (op->func == ncclFuncAllReduce || op->func == ncclFuncReduce ||
-       op->func == ncclFuncReduceScatter)) {
-    WARN("rank %d: %s: a custom (host function) reduction cannot run in GPU kernels; use it on "
-         "a host-mode communicator",
-         comm->rank, plan_func_name(op->func));
-    free(op);
-    return ncclInvalidArgument;
-  }
   op->elem = dtype_size(op->dtype);
   op->seq = (is_coll(op->func) || is_marker(op->func)) ? ++p->coll_seq : 0;
   ncclResult_t res = choose(comm, op);
@@ -197,6 +203,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in) {
     p->pending_head = op;
   p->pending_tail = op;
   p->npending++;
+  *queued = 1;
   return ncclSuccess;
 }
 
@@ -466,7 +473,26 @@ static void free_launch(comm_launch* cl) {
   free(cl->keys);
 }
 
+/* A one-rank communicator alone in its group: only sends/receives to self reach here (its
+ * collectives ran at enqueue), so there is nothing but copies to do. */
+static ncclResult_t launch_one_rank(struct ncclComm* comm) {
+  struct weft_plan* p = comm->plan;
+  __atomic_add_fetch(&p->inflight, 1, __ATOMIC_ACQ_REL);
+  weft_op* ops = p->pending_head;
+  p->pending_head = p->pending_tail = NULL;
+  p->npending = 0;
+  ncclResult_t res = self_copies(comm, ops);
+  while (ops) {
+    weft_op* op = ops;
+    ops = op->next;
+    free(op);
+  }
+  __atomic_sub_fetch(&p->inflight, 1, __ATOMIC_ACQ_REL);
+  return res;
+}
+
 ncclResult_t plan_launch(struct ncclComm** comms, int n) {
+  if (n == 1 && comms[0]->nranks == 1) return launch_one_rank(comms[0]);
   ncclResult_t res = ncclSuccess;
   comm_launch* cls = calloc((size_t)n, sizeof *cls);
   if (!cls) {

@@ -7,9 +7,12 @@
  * (config netName, else NCCL_NET; case-insensitive; any when neither is set), whose init
  * succeeds, whose devices() is > 0 and whose device 0 is a host (non-offload) device.
  *
- * A library that cannot be used (no ncclNetPlugin_v11..v6 symbol, a mandatory entry NULL, init
- * failing, 0 devices, …) is skipped for the rest of the process with one WARN naming the file and
- * the reason. While one external library serves a communicator the other external libraries are
+ * A library is read in stock NCCL's order: resolve the newest ncclNetPlugin_v11..v6 symbol, call
+ * its init, then check and copy the table (a plugin may fill it in init). One that cannot be used
+ * (no symbol, init NULL or failing, a mandatory entry still NULL after init, 0 devices, …) is
+ * skipped for the rest of the process with one WARN naming the file and the reason. The INFO
+ * line of a load names the file and the plugin's own name (as read after init); a WARN says when
+ * two candidates answer to one name (NCCL_NET then picks the first). While one external library serves a communicator the other external libraries are
  * not used (as in NCCL); the built-in socket always remains. An external library is dlclose'd
  * when its last communicator closes (as in NCCL 2.28) and loaded again when next needed; for a
  * v6..v10 plugin that means its init runs again then. */

@@ -34,6 +34,7 @@ typedef struct {
   int loaded;              /* view is valid */
   weft_net_view view;
   int users; /* open weft_net handles */
+  int same_name_warned;
 } net_cand;
 
 static struct {
@@ -197,7 +198,8 @@ static void mark_skipped(net_cand* c, const char* why) {
   c->skipped = 1;
 }
 
-/* Load an external candidate: dlopen, newest symbol first, adapt. 0 (skipped) on failure. */
+/* Load an external candidate: dlopen, newest symbol first, bind (only init must be there: the
+ * table is read after init, as stock NCCL does). 0 (skipped) on failure. */
 static int cand_load(net_cand* c) {
   void* dl = open_library(c);
   if (dl == NULL) {
@@ -222,21 +224,36 @@ static int cand_load(net_cand* c) {
     goto fail_close;
   }
   char reason[200];
-  if (net_shim_adapt(raw, version, &c->view, reason, sizeof reason) != ncclSuccess) {
+  if (net_shim_bind(raw, version, &c->view, reason, sizeof reason) != ncclSuccess) {
     snprintf(why, sizeof why, "%s: %s", net_shim_symbol(version), reason);
     goto fail_close;
   }
   c->dl = dl;
   c->loaded = 1;
   c->version = version;
-  snprintf(c->name, sizeof c->name, "%s", c->view.api.name);
-  INFO(NCCL_INIT | NCCL_NET, "NET/Plugin: loaded %s (%s, v%d)", c->path, c->name, version);
   return 1;
 
 fail_close:
   mark_skipped(c, why);
   dlclose(dl);
   return 0;
+}
+
+/* A WARN (once per candidate) when c's name is also another candidate's: NCCL_NET cannot tell
+ * them apart, and the first one listed wins. */
+static void warn_same_name(net_cand* c) {
+  if (c->same_name_warned) return;
+  for (int i = 0; i < reg.count; i++) {
+    const net_cand* o = &reg.cand[i];
+    if (o == c || o->name[0] == '\0' || strcasecmp(o->name, c->name) != 0) continue;
+    const net_cand* first = o < c ? o : c;
+    WARN("NET/Plugin: %s and %s both answer to the name \"%s\"; NCCL_NET=%s picks %s (listed "
+         "first)",
+         o->path[0] ? o->path : o->spec, c->path, c->name, c->name,
+         first->path[0] ? first->path : first->spec);
+    c->same_name_warned = 1;
+    return;
+  }
 }
 
 /* An external candidate no communicator holds goes back to the file system. */
@@ -248,19 +265,36 @@ static void cand_unload(net_cand* c) {
   c->dl = NULL;
 }
 
-/* init + devices + device-0 check for one communicator. On failure marks c skipped (one WARN)
- * and returns 0. */
-static int cand_open(net_cand* c, uint64_t comm_id, int traffic_class, void** ctx_out,
-                     int* ndev_out) {
-  const ncclNet_v11_t* api = &c->view.api;
-  char why[200];
+/* init, then (first init after a load) the table check, then the name, devices and device 0,
+ * for one communicator. Returns 1 with *ctx_out and *ndev_out, 0 when c is unusable (marked
+ * skipped, one WARN) or -1 when it is usable but not the one asked for. */
+static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffic_class,
+                     void** ctx_out, int* ndev_out) {
+  char why[300];
   ncclNetCommConfig_v11_t config = {.trafficClass = traffic_class};
   void* ctx = NULL;
-  ncclResult_t res = api->init(&ctx, comm_id, &config, weft_log, net_profiler_stub);
+  ncclResult_t res = c->view.api.init(&ctx, comm_id, &config, weft_log, net_profiler_stub);
   if (res != ncclSuccess) {
     snprintf(why, sizeof why, "init failed (%s)", result_name(res));
     mark_skipped(c, why);
     return 0;
+  }
+  if (!c->view.complete) {
+    char reason[200];
+    if (net_shim_complete(&c->view, reason, sizeof reason) != ncclSuccess) {
+      snprintf(why, sizeof why, "%s: %s after init", net_shim_symbol(c->version), reason);
+      if (c->view.api.finalize) c->view.api.finalize(ctx);
+      mark_skipped(c, why);
+      return 0;
+    }
+    snprintf(c->name, sizeof c->name, "%s", c->view.api.name);
+    INFO(NCCL_INIT | NCCL_NET, "NET/Plugin: loaded %s (%s, v%d)", c->path, c->name, c->version);
+    warn_same_name(c);
+  }
+  const ncclNet_v11_t* api = &c->view.api;
+  if (want && strcasecmp(want, c->name) != 0) {
+    api->finalize(ctx);
+    return -1;
   }
   int ndev = 0;
   res = api->devices(&ndev);
@@ -345,13 +379,9 @@ ncclResult_t net_open_for_comm(const char* net_name, uint64_t comm_id, int traff
     if (!c->builtin && active >= 0 && i != active) continue;
     if (want && c->name[0] && strcasecmp(want, c->name) != 0) continue;
     if (!c->loaded && !cand_load(c)) continue;
-    if (want && strcasecmp(want, c->name) != 0) {
-      cand_unload(c);
-      continue;
-    }
     void* ctx = NULL;
     int ndev = 0;
-    if (!cand_open(c, comm_id, traffic_class, &ctx, &ndev)) {
+    if (cand_open(c, want, comm_id, traffic_class, &ctx, &ndev) != 1) {
       cand_unload(c);
       continue;
     }

@@ -70,26 +70,92 @@ static ncclResult_t adapt_v11(const void* rawp, weft_net_view* out, char* why, s
   return ncclSuccess;
 }
 
-ncclResult_t net_shim_adapt(const void* raw, int version, weft_net_view* out, char* why,
-                            size_t whylen) {
+static ncclResult_t bind_v11(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v11_t* raw = rawp;
+  if (raw->init == NULL) return net_shim_missing("init", why, whylen);
+  *out = (weft_net_view){.version = 11,
+                         .raw = raw,
+                         .api = {.name = raw->name, .init = raw->init, .finalize = raw->finalize}};
+  return ncclSuccess;
+}
+
+static ncclResult_t unsupported(int version, char* why, size_t whylen) {
+  if (why && whylen)
+    snprintf(why, whylen, "ABI version %d is not supported (v%d..v%d are)", version,
+             WEFT_NET_MIN_VERSION, WEFT_NET_MAX_VERSION);
+  return ncclInvalidUsage;
+}
+
+ncclResult_t net_shim_bind(const void* raw, int version, weft_net_view* out, char* why,
+                           size_t whylen) {
   if (why && whylen) why[0] = '\0';
   if (raw == NULL || out == NULL) {
     if (why && whylen) snprintf(why, whylen, "no plugin struct");
     return ncclInvalidUsage;
   }
   switch (version) {
-    case 6: return net_shim_adapt_v6(raw, out, why, whylen);
-    case 7: return net_shim_adapt_v7(raw, out, why, whylen);
-    case 8: return net_shim_adapt_v8(raw, out, why, whylen);
-    case 9: return net_shim_adapt_v9(raw, out, why, whylen);
-    case 10: return net_shim_adapt_v10(raw, out, why, whylen);
-    case 11: return adapt_v11(raw, out, why, whylen);
-    default:
-      if (why && whylen)
-        snprintf(why, whylen, "ABI version %d is not supported (v%d..v%d are)", version,
-                 WEFT_NET_MIN_VERSION, WEFT_NET_MAX_VERSION);
-      return ncclInvalidUsage;
+    case 6: return net_shim_bind_v6(raw, out, why, whylen);
+    case 7: return net_shim_bind_v7(raw, out, why, whylen);
+    case 8: return net_shim_bind_v8(raw, out, why, whylen);
+    case 9: return net_shim_bind_v9(raw, out, why, whylen);
+    case 10: return net_shim_bind_v10(raw, out, why, whylen);
+    case 11: return bind_v11(raw, out, why, whylen);
+    default: return unsupported(version, why, whylen);
   }
+}
+
+ncclResult_t net_shim_complete(weft_net_view* view, char* why, size_t whylen) {
+  if (why && whylen) why[0] = '\0';
+  if (view == NULL || view->raw == NULL) {
+    if (why && whylen) snprintf(why, whylen, "no plugin struct");
+    return ncclInvalidUsage;
+  }
+  if (view->complete) return ncclSuccess;
+  weft_net_view v = *view;
+  ncclResult_t res;
+  switch (view->version) {
+    case 6: res = net_shim_adapt_v6(view->raw, &v, why, whylen); break;
+    case 7: res = net_shim_adapt_v7(view->raw, &v, why, whylen); break;
+    case 8: res = net_shim_adapt_v8(view->raw, &v, why, whylen); break;
+    case 9: res = net_shim_adapt_v9(view->raw, &v, why, whylen); break;
+    case 10: res = net_shim_adapt_v10(view->raw, &v, why, whylen); break;
+    case 11: res = adapt_v11(view->raw, &v, why, whylen); break;
+    default: return unsupported(view->version, why, whylen);
+  }
+  if (res != ncclSuccess) {
+    /* The caller finalizes what init gave: a v11 plugin may have filled finalize in too. */
+    if (view->version == 11) view->api.finalize = ((const ncclNet_v11_t*)view->raw)->finalize;
+    return res;
+  }
+  v.complete = 1;
+  *view = v;
+  return ncclSuccess;
+}
+
+ncclResult_t net_shim_adapt(const void* raw, int version, weft_net_view* out, char* why,
+                            size_t whylen) {
+  weft_net_view v;
+  ncclResult_t res = net_shim_bind(raw, version, &v, why, whylen);
+  if (res != ncclSuccess) return res;
+  res = net_shim_complete(&v, why, whylen);
+  if (res != ncclSuccess) {
+    net_shim_release(&v);
+    return res;
+  }
+  *out = v;
+  return ncclSuccess;
+}
+
+ncclResult_t net_shim_old_bind(net_shim_slot* s, const void* raw, int version, const char* name,
+                               int has_init, net_shim_init_fn init, net_shim_finalize_fn fini,
+                               weft_net_view* out, char* why, size_t whylen) {
+  if (!has_init) return net_shim_missing("init", why, whylen);
+  ncclResult_t res = net_shim_slot_bind(s, raw, version, why, whylen);
+  if (res != ncclSuccess) return res;
+  *out = (weft_net_view){.version = version,
+                         .raw = raw,
+                         .api = {.name = name, .init = init, .finalize = fini}};
+  return ncclSuccess;
 }
 
 void net_shim_release(weft_net_view* view) {
@@ -103,6 +169,7 @@ void net_shim_release(weft_net_view* view) {
     default: break;
   }
   view->raw = NULL;
+  view->complete = 0;
 }
 
 /* ---- helpers for the old-version shims ---- */

@@ -31,16 +31,31 @@
 #define WEFT_NET_MAX_VERSION 11
 
 typedef struct {
-  ncclNet_v11_t api; /* every entry non-NULL: optional ones are stubs returning ncclInvalidUsage */
+  ncclNet_v11_t api; /* complete: every entry non-NULL (optional ones are stubs returning
+                        ncclInvalidUsage); bound only: name (may be NULL), init, finalize (v11:
+                        may be NULL) */
   int version;       /* the plugin's own ABI version, 6..11 */
   const void* raw;   /* the plugin's exported struct (ncclNet_vN_t*) */
+  int complete;      /* net_shim_complete (or net_shim_adapt) succeeded */
 } weft_net_view;
 
 /* "ncclNetPlugin_v11" … "ncclNetPlugin_v6"; NULL outside [6, 11]. */
 const char* net_shim_symbol(int version);
 
-/* Check the raw struct of that version (mandatory entries non-NULL, name non-NULL) and build the
- * view. On failure returns ncclInvalidUsage and writes the reason (e.g. "isend is NULL") to why;
+/* Stock NCCL's order: resolve the symbol, call init, then read the table, which the plugin may
+ * fill in its init (nccl-rdma-sharp-plugins exports only name and init and copies the rest in).
+ * net_shim_bind checks only that init is there (and for v6..v10 takes the version's slot) and
+ * writes a view whose init and finalize may be called. After a successful init, net_shim_complete
+ * checks the whole table as it is now and fills in the view; on failure (ncclInvalidUsage, the
+ * reason in why) the view stays bound: call its finalize for the context init gave (v11: when
+ * not NULL), then net_shim_release. Neither logs. */
+ncclResult_t net_shim_bind(const void* raw, int version, weft_net_view* out, char* why,
+                           size_t whylen);
+ncclResult_t net_shim_complete(weft_net_view* view, char* why, size_t whylen);
+
+/* bind + complete without init, for a caller that only checks a table as it is (a table that
+ * init fills in fails here). Check the raw struct of that version (mandatory entries non-NULL,
+ * name non-NULL) and build the view. On failure returns ncclInvalidUsage and writes the reason (e.g. "isend is NULL") to why;
  * logs nothing (the caller names the file). Mandatory: name, init, devices, getProperties,
  * listen, connect, accept, regMr, deregMr, isend, irecv, iflush, test, closeSend, closeRecv,
  * closeListen, and for v11 also finalize (NCCL calls it unconditionally). */

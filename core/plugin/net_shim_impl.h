@@ -88,8 +88,26 @@ ncclResult_t net_stub_irecvConsumed(void* recvComm, int n, void* request);
 ncclResult_t net_stub_makeVDevice(int* d, ncclNetVDeviceProps_v11_t* props);
 ncclResult_t net_stub_setNetAttr(void* ctx, ncclNetAttr_v11_t* attr);
 
-/* One adapter and one release per version. adapt_vN checks raw and builds out (written only on
- * success). */
+/* The entries of a bound view (net_shim_bind), as the current ABI types them. */
+typedef ncclResult_t (*net_shim_init_fn)(void** ctx, uint64_t comm_id,
+                                         ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
+                                         ncclProfilerCallback_t prof);
+typedef ncclResult_t (*net_shim_finalize_fn)(void* ctx);
+
+/* Binding an old version: refuses a NULL init (has_init 0), binds the slot, and writes a view
+ * whose name, init and finalize are usable (the rest waits for net_shim_complete). */
+ncclResult_t net_shim_old_bind(net_shim_slot* s, const void* raw, int version, const char* name,
+                               int has_init, net_shim_init_fn init, net_shim_finalize_fn fini,
+                               weft_net_view* out, char* why, size_t whylen);
+
+/* One bind, one adapter and one release per version. bind_vN binds the slot (before the
+ * plugin's init); adapt_vN checks the whole of raw and builds out (written only on success),
+ * after it. */
+ncclResult_t net_shim_bind_v6(const void* raw, weft_net_view* out, char* why, size_t whylen);
+ncclResult_t net_shim_bind_v7(const void* raw, weft_net_view* out, char* why, size_t whylen);
+ncclResult_t net_shim_bind_v8(const void* raw, weft_net_view* out, char* why, size_t whylen);
+ncclResult_t net_shim_bind_v9(const void* raw, weft_net_view* out, char* why, size_t whylen);
+ncclResult_t net_shim_bind_v10(const void* raw, weft_net_view* out, char* why, size_t whylen);
 ncclResult_t net_shim_adapt_v6(const void* raw, weft_net_view* out, char* why, size_t whylen);
 ncclResult_t net_shim_adapt_v7(const void* raw, weft_net_view* out, char* why, size_t whylen);
 ncclResult_t net_shim_adapt_v8(const void* raw, weft_net_view* out, char* why, size_t whylen);

@@ -76,13 +76,18 @@ static ncclResult_t v7_irecv(void* recv_comm, int n, void** data, size_t* sizes,
   return RAW->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
 }
 
+ncclResult_t net_shim_bind_v7(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v7_t* raw = rawp;
+  return net_shim_old_bind(&slot, raw, 7, raw->name, raw->init != NULL, v7_init, v7_finalize,
+                           out, why, whylen);
+}
+
+/* After the plugin's init: the table must be complete now (the slot is bound). */
 ncclResult_t net_shim_adapt_v7(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
   const ncclNet_v7_t* raw = rawp;
   const char* missing;
   NET_SHIM_MANDATORY(raw, missing);
   if (missing) return net_shim_missing(missing, why, whylen);
-  ncclResult_t res = net_shim_slot_bind(&slot, raw, 7, why, whylen);
-  if (res != ncclSuccess) return res;
   *out = (weft_net_view){
       .version = 7,
       .raw = raw,

@@ -78,13 +78,18 @@ static ncclResult_t v9_makeVDevice(int* d, ncclNetVDeviceProps_v11_t* props) {
   return RAW->makeVDevice(d, &p);
 }
 
+ncclResult_t net_shim_bind_v9(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v9_t* raw = rawp;
+  return net_shim_old_bind(&slot, raw, 9, raw->name, raw->init != NULL, v9_init, v9_finalize,
+                           out, why, whylen);
+}
+
+/* After the plugin's init: the table must be complete now (the slot is bound). */
 ncclResult_t net_shim_adapt_v9(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
   const ncclNet_v9_t* raw = rawp;
   const char* missing;
   NET_SHIM_MANDATORY(raw, missing);
   if (missing) return net_shim_missing(missing, why, whylen);
-  ncclResult_t res = net_shim_slot_bind(&slot, raw, 9, why, whylen);
-  if (res != ncclSuccess) return res;
   *out = (weft_net_view){
       .version = 9,
       .raw = raw,

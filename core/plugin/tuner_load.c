@@ -32,7 +32,10 @@ static struct {
   char path[PATH_MAX];
   char name[64];
   int version;
-  int algo_rows; /* weft.h's weftTunerAlgorithms, or NCCL's seven */
+  int algo_rows;            /* weft.h's weftTunerAlgorithms, or NCCL's seven */
+  const void* raw;          /* the library's exported table */
+  int complete;             /* view built from raw, after the first init */
+  char broken[PATH_MAX];    /* a library whose table stayed incomplete after init: not again */
   ncclTuner_v5_t view;
   int users; /* communicators holding a context */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -144,25 +147,54 @@ static void set_path(void* dl, const char* fallback) {
     snprintf(reg.path, sizeof reg.path, "%s", fallback);
 }
 
-/* Probe and adapt the newest version dl exports. 1 when usable; else 0 and, when the library
- * exports a table that is unusable, why (a library with no tuner symbol leaves why empty). */
+/* The newest version dl exports, resolved: only init must be there yet (the table is read after
+ * init, as stock NCCL does). 1 when usable; else 0 and, when the library exports a table that is
+ * unusable, why (a library with no tuner symbol leaves why empty). */
 static int probe(void* dl, char* why, size_t len) {
   why[0] = '\0';
+  if (reg.broken[0] && strcmp(reg.broken, reg.path) == 0) {
+    snprintf(why, len, "its table was incomplete after init before");
+    return 0;
+  }
   for (int v = WEFT_TUNER_MAX_VERSION; v >= WEFT_TUNER_MIN_VERSION; v--) {
     const void* raw = dlsym(dl, tuner_shim_symbol(v));
     if (raw == NULL) continue;
-    char reason[160];
-    if (tuner_shim_adapt(raw, v, &reg.view, reason, sizeof reason) != 0) {
-      snprintf(why, len, "%s: %s", tuner_shim_symbol(v), reason);
+    /* name, then init, lead every version's table. */
+    int has_init = v == 5 ? ((const ncclTuner_v5_t*)raw)->init != NULL
+                          : ((const ncclTuner_v4_t*)raw)->init != NULL;
+    if (!has_init) {
+      snprintf(why, len, "%s: init is NULL", tuner_shim_symbol(v));
       return 0;
     }
+    reg.raw = raw;
     reg.version = v;
-    snprintf(reg.name, sizeof reg.name, "%s", reg.view.name);
+    reg.complete = 0;
+    const char* name = *(const char* const*)raw;
+    snprintf(reg.name, sizeof reg.name, "%s", name ? name : "?");
     const int* rows = dlsym(dl, WEFT_TUNER_ALGORITHMS_SYMBOL);
     reg.algo_rows = rows && *rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS : NCCL_NUM_ALGORITHMS;
     return 1;
   }
   return 0;
+}
+
+/* The plugin's own init, by version (v2..v4 share one signature). */
+static ncclResult_t raw_init(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
+                             ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t* constants) {
+  if (reg.version == 5)
+    return ((const ncclTuner_v5_t*)reg.raw)->init(ctx, comm_id, nranks, nnodes, weft_log, nvl,
+                                                   constants);
+  if (reg.version == 4) return ((const ncclTuner_v4_t*)reg.raw)->init(nranks, nnodes, weft_log, ctx);
+  if (reg.version == 3) return ((const ncclTuner_v3_t*)reg.raw)->init(nranks, nnodes, weft_log, ctx);
+  return ((const ncclTuner_v2_t*)reg.raw)->init(nranks, nnodes, weft_log, ctx);
+}
+
+/* The plugin's own finalize (v5) or destroy (v2..v4) as it is now, or NULL. */
+static ncclResult_t (*raw_finalize(void))(void*) {
+  if (reg.version == 5) return ((const ncclTuner_v5_t*)reg.raw)->finalize;
+  if (reg.version == 4) return ((const ncclTuner_v4_t*)reg.raw)->destroy;
+  if (reg.version == 3) return ((const ncclTuner_v3_t*)reg.raw)->destroy;
+  return ((const ncclTuner_v2_t*)reg.raw)->destroy;
 }
 
 /* Load the library for the first communicator. 1 when a tuner is loaded. */
@@ -221,6 +253,8 @@ static void unload_locked(void) {
   dlclose(reg.dl);
   reg.dl = NULL;
   reg.version = 0;
+  reg.raw = NULL;
+  reg.complete = 0;
   memset(&reg.view, 0, sizeof reg.view);
 }
 
@@ -252,7 +286,26 @@ ncclResult_t tuner_open_for_comm(uint64_t comm_id, size_t nranks, size_t nnodes,
   ncclTunerConstants_v5_t mine = *constants;
   ncclNvlDomainInfo_v5_t nvl_copy = *nvl;
   void* ctx = NULL;
-  ncclResult_t res = reg.view.init(&ctx, comm_id, nranks, nnodes, weft_log, &nvl_copy, &mine);
+  ncclResult_t res = reg.complete
+                         ? reg.view.init(&ctx, comm_id, nranks, nnodes, weft_log, &nvl_copy, &mine)
+                         : raw_init(&ctx, comm_id, nranks, nnodes, &nvl_copy, &mine);
+  if (res == ncclSuccess && !reg.complete) {
+    char why[200];
+    if (tuner_shim_adapt(reg.raw, reg.version, &reg.view, why, sizeof why) != 0) {
+      WARN("TUNER/Plugin: %s: %s: %s after init; weft's model decides alone",
+           reg.path, tuner_shim_symbol(reg.version), why);
+      ncclResult_t (*fini)(void*) = raw_finalize();
+      if (fini) fini(ctx);
+      snprintf(reg.broken, sizeof reg.broken, "%s", reg.path);
+      reg.spec_done = 1;
+      unload_locked();
+      goto none;
+    }
+    reg.complete = 1;
+    snprintf(reg.name, sizeof reg.name, "%s", reg.view.name);
+    INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: %s: %s read after init (%s)", reg.path,
+         tuner_shim_symbol(reg.version), reg.name);
+  }
   if (res != ncclSuccess) {
     if (!reg.init_warned)
       WARN("TUNER/Plugin: %s (%s v%d): init(nRanks %zu, nNodes %zu) failed (%s); weft's model "
@@ -308,6 +361,7 @@ ncclResult_t tuner_loader_reset(void) {
     unload_locked();
     reg.ready = 0;
     reg.init_warned = 0;
+    reg.broken[0] = '\0';
   }
   pthread_mutex_unlock(&reg.lock);
   return res;

@@ -123,6 +123,12 @@ static int compcap_idx(const struct ncclComm* comm) {
   return major <= 7 ? 0 : major == 8 ? 1 : major == 9 ? 2 : 3;
 }
 
+/* The built-in socket net ("Socket") or weft's socket plugin library ("weft-socket"). */
+static int net_is_socket(const struct ncclComm* comm) {
+  return comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0 ||
+         strcasecmp(comm->net->name, "weft-socket") == 0;
+}
+
 /* This rank's facts before agreement. */
 static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
   int local = 1;
@@ -130,7 +136,7 @@ static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
     tune_facts_device(f, comm->nranks, 1, transport_all_nvlink(comm), compcap_idx(comm),
                       comm->plan->nchannels);
     count_nodes(comm, f, &local);
-    f->net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+    f->net_socket = net_is_socket(comm);
     return;
   }
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -139,7 +145,7 @@ static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
   count_nodes(comm, f, &local);
   f->cores_per_rank = ncpu > local ? (int)(ncpu / local) : 1;
   f->oversub = ncpu > 0 && local > ncpu ? (double)local / (double)ncpu : 1.0;
-  f->net_socket = comm->net == NULL || strcasecmp(comm->net->name, "Socket") == 0;
+  f->net_socket = net_is_socket(comm);
 }
 
 ncclResult_t tune_comm_init(struct ncclComm* comm) {

@@ -1,5 +1,5 @@
 /* The InfiniBand/RoCE net plugin's v11 table, for code that links the implementation
- * (weft_net_ib_impl) rather than loading libnccl-net-ib.so: tests. Hidden. */
+ * (weft_net_ib_impl) rather than loading libnccl-net-weft-ib.so: tests. Hidden. */
 #ifndef WEFT_NET_IB_H
 #define WEFT_NET_IB_H
 

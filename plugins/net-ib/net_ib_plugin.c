@@ -82,7 +82,7 @@ ncclResult_t net_ib_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr) {
 }
 
 const ncclNet_v11_t weft_net_ib_v11 = {
-    .name = "IB",
+    .name = "weft-ib",
     .init = net_ib_init,
     .devices = net_ib_devices,
     .getProperties = net_ib_get_properties,

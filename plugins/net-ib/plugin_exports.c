@@ -1,11 +1,11 @@
-/* libnccl-net-ib.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
+/* libnccl-net-weft-ib.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
  * and the target that weft_net_export (plugins/common) adapts into ncclNetPlugin_v10 … _v6.
  * Not part of weft_net_ib_impl. */
 #include "net_export.h"
 #include "net_ib.h"
 #include "net_ib_internal.h"
 
-const char weft_net_export_name[] = "IB";
+const char weft_net_export_name[] = "weft-ib";
 
 const struct weft_net_export_target weft_net_export_target = {
     .net = &weft_net_ib_v11,
@@ -15,7 +15,7 @@ const struct weft_net_export_target weft_net_export_target = {
 };
 
 WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
-    .name = "IB",
+    .name = "weft-ib",
     .init = net_ib_init,
     .devices = net_ib_devices,
     .getProperties = net_ib_get_properties,

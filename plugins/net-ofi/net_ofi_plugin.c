@@ -88,7 +88,7 @@ ncclResult_t net_ofi_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr) {
 }
 
 const ncclNet_v11_t net_ofi_v11 = {
-    .name = "OFI",
+    .name = "weft-ofi",
     .init = net_ofi_init,
     .devices = net_ofi_devices,
     .getProperties = net_ofi_get_properties,

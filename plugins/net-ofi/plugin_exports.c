@@ -1,10 +1,10 @@
-/* libnccl-net-ofi.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+), and
+/* libnccl-net-weft-ofi.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+), and
  * the target that weft_net_export (plugins/common) adapts into ncclNetPlugin_v10 … _v6. Not part
  * of weft_net_ofi_impl, which tests link directly. */
 #include "net_export.h"
 #include "net_ofi.h"
 
-const char weft_net_export_name[] = "OFI";
+const char weft_net_export_name[] = "weft-ofi";
 
 /* v10 hands a traffic class to each connect. The comms of a device share one endpoint, whose
  * traffic class is fixed when it opens, so a per-connection class is not applied. */
@@ -22,7 +22,7 @@ const struct weft_net_export_target weft_net_export_target = {
 };
 
 WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
-    .name = "OFI",
+    .name = "weft-ofi",
     .init = net_ofi_init,
     .devices = net_ofi_devices,
     .getProperties = net_ofi_get_properties,

@@ -1,11 +1,11 @@
-/* libnccl-net-socket.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
+/* libnccl-net-weft-socket.so's exports: ncclNetPlugin_v11, the implementation itself (NCCL 2.28+),
  * and the target that weft_net_export (plugins/common) adapts into ncclNetPlugin_v10 … _v6.
  * Not part of weft_net_socket_impl, so libweft exports none of this. */
 #include "net_export.h"
 #include "net_socket.h"
 #include "net_socket_internal.h"
 
-const char weft_net_export_name[] = "Socket";
+const char weft_net_export_name[] = "weft-socket";
 
 const struct weft_net_export_target weft_net_export_target = {
     .net = &weft_net_socket_v11,
@@ -15,7 +15,7 @@ const struct weft_net_export_target weft_net_export_target = {
 };
 
 WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11 = {
-    .name = "Socket",
+    .name = "weft-socket",
     .init = net_socket_init,
     .devices = net_socket_devices,
     .getProperties = net_socket_get_properties,

@@ -49,7 +49,7 @@ if(WEFT_HAVE_CUDA)
   set_target_properties(gpu_coll PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
 
   # GdrSim: a net plugin that behaves like a GPUDirect RDMA NIC on top of weft's socket net
-  # (README.md), for the gpu_coll_net_gdr* entries. Linked like libnccl-net-socket.so (the socket
+  # (README.md), for the gpu_coll_net_gdr* entries. Linked like libnccl-net-weft-socket.so (the socket
   # net's static library, hidden), exports ncclNetPlugin_v11 only, lands in build/lib; building
   # gpu_coll builds it too.
   add_library(nccl-net-gdrsim SHARED ${_gpu_dir}/net_gdrsim.c ${_gpu_dir}/net_gdrsim_req.c
@@ -172,8 +172,8 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_coll_p2p_disabled_shm LABELS gpu mp ENV NCCL_P2P_DISABLE=1
     ARGS --procs 2 --colls std,p2p)
   weft_gpu_test(NAME gpu_coll_net_socket LABELS gpu mp
-    ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket
-        NCCL_NET_PLUGIN=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/libnccl-net-socket.so
+    ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=weft-socket
+        NCCL_NET_PLUGIN=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}/libnccl-net-weft-socket.so
     ARGS --procs 2 --colls std,p2p)
   weft_gpu_test(NAME gpu_coll_net_builtin LABELS gpu mp
     ENV NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_NET_PLUGIN=none
@@ -238,4 +238,12 @@ if(WEFT_HAVE_CUDA)
   # ncclMemAlloc buffers, ncclCommRegister and ncclCommWindowRegister.
   weft_gpu_test(NAME gpu_mem_register_1proc_2gpus LABELS gpu ARGS --gpus 2 --suite mem)
   weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
+endif()
+
+# The one-rank path (plan/plan_local.c): what a captured call leaves in the graph (nothing in
+# place, one memcpy out of place, one kernel for a scaling PreMulSum) and its results.
+if(WEFT_HAVE_CUDA)
+  weft_add_test(NAME gpu_one_rank_graph_shape SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_one_rank.c
+    LABELS gpu LIBS CUDA::cudart ENV "WEFT_DEVICE=device;NCCL_NVLS_ENABLE=0")
+  set_tests_properties(gpu_one_rank_graph_shape PROPERTIES RESOURCE_LOCK weft_gpu)
 endif()

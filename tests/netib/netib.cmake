@@ -1,7 +1,7 @@
 # net-ib tests (labels plugin, fault). The plugin runs over fakeverbs (tests/netib/fakeverbs/),
 # a test-only libibverbs stand-in emulating devices and RC QPs between processes on this host,
 # loaded through WEFT_IB_VERBS_LIB; it is built into build/tests/netib/ and never installed.
-if(NOT TARGET nccl-net-ib)
+if(NOT TARGET nccl-net-weft-ib)
   return()
 endif()
 
@@ -41,8 +41,8 @@ function(netib_case prog src casename labels)
   set(name netib_${casename})
   weft_add_test(NAME ${name} SOURCES ${NETIB_SRC}/${src} ${NETIB_SRC}/netib_harness.c
     LABELS ${labels} TIMEOUT 120 ARGS ${casename} ENV "${NETIB_ENV}")
-  target_compile_definitions(${name} PRIVATE NETIB_PLUGIN_PATH="$<TARGET_FILE:nccl-net-ib>")
-  add_dependencies(${name} nccl-net-ib fakeverbs)
+  target_compile_definitions(${name} PRIVATE NETIB_PLUGIN_PATH="$<TARGET_FILE:nccl-net-weft-ib>")
+  add_dependencies(${name} nccl-net-weft-ib fakeverbs)
 endfunction()
 foreach(c no_verbs_library_reports_zero_devices non_verbs_library_reports_zero_devices
           ib_disable_reports_zero_devices host_without_rdma_devices_reports_zero_devices
@@ -68,33 +68,33 @@ endforeach()
 weft_add_test(NAME netib_host_allreduce_2_ranks SOURCES ${NETIB_SRC}/netib_coll.c
   LABELS "mp;plugin" TIMEOUT 180
   ENV "${NETIB_ENV};LD_LIBRARY_PATH=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}")
-add_dependencies(netib_host_allreduce_2_ranks nccl-net-ib fakeverbs)
+add_dependencies(netib_host_allreduce_2_ranks nccl-net-weft-ib fakeverbs)
 
 # The conformance suite on net-ib over the fake: the CI gate. Every test but the GPU ones (no
 # CUDA here) must pass; the 1 GiB message runs when 3 GiB of memory are free.
 set(NETIB_CONF_JSON ${NETIB_DIR}/conformance_net_ib.json)
 add_test(NAME conformance_net_ib
-  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-ib> --json ${NETIB_CONF_JSON})
+  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-ib> --json ${NETIB_CONF_JSON})
 # WEFT_IB_GDR=0 here and below: fake verbs copy bytes with memcpy, so on a machine with a GPU
 # the conformance suite's GPU-memory cases (run when GPU memory is advertised) cannot pass.
 set_tests_properties(conformance_net_ib PROPERTIES LABELS plugin TIMEOUT 900
   ENVIRONMENT "NCCL_DEBUG=WARN;${NETIB_ENV};WEFT_IB_GDR=0")
 # RoCE, 4 QPs striped, a traffic class.
 add_test(NAME conformance_net_ib_roce_4qps
-  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-ib> --filter "!net_message_of_1GiB*")
+  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-ib> --filter "!net_message_of_1GiB*")
 set_tests_properties(conformance_net_ib_roce_4qps PROPERTIES LABELS plugin TIMEOUT 900
   ENVIRONMENT "NCCL_DEBUG=WARN;${NETIB_ENV};NCCL_IB_HCA=fake_roce0;WEFT_IB_QPS_PER_CONN=4;NCCL_IB_TC=106;WEFT_IB_GDR=0")
 # GPU memory claimed (WEFT_IB_GDR=1): the flush QP exists on every receive comm. Host-memory
 # cases only: fake verbs cannot move GPU memory.
 add_test(NAME conformance_net_ib_gdr_flush_qp
-  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-ib>
+  COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-ib>
     --filter "net_connect*,net_message_of_4096*,net_message_of_1MiB*,net_grouped*,net_regmr_twice*,net_iflush_on_host*,net_connect_close_cycles*")
 set_tests_properties(conformance_net_ib_gdr_flush_qp PROPERTIES LABELS plugin TIMEOUT 300
   ENVIRONMENT "NCCL_DEBUG=WARN;${NETIB_ENV};WEFT_IB_GDR=1;WEFT_IB_QPS_PER_CONN=2")
 # The old ABI views, on the data path.
 foreach(v 6 7 8 9 10)
   add_test(NAME conformance_net_ib_v${v}
-    COMMAND weft-conformance net $<TARGET_FILE:nccl-net-ib> --abi v${v}
+    COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-ib> --abi v${v}
       --filter "net_init*,net_properties*,net_connect_and_accept*,net_message_of_4096*,net_message_of_1MiB*,net_recv_larger*,net_full_request_window*,net_messages_keep*,net_grouped*,net_regmr_twice*")
   set_tests_properties(conformance_net_ib_v${v} PROPERTIES LABELS plugin TIMEOUT 300
     ENVIRONMENT "NCCL_DEBUG=WARN;${NETIB_ENV}")
@@ -102,7 +102,7 @@ endforeach()
 # Without a verbs library the plugin still loads and inits; it only has no device (the suite's
 # init and devices tests then fail by design: NCCL's loaders skip a net with 0 devices).
 add_test(NAME conformance_net_ib_without_verbs_loads_with_zero_devices COMMAND ${CMAKE_COMMAND}
-  -DCONF=$<TARGET_FILE:weft-conformance> -DSUITE=net -DPLUGIN=$<TARGET_FILE:nccl-net-ib>
+  -DCONF=$<TARGET_FILE:weft-conformance> -DSUITE=net -DPLUGIN=$<TARGET_FILE:nccl-net-weft-ib>
   "-DARGS=--filter|net_plugin*,net_v*,net_init_with*,net_devices*"
   -DJSON=${NETIB_DIR}/conformance_net_ib_without_verbs.json
   -DEXPECT_FAIL=net_devices_reports_at_least_one

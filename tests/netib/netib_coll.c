@@ -1,5 +1,5 @@
 /* Host-mode collectives over net-ib: 2 ranks, AllReduce through the public API, with the IB
- * plugin as the only network (NCCL_NET_PLUGIN=ib, NCCL_NET=IB, NCCL_SHM_DISABLE=1) over
+ * plugin as the only network (NCCL_NET_PLUGIN=weft-ib, NCCL_NET=weft-ib, NCCL_SHM_DISABLE=1) over
  * fakeverbs. Results are checked exactly on random int32 data; each rank's log must show that
  * net-ib carried it. Exits 77 (skip) while weft answers that the host data path is "not
  * available yet". */
@@ -95,8 +95,8 @@ int main(void) {
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
   setenv("NCCL_DEBUG_FILE", logfile, 1);
-  setenv("NCCL_NET_PLUGIN", "ib", 1);
-  setenv("NCCL_NET", "IB", 1);
+  setenv("NCCL_NET_PLUGIN", "weft-ib", 1);
+  setenv("NCCL_NET", "weft-ib", 1);
   setenv("NCCL_SHM_DISABLE", "1", 1);
   int rc = test_fork_ranks(2, rank_main, NULL, 120);
   char cmd[400];

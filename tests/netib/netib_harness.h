@@ -1,4 +1,4 @@
-/* Helpers of the net-ib tests: load libnccl-net-ib.so (its v11 table) with a logger that keeps
+/* Helpers of the net-ib tests: load libnccl-net-weft-ib.so (its v11 table) with a logger that keeps
  * every line for checks, and run a sender and a receiver as two forked processes, each with its
  * own environment (so a fault is injected into one side only), under a time bound: a side that
  * hangs is a failure, never a stuck test. */

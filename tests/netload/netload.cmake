@@ -56,10 +56,10 @@ endforeach()
 
 # weft's own socket plugin library, when built, loaded like any external plugin.
 netload_case(netload netload_test.c weft_socket_library_all_versions)
-if(TARGET nccl-net-socket)
+if(TARGET nccl-net-weft-socket)
   target_compile_definitions(netload_weft_socket_library_all_versions PRIVATE
-    NETLOAD_SOCKET_LIB="$<TARGET_FILE:nccl-net-socket>")
-  add_dependencies(netload_weft_socket_library_all_versions nccl-net-socket)
+    NETLOAD_SOCKET_LIB="$<TARGET_FILE:nccl-net-weft-socket>")
+  add_dependencies(netload_weft_socket_library_all_versions nccl-net-weft-socket)
 endif()
 # The loader against the deliberately broken plugins of tests/plugins/broken: a plugin broken at
 # load time is skipped with one WARN and the built-in Socket serves; one broken only at run time

@@ -462,13 +462,13 @@ static int case_list_longer_than_14_is_cut(void) {
  * exports through the shim. */
 static int case_weft_socket_library_all_versions(void) {
 #ifndef NETLOAD_SOCKET_LIB
-  printf("skip: libnccl-net-socket.so is not built\n");
+  printf("skip: libnccl-net-weft-socket.so is not built\n");
   return TEST_SKIP_RC;
 #else
   unsetenv("NCCL_NET");
   set_plugins(NETLOAD_SOCKET_LIB);
   weft_net* n = open_ok(NULL, 1, -1);
-  EXPECT(strcasecmp(n->name, "Socket") == 0);
+  EXPECT(strcmp(n->name, "weft-socket") == 0);
   EXPECT(strcmp(n->path, "built-in") != 0); /* the library, not the built-in */
   EXPECT_EQ_INT(n->version, 11);
   EXPECT(n->ndev > 0);

@@ -8,7 +8,7 @@
 #  - fault injection through the plugin's libfabric function table (netofi_faults.c);
 #  - host-mode AllReduce through the public API over the plugin (skipped, 77, while weft's host
 #    collectives answer "not available yet").
-if(NOT TARGET nccl-net-ofi)
+if(NOT TARGET nccl-net-weft-ofi)
   message(STATUS "weft: tests/netofi skipped: plugins/net-ofi is not built")
   return()
 endif()
@@ -32,7 +32,7 @@ function(netofi_conformance)
     set(C_TIMEOUT 900)
   endif()
   add_test(NAME ${C_NAME} COMMAND ${CMAKE_COMMAND}
-    -DCONF=$<TARGET_FILE:weft-conformance> -DPLUGIN=$<TARGET_FILE:nccl-net-ofi>
+    -DCONF=$<TARGET_FILE:weft-conformance> -DPLUGIN=$<TARGET_FILE:nccl-net-weft-ofi>
     "-DARGS=${C_ARGS}" -DJSON=${_ofi_json}/${C_NAME}.json "-DPROVIDER=${C_PROVIDER}"
     -DREQUIRED=${C_REQUIRED} -P ${_ofi_dir}/scripts/run_conformance.cmake)
   set_tests_properties(${C_NAME} PROPERTIES LABELS plugin TIMEOUT ${C_TIMEOUT}
@@ -87,10 +87,10 @@ netofi_provider(net_ofi_faults_surface_as_errors tcp+ofi_rxm)
 foreach(n 2 3)
   weft_add_test(NAME net_ofi_host_allreduce_${n}_ranks SOURCES ${_ofi_dir}/netofi_allreduce.c
     LABELS plugin mp TIMEOUT 300 ARGS ${n}
-    ENV WEFT_OFI_DOMAIN=lo NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-ofi> NCCL_NET=OFI
+    ENV WEFT_OFI_DOMAIN=lo NCCL_NET_PLUGIN=$<TARGET_FILE:nccl-net-weft-ofi> NCCL_NET=weft-ofi
         NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1)
   netofi_provider(net_ofi_host_allreduce_${n}_ranks tcp+ofi_rxm)
-  add_dependencies(net_ofi_host_allreduce_${n}_ranks nccl-net-ofi)
+  add_dependencies(net_ofi_host_allreduce_${n}_ranks nccl-net-weft-ofi)
 endforeach()
 
 # ---- CUDA buffers through FI_HMEM (label gpu; skipped without a CUDA device or without a
@@ -98,11 +98,11 @@ endforeach()
 add_executable(net_ofi_cuda_buffers ${_ofi_dir}/netofi_cuda.c)
 target_link_libraries(net_ofi_cuda_buffers PRIVATE ${CMAKE_DL_LIBS})
 set_target_properties(net_ofi_cuda_buffers PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
-add_dependencies(net_ofi_cuda_buffers nccl-net-ofi)
+add_dependencies(net_ofi_cuda_buffers nccl-net-weft-ofi)
 foreach(p shm tcp+ofi_rxm)
   string(REPLACE "+" "_" _p ${p})
   string(REGEX REPLACE "_ofi_rxm$" "" _p ${_p})
-  add_test(NAME net_ofi_cuda_buffers_${_p} COMMAND net_ofi_cuda_buffers $<TARGET_FILE:nccl-net-ofi>)
+  add_test(NAME net_ofi_cuda_buffers_${_p} COMMAND net_ofi_cuda_buffers $<TARGET_FILE:nccl-net-weft-ofi>)
   set_tests_properties(net_ofi_cuda_buffers_${_p} PROPERTIES LABELS "gpu;plugin" TIMEOUT 120
     SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_DEBUG=WARN")
   if(NOT p STREQUAL "shm")

@@ -1,5 +1,5 @@
 /* Host-mode collectives through the public API with the libfabric plugin as the network
- * (NCCL_NET_PLUGIN = libnccl-net-ofi.so, NCCL_NET=OFI so nothing else may be picked,
+ * (NCCL_NET_PLUGIN = libnccl-net-weft-ofi.so, NCCL_NET=weft-ofi so nothing else may be picked,
  * NCCL_SHM_DISABLE / NCCL_P2P_DISABLE so every byte crosses the plugin). N forked ranks run
  * AllReduce (sum) on int32 and on float holding small integers (exact in any reduction order)
  * of several sizes, on random data, and check every element against the sum each rank computes
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   test_require_weft_lib();
   int n = argc > 1 ? atoi(argv[1]) : 2;
   const char* plugin = getenv("NCCL_NET_PLUGIN");
-  if (plugin == NULL || strstr(plugin, "nccl-net-ofi") == NULL) {
-    fprintf(stderr, "NCCL_NET_PLUGIN must name libnccl-net-ofi.so (it is %s)\n",
+  if (plugin == NULL || strstr(plugin, "nccl-net-weft-ofi") == NULL) {
+    fprintf(stderr, "NCCL_NET_PLUGIN must name libnccl-net-weft-ofi.so (it is %s)\n",
             plugin ? plugin : "unset");
     return 1;
   }

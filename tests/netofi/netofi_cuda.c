@@ -1,4 +1,4 @@
-/* CUDA buffers through the libfabric plugin (FI_HMEM). dlopens libnccl-net-ofi.so (argv[1]) and
+/* CUDA buffers through the libfabric plugin (FI_HMEM). dlopens libnccl-net-weft-ofi.so (argv[1]) and
  * drives its v11 table over a loopback connection in one process: device→device, host→device and
  * device→host messages of several sizes, buffers registered as NCCL_PTR_CUDA, each receive
  * flushed and checked byte for byte after copying back. CUDA through the driver API, dlopen'd.
@@ -153,7 +153,7 @@ static void one(void* s, void* r, size_t len, int src_dev, int dst_dev, uint8_t 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s libnccl-net-ofi.so\n", argv[0]);
+    fprintf(stderr, "usage: %s libnccl-net-weft-ofi.so\n", argv[0]);
     return 1;
   }
   if (!cuda_setup()) {

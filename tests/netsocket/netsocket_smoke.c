@@ -1,4 +1,4 @@
-/* Smoke test of libnccl-net-socket.so through its exported tables: two forked processes (receiver
+/* Smoke test of libnccl-net-weft-socket.so through its exported tables: two forked processes (receiver
  * rank 0, sender rank 1) exchange handles over a pipe and check sizes 0 … 64 MiB byte for byte,
  * a grouped receive matched by tags, the request window with NULL back-pressure and FIFO order,
  * truncation as an error without overflow, a peer killed mid-transfer (both directions), 200
@@ -850,7 +850,7 @@ static int run_pair(const char* name, test_rank_fn fn, int extra, int timeout_s)
 int main(int argc, char** argv) {
   test_require_weft_lib();
   verbose = getenv("NCCL_DEBUG") && !strcmp(getenv("NCCL_DEBUG"), "INFO");
-  const char* path = WEFT_TEST_LIBDIR "/libnccl-net-socket.so";
+  const char* path = WEFT_TEST_LIBDIR "/libnccl-net-weft-socket.so";
   void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
@@ -860,8 +860,8 @@ int main(int argc, char** argv) {
                                "ncclNetPlugin_v8",  "ncclNetPlugin_v7",  "ncclNetPlugin_v6"};
   for (int i = 0; i < 6; i++) {
     const char* const* name = dlsym(lib, syms[i]); /* every table starts with its name */
-    if (!name || strcmp(*name, "Socket") != 0) {
-      fprintf(stderr, "%s missing or not named Socket\n", syms[i]);
+    if (!name || strcmp(*name, "weft-socket") != 0) {
+      fprintf(stderr, "%s missing or not named weft-socket\n", syms[i]);
       return 1;
     }
   }

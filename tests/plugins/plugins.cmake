@@ -64,17 +64,17 @@ function(weft_conformance_test)
 endfunction()
 
 # ---- plugins that must pass ----
-if(TARGET nccl-net-socket)
+if(TARGET nccl-net-weft-socket)
   # The whole suite, newest ABI: the CI gate for the socket plugin.
   add_test(NAME conformance_net_socket
-    COMMAND weft-conformance net $<TARGET_FILE:nccl-net-socket>
+    COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-socket>
       --json ${PROJECT_BINARY_DIR}/tests/plugins/conformance_net_socket.json)
   set_tests_properties(conformance_net_socket PROPERTIES LABELS plugin TIMEOUT 900
     ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
   # The old ABI views through the shim, on the data path only.
   foreach(v 6 8 9 10)
     add_test(NAME conformance_net_socket_v${v}
-      COMMAND weft-conformance net $<TARGET_FILE:nccl-net-socket> --abi v${v}
+      COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-socket> --abi v${v}
         --filter "net_init*,net_properties*,net_connect_and_accept*,net_message_of_4096*,net_message_of_1MiB*,net_recv_larger*,net_full_request_window*,net_messages_keep*,net_grouped*,net_regmr_twice*")
     set_tests_properties(conformance_net_socket_v${v} PROPERTIES LABELS plugin TIMEOUT 300
       ENVIRONMENT "NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")

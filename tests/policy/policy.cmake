@@ -32,7 +32,7 @@ target_link_libraries(policy_netns_rank PRIVATE weft_testlib)
 set_target_properties(policy_netns_rank PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
 add_test(NAME policy_two_hosts_netns
   COMMAND sh ${WEFT_POLICY_TESTS}/policy_netns.sh $<TARGET_FILE:policy_netns_rank>
-          $<TARGET_FILE:nccl-net-socket>)
+          $<TARGET_FILE:nccl-net-weft-socket>)
 set_tests_properties(policy_two_hosts_netns PROPERTIES LABELS "netns;policy" TIMEOUT 180
   SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
   ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")

@@ -7,7 +7,7 @@
 #   nodes    the cluster depends on the node count: chosen after the rank exchange
 #   split    the file sends the hosts to different clusters: both ranks fail, naming both
 # Needs root, ip(8) and unshare(1); exits 77 (skip) without them.
-# Usage: policy_netns.sh RANK_BIN NET_PLUGIN_SO (the external socket plugin, libnccl-net-socket.so)
+# Usage: policy_netns.sh RANK_BIN NET_PLUGIN_SO (the external socket plugin, libnccl-net-weft-socket.so)
 set -u
 bin=$1
 plugin=$2
@@ -67,17 +67,17 @@ clusters:
     match: {hostname: "login-*"}
   - name: lab
     match: {hostname: "ibnode-*", nic: "wp*"}
-    net: {plugin: "$plugin", name: Socket}
+    net: {plugin: "$plugin", name: weft-socket}
     settings: {NCCL_SOCKET_IFNAME: wp0, NCCL_ALGO: Ring}
 YAML
-run lab "$dir/lab.yaml" ok "NCCL_NET=Socket;NCCL_NET_PLUGIN=$plugin;NCCL_SOCKET_IFNAME=wp0;NCCL_ALGO=Ring"
+run lab "$dir/lab.yaml" ok "NCCL_NET=weft-socket;NCCL_NET_PLUGIN=$plugin;NCCL_SOCKET_IFNAME=wp0;NCCL_ALGO=Ring"
 expect_log lab 0 "cluster 'lab' (line 5) matched: hostname 'ibnode-1' matches 'ibnode-\*'; NIC 'wp0' matches 'wp\*'"
 expect_log lab 1 "cluster 'lab' (line 5) matched: hostname 'ibnode-2' matches"
 expect_log lab 1 "policy: all 2 ranks agree: lab"
 # Where init opens the net (the data path), the file's choice is the one that was opened.
 for r in 0 1; do
   if grep -q "NET/.* selected" "$dir/lab.$r.log"; then
-    expect_log lab $r "NET/Socket plugin $plugin (v[0-9]*) selected"
+    expect_log lab $r "NET/weft-socket plugin $plugin (v[0-9]*) selected"
   else
     echo "  (rank $r opened no net at init: the choice is checked through the environment)"
   fi

@@ -2,7 +2,7 @@
  * stock NCCL), create NGPUS communicators in this process with ncclCommInitAll, report their
  * devices, and (when the library has collectives) run one AllReduce of floats on device buffers
  * and check it. Used on GPU machines to show that stock NCCL loads weft's net plugin
- * (NCCL_NET_PLUGIN=…/libnccl-net-socket.so with P2P and SHM off) and that weft's device-mode
+ * (NCCL_NET_PLUGIN=…/libnccl-net-weft-socket.so with P2P and SHM off) and that weft's device-mode
  * init works. No CUDA headers needed: the runtime is reached through dlopen. */
 #include <dlfcn.h>
 #include <stdint.h>

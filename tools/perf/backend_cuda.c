@@ -130,8 +130,14 @@ static void cuda_release(void* ptr) {
   if (ptr) rt.Free(ptr);
 }
 
+/* cudaMemcpy from pageable memory may return once the data is staged, before the DMA has
+ * landed; the collective then runs on a non-blocking stream that does not wait for it (stock
+ * NCCL and weft alike read stale inputs from 512 KiB up). The device sync makes the upload
+ * complete before anything else is enqueued. */
 static int cuda_upload(void* dst, const void* src, size_t bytes) {
-  return bytes ? record(rt.Memcpy(dst, src, bytes, CUDA_MEMCPY_H2D), "cudaMemcpy H2D") : 0;
+  if (!bytes) return 0;
+  if (record(rt.Memcpy(dst, src, bytes, CUDA_MEMCPY_H2D), "cudaMemcpy H2D")) return -1;
+  return record(rt.DeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
 static int cuda_download(void* dst, const void* src, size_t bytes) {

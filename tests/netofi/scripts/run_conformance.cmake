@@ -1,7 +1,7 @@
-# Runs weft-conformance on libnccl-net-ofi.so for one provider (cmake -P), in the environment
+# Runs weft-conformance on libnccl-net-weft-ofi.so for one provider (cmake -P), in the environment
 # ctest gives it (WEFT_OFI_PROVIDER, WEFT_OFI_DOMAIN, …). Variables:
 #   CONF      the weft-conformance program
-#   PLUGIN    libnccl-net-ofi.so
+#   PLUGIN    libnccl-net-weft-ofi.so
 #   ARGS      extra arguments, separated by '|' (e.g. --filter|!net_two_threads*)
 #   JSON      where the report goes
 #   PROVIDER  the provider, for messages ('+' stands for ';': tcp+ofi_rxm)
