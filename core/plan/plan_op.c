@@ -41,9 +41,10 @@ static int is_marker(int func) {
 /* Device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in for
  * the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
  * 512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
- * where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the
- * communicator's. A tuner plugin sees the model's table and overrides the rule by editing it
- * or by setting a channel count (tune_decide_from). */
+ * where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a channel
+ * per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's (direct
+ * algorithms: up to WEFT_DIRECT_MAX_CHANNELS). A tuner plugin sees the model's table and
+ * overrides the rule by editing it or by setting a channel count (tune_decide_from). */
 #define DEVICE_LL_MAX_BYTES 65536
 #define DEVICE_LL128_MAX_BYTES (512u * 1024u)
 /* AllReduce up to this size runs OneShot (one link crossing instead of 2(n-1) ring steps) on

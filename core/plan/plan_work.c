@@ -16,7 +16,8 @@ _Static_assert(WEFT_ALGO_RING_ID == NCCL_ALGO_RING && WEFT_ALGO_TREE_ID == NCCL_
                "algo.h repeats the algorithm ids");
 _Static_assert(WEFT_ALGO_ONESHOT_ID >= NCCL_NUM_ALGORITHMS && WEFT_NUM_ALGORITHMS <= 32,
                "weft's algorithms follow NCCL's and fit a mask");
-_Static_assert(WEFT_ALGO_ONESHOT == WEFT_ALGO_ONESHOT_ID && WEFT_ALGO_TWOSHOT == WEFT_ALGO_TWOSHOT_ID,
+_Static_assert(WEFT_ALGO_ONESHOT == WEFT_ALGO_ONESHOT_ID &&
+                   WEFT_ALGO_TWOSHOT == WEFT_ALGO_TWOSHOT_ID,
                "weft.h and algo.h agree on the ids");
 
 ncclResult_t plan_work_setup(weft_work* w) {

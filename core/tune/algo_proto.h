@@ -5,8 +5,9 @@
  * function prefix (it then applies to every collective); a leading '^' in an element list
  * negates it (everything except…); names are case-insensitive. Functions: Broadcast, Reduce,
  * AllGather, ReduceScatter, AllReduce. Algorithms: Tree, Ring, CollNetDirect, CollNetChain,
- * NVLS, NVLSTree, PAT (NCCL's), OneShot, TwoShot (weft's direct algorithms). Protocols: LL, LL128, Simple. An unknown name is ncclInvalidUsage with a
- * WARN naming the token. The choice among what the masks allow is tune.h's. */
+ * NVLS, NVLSTree, PAT (NCCL's), OneShot, TwoShot (weft's direct algorithms). Protocols: LL,
+ * LL128, Simple. An unknown name is ncclInvalidUsage with a WARN naming the token. The choice
+ * among what the masks allow is tune.h's. */
 #ifndef WEFT_TUNE_ALGO_PROTO_H
 #define WEFT_TUNE_ALGO_PROTO_H
 
