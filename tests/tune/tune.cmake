@@ -29,7 +29,8 @@ if(TARGET nccl-tuner-weft)
       -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_tuner_exports.cmake)
   set_tests_properties(tune_weft_tuner_follows_nccl_conventions PROPERTIES LABELS "unit;plugin")
   set(WEFT_TUNE_MP_CASES model reftuner_by_name reftuner_by_path reftuner_v2 reftuner_v3
-    reftuner_v4 weft_yaml weft_yaml_direct weft_csv weft_policy weft_no_rules weft_bad_rules missing_library
+    reftuner_v4 reftuner_v5 weft_yaml weft_yaml_direct weft_csv weft_policy weft_no_rules
+    weft_bad_rules missing_library
     null_init null_getcollinfo init_fails getcollinfo_fails writes_ignored_cell nan_cell
     negative_channels v2_bad_index raises_cells net_plugin_fallback ranks_disagree)
   # A net plugin that carries a tuner (the socket net's tables + reftuner), for NCCL's fallback
