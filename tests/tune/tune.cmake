@@ -17,6 +17,17 @@ weft_add_test(NAME tune_decide_checks_tuner_answers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decide_tuner.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 weft_add_test(NAME tune_direct_algorithms_names_model_and_tuner_slots
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+# A forced direct algorithm where it cannot run: a clear ncclInvalidUsage, the comm still works.
+add_executable(tune_direct_mp ${CMAKE_CURRENT_LIST_DIR}/tune_direct_mp.c)
+target_link_libraries(tune_direct_mp PRIVATE weft_testlib)
+set_target_properties(tune_direct_mp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+foreach(c "oneshot_9ranks;OneShot" "twoshot_allgather;TwoShot")
+  list(GET c 0 _case)
+  list(GET c 1 _algo)
+  add_test(NAME tune_direct_forced_${_case} COMMAND tune_direct_mp ${_case})
+  set_tests_properties(tune_direct_forced_${_case} PROPERTIES LABELS "mp" TIMEOUT 150
+    ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_ALGO=${_algo}")
+endforeach()
 if(TARGET weft_tuner_rules)
   weft_add_test(NAME tune_rules_yaml_and_csv_load_and_apply
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_rules.c LIBS weft_tuner_rules LABELS unit
