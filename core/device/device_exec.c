@@ -62,6 +62,10 @@ typedef struct {
 } dev_guard;
 static cudaError_t guard_enter(dev_guard* g, int dev) {
   if (cudaGetDevice(&g->saved) != cudaSuccess) g->saved = -1;
+  if (g->saved == dev) {
+    g->saved = -1; /* already current: nothing to set, nothing to put back */
+    return cudaSuccess;
+  }
   return cudaSetDevice(dev);
 }
 static void guard_leave(const dev_guard* g) {
