@@ -175,17 +175,37 @@ static int sends_pending(weft_proxy* p) {
   return 0;
 }
 
+/* Profiler: the thread woke for work (ProxyCtrl: Wakeup, then Active until it sleeps). */
+static void* proxy_prof_wake(weft_proxy* p) {
+  ncclProfilerEventDescr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileProxyCtrl;
+  d.rank = p->comm->rank;
+  void* h = prof_start(&p->comm->prof, &d);
+  prof_state(&p->comm->prof, h, ncclProfilerProxyCtrlWakeup, NULL);
+  prof_state(&p->comm->prof, h, ncclProfilerProxyCtrlActive, NULL);
+  return h;
+}
+
 static void* proxy_main(void* arg) {
   weft_proxy* p = arg;
   weft_log_set_thread_rank(p->comm->rank, p->comm->cuda_dev);
   weft_backoff bo = {0};
+  weft_prof* pf = &p->comm->prof;
+  void* ctrl = NULL; /* profiler: the ProxyCtrl event of this wake period */
   pthread_mutex_lock(&p->lock);
   for (;;) {
     while (!p->stop && p->active == 0 && !sends_pending(p)) {
+      if (ctrl) {
+        prof_state(pf, ctrl, ncclProfilerProxyCtrlSleep, NULL);
+        prof_stop(pf, ctrl);
+        ctrl = NULL;
+      }
       pthread_cond_wait(&p->cond, &p->lock);
       bo.polls = 0;
     }
     if (p->stop) break;
+    if (ctrl == NULL && PROF_ON(pf, ncclProfileProxyCtrl)) ctrl = proxy_prof_wake(p);
     pthread_mutex_unlock(&p->lock);
     int moved = 0;
     int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
@@ -201,6 +221,10 @@ static void* proxy_main(void* arg) {
     pthread_mutex_lock(&p->lock);
   }
   pthread_mutex_unlock(&p->lock);
+  if (ctrl) {
+    prof_state(pf, ctrl, ncclProfilerProxyCtrlIdle, NULL);
+    prof_stop(pf, ctrl);
+  }
   return NULL;
 }
 

@@ -96,7 +96,8 @@ static void check_tree(const ref_summary* s, int rank) {
   const ref_event* p2p_group = NULL;
   for (int i = 0; i < s->nevents; i++) {
     const ref_event* e = &s->events[i];
-    EXPECT_EQ_INT(e->stopped, 1);
+    /* The proxy thread's last ProxyCtrl ends when the communicator is destroyed. */
+    if (e->type != ncclProfileProxyCtrl) EXPECT_EQ_INT(e->stopped, 1);
     EXPECT_EQ_INT(e->after_stop_state, 0);
     EXPECT_EQ_INT(e->rank, rank);
     const ref_event* grp = v >= 5 ? e->group : e->parent;
@@ -162,10 +163,20 @@ static void check_tree(const ref_summary* s, int rank) {
         EXPECT(e->parent != NULL && e->parent->type == ncclProfileGroupApi);
         break;
       case ncclProfileGroup: EXPECT(e->parent == NULL); break;
+      case ncclProfileProxyCtrl:
+        EXPECT(e->nstates >= 2);
+        EXPECT_EQ_INT(e->states[0], ncclProfilerProxyCtrlWakeup);
+        EXPECT_EQ_INT(e->states[1], ncclProfilerProxyCtrlActive);
+        if (e->stopped)
+          EXPECT(e->states[e->nstates - 1] == ncclProfilerProxyCtrlSleep ||
+                 e->states[e->nstates - 1] == ncclProfilerProxyCtrlIdle);
+        break;
       default: break;
     }
   }
   EXPECT_EQ_INT(np2p, 2);
+  /* Over the socket net the proxy thread runs: its wake periods are reported. */
+  if (getenv("PROF_EXPECT_PROXY")) EXPECT(count_type(s, ncclProfileProxyCtrl) >= 1);
   /* Every channel share of every op was reported (v3+): each Coll/P2p has >= 1 KernelCh. */
   if (v >= 3) {
     for (int i = 0; i < s->nevents; i++) {
@@ -206,6 +217,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
     ref_profiler_summary_fn fn = (ref_profiler_summary_fn)dlsym(keep, REF_SUMMARY_SYMBOL);
     fn(&t);
     EXPECT_EQ_INT(t.finalizes, 1);
+    for (int i = 0; i < t.nevents; i++) EXPECT_EQ_INT(t.events[i].stopped, 1);
     dlclose(keep);
   }
   summary(&s);

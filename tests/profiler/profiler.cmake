@@ -36,6 +36,10 @@ foreach(v 1 2 3 4 5 6)
   add_dependencies(prof_tree nccl-profiler-ref-v${v})
 endforeach()
 add_dependencies(prof_tree nccl-profiler-weftref nccl-profiler-ref-nosym nccl-profiler-ref-nullstop)
+weft_prof_test(tree_over_net_v6 ARGS tree $<TARGET_FILE:nccl-profiler-ref-v6>
+  ENV NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 PROF_EXPECT_PROXY=1)
+weft_prof_test(tree_over_net_v2 ARGS tree $<TARGET_FILE:nccl-profiler-ref-v2>
+  ENV NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 PROF_EXPECT_PROXY=1)
 weft_prof_test(by_name ARGS tree ${WEFT_PROF_PLUGIN_DIR}/libnccl-profiler-weftref.so weftref
   ENV LD_LIBRARY_PATH=${WEFT_PROF_PLUGIN_DIR})
 weft_prof_test(mask_zero_reports_nothing ARGS mask0 $<TARGET_FILE:nccl-profiler-ref-v6>
