@@ -4,7 +4,9 @@
  * numbers per function, fields, states in order, one stop per event. Broken plugins (no
  * symbol, NULL stopEvent, failing init) and a zero activation mask leave the run correct and
  * the plugin unused or silent.
- *   prof_tree tree|mask0|unused PLUGIN.so */
+ * The trace case only runs the ops (PROF_NRANKS ranks, default 2) for a plugin that is not the
+ * reference one (the trace plugin; check_trace.py reads what it wrote).
+ *   prof_tree tree|mask0|unused|trace PLUGIN.so [NCCL_PROFILER_PLUGIN value] */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -195,6 +197,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   uint64_t rng = test_seed(0x5eed);
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+  if (strcmp(g_case, "trace") == 0) {
+    run_ops(comm, rank, nranks, &rng);
+    EXPECT_OK(ncclCommDestroy(comm));
+    return 0;
+  }
   ref_summary s;
   summary(&s);
   if (strcmp(g_case, "unused") == 0) EXPECT_EQ_INT(s.version, -1);
@@ -227,7 +234,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s tree|mask0|unused PLUGIN.so [NCCL_PROFILER_PLUGIN value]\n",
+    fprintf(stderr, "usage: %s tree|mask0|unused|trace PLUGIN.so [NCCL_PROFILER_PLUGIN value]\n",
             argv[0]);
     return 2;
   }
@@ -235,7 +242,8 @@ int main(int argc, char** argv) {
   g_plugin = argv[2];
   setenv("NCCL_PROFILER_PLUGIN", argc > 3 ? argv[3] : argv[2], 1);
   test_require_weft_lib();
-  int rc = test_fork_ranks(2, rank_main, NULL, 60);
+  const char* nr = getenv("PROF_NRANKS");
+  int rc = test_fork_ranks(nr ? atoi(nr) : 2, rank_main, NULL, 60);
   if (rc == 0) printf("PROFILER-TEST-OK %s\n", g_case);
   return rc;
 }

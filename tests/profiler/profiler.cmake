@@ -53,3 +53,15 @@ weft_prof_test(null_stop_event_is_skipped ARGS unused $<TARGET_FILE:nccl-profile
   PASS "stopEvent is NULL after init[^@]*PROFILER-TEST-OK")
 weft_prof_test(missing_library_is_one_warn ARGS unused /nonexistent/libnccl-profiler-x.so
   PASS "NCCL_PROFILER_PLUGIN=/nonexistent/libnccl-profiler-x.so: no such library[^@]*PROFILER-TEST-OK")
+
+# weft's trace plugin (plugins/profiler-trace) in a 4-rank run, and the merge tool.
+if(TARGET nccl-profiler-weft-trace)
+  add_dependencies(prof_tree nccl-profiler-weft-trace)
+  add_test(NAME profiler_trace_plugin_writes_every_collective
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/trace_run.sh $<TARGET_FILE:prof_tree>
+      $<TARGET_FILE:nccl-profiler-weft-trace> ${PROJECT_SOURCE_DIR}/tools/weft-trace-merge
+      ${CMAKE_CURRENT_LIST_DIR}/check_trace.py ${PROJECT_BINARY_DIR}/tests/profiler_trace)
+  set_tests_properties(profiler_trace_plugin_writes_every_collective PROPERTIES
+    LABELS "plugin" TIMEOUT 120 SKIP_RETURN_CODE 77
+    ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+endif()
