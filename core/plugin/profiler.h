@@ -81,7 +81,8 @@ static inline void prof_group_api_stop(weft_prof* p) {
  * fails the communicator. */
 void prof_open_for_comm(weft_prof* p, uint64_t comm_id, const char* comm_name, int nnodes,
                         int nranks, int rank);
-/* Finalize the communicator's context and drop the library after the last. Zero p: no-op. */
+/* Finalize the communicator's context (not when init left it NULL, as NCCL) and drop the
+ * library after the last. Zero p: no-op. */
 void prof_close_for_comm(weft_prof* p);
 /* Forget NCCL_PROFILER_PLUGIN as read (tests). ncclInvalidUsage while a communicator holds it. */
 ncclResult_t prof_loader_reset(void);

@@ -222,7 +222,8 @@ void prof_close_for_comm(weft_prof* p) {
   if (p->api == NULL) return;
   __atomic_store_n(&p->mask, 0, __ATOMIC_RELEASE);
   pthread_mutex_lock(&reg.lock);
-  ncclResult_t res = p->api->finalize(p->ctx);
+  /* As NCCL: a plugin that left no context (an init that disabled itself) is not finalized. */
+  ncclResult_t res = p->ctx ? p->api->finalize(p->ctx) : ncclSuccess;
   if (res != ncclSuccess)
     WARN("PROFILER/Plugin: %s: finalize failed (%s)", p->api->name, plugin_result_name(res));
   reg.users--;

@@ -44,6 +44,8 @@ weft_prof_test(by_name ARGS tree ${WEFT_PROF_PLUGIN_DIR}/libnccl-profiler-weftre
   ENV LD_LIBRARY_PATH=${WEFT_PROF_PLUGIN_DIR})
 weft_prof_test(mask_zero_reports_nothing ARGS mask0 $<TARGET_FILE:nccl-profiler-ref-v6>
   ENV REF_PROF_MASK=0)
+weft_prof_test(null_context_is_not_finalized ARGS nullctx $<TARGET_FILE:nccl-profiler-ref-v5>
+  ENV REF_PROF_NULL_CTX=1)
 weft_prof_test(failing_init_is_skipped ARGS unused $<TARGET_FILE:nccl-profiler-ref-v6>
   ENV REF_PROF_FAIL_INIT=1
   PASS "init\\(rank 0 of 2\\) failed \\(ncclInternalError\\); continuing without profiler[^@]*PROFILER-TEST-OK")

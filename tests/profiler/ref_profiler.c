@@ -2,7 +2,8 @@
  * per version 1..6) and records every event it is given, normalised (ref_profiler.h), so a
  * test can read the tree the core reported. Handles are records that live until the library
  * unloads. REF_PROF_MASK sets the activation mask init returns (default: every event the
- * version knows); REF_PROF_FAIL_INIT=1 makes init fail. Built with REF_BROKEN_NULL_STOP, the
+ * version knows); REF_PROF_FAIL_INIT=1 makes init fail; REF_PROF_NULL_CTX=1 makes init succeed
+ * with a NULL context and a zero mask (a plugin that disabled itself). Built with REF_BROKEN_NULL_STOP, the
  * table's stopEvent is NULL; with REF_BROKEN_NOSYM, the table has a wrong name. */
 #include <pthread.h>
 #include <stdio.h>
@@ -62,6 +63,8 @@ static ncclResult_t common_init(void** ctx, int* mask) {
   *mask = last_mask;
   pthread_mutex_unlock(&lock);
   *ctx = &ctx_token;
+  const char* n = getenv("REF_PROF_NULL_CTX"); /* disable itself, as the Inspector does */
+  if (n && n[0] == '1') *ctx = NULL, *mask = 0;
   return events ? ncclSuccess : ncclSystemError;
 }
 
@@ -199,9 +202,11 @@ static ncclResult_t ref_record(void* handle, ncclProfilerEventState_t s, ARGS* a
 }
 
 static ncclResult_t ref_finalize(void* ctx) {
+  pthread_mutex_lock(&lock);
+  finalizes++; /* counted even for a bad context: the tests check finalize is not called */
+  pthread_mutex_unlock(&lock);
   if (ctx != &ctx_token) return ncclInvalidArgument;
   pthread_mutex_lock(&lock);
-  finalizes++;
   pthread_mutex_unlock(&lock);
   return ncclSuccess;
 }
