@@ -64,7 +64,7 @@ static ncclResult_t common_init(void** ctx, int* mask) {
   pthread_mutex_unlock(&lock);
   *ctx = &ctx_token;
   const char* n = getenv("REF_PROF_NULL_CTX"); /* disable itself, as the Inspector does */
-  if (n && n[0] == '1') *ctx = NULL, *mask = 0;
+  if (n && n[0] == '1') *ctx = NULL, *mask = 0, last_mask = 0;
   return events ? ncclSuccess : ncclSystemError;
 }
 
