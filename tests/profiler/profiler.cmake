@@ -67,3 +67,7 @@ if(TARGET nccl-profiler-weft-trace)
     LABELS "plugin" TIMEOUT 120 SKIP_RETURN_CODE 77
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
 endif()
+
+# The frozen headers' layout against NCCL's (compile-time).
+weft_add_test(NAME profiler_abi_layout_matches_nccl
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/prof_abi_layout.c LABELS unit)
