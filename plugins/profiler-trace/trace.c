@@ -12,8 +12,8 @@
  * finished events go to a fixed ring of records (the oldest are overwritten and counted). The
  * file is written at finalize, and at process exit for a communicator never finalized; events
  * still open then are written with "unfinished": true, so a hung rank shows what it was doing.
- * WEFT_TRACE_EVENTS sets the record ring size (default 262144; 4096 handle slots more or less
- * follow it), WEFT_TRACE_MASK the activation mask (default every event the ABI version has). */
+ * WEFT_TRACE_EVENTS sets the record ring size (default 65536, about 150 bytes each; 4096 handle
+ * slots, or one per 64 records when more), WEFT_TRACE_MASK the activation mask (default every event the ABI version has). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -235,7 +235,7 @@ static ncclResult_t trace_init_common(void** context, int version, uint64_t id, 
                                       const char* name, int nranks, int rank) {
   trace_ctx* c = calloc(1, sizeof *c);
   if (!c) return ncclSystemError;
-  c->nrecs = env_size("WEFT_TRACE_EVENTS", 262144, 64, (size_t)1 << 26);
+  c->nrecs = env_size("WEFT_TRACE_EVENTS", 65536, 64, (size_t)1 << 26);
   c->nslots = c->nrecs / 64 < 4096 ? 4096 : c->nrecs / 64;
   c->recs = calloc(c->nrecs, sizeof *c->recs);
   c->slots = calloc(c->nslots, sizeof *c->slots);

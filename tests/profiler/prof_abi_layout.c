@@ -101,7 +101,8 @@ _Static_assert(offsetof(ncclProfilerEventDescr_v2_t, coll.trafficBytes) == 96, "
 _Static_assert(offsetof(ncclProfilerEventStateArgs_v5_t, kernelCh.pTimer) == 0, "abi");
 _Static_assert(offsetof(ncclProfilerEventStateArgs_v1_t, proxyOp.steps) == 8, "abi");
 _Static_assert(ncclProfileKernelLaunch == 2048 && ncclProfileCeBatch == 16384, "abi");
-_Static_assert(ncclProfilerKernelChStop == 22 && ncclProfilerGroupEndApiStart == 24 && ncclProfilerCeBatchComplete == 30 && ncclProfilerProxyStepSendPeerWait_v4 == 20,
+_Static_assert(ncclProfilerKernelChStop == 22 && ncclProfilerGroupEndApiStart == 24 &&
+                   ncclProfilerCeBatchComplete == 30 && ncclProfilerProxyStepSendPeerWait_v4 == 20,
                "states");
 
 int main(void) {

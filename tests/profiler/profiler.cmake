@@ -71,3 +71,18 @@ endif()
 # The frozen headers' layout against NCCL's (compile-time).
 weft_add_test(NAME profiler_abi_layout_matches_nccl
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/prof_abi_layout.c LABELS unit)
+
+# weft-conformance profiler: the trace plugin and the v2 reference pass; a crashing and a
+# leaking plugin are flagged.
+weft_ref_profiler(nccl-profiler-ref-crashstop 5 REF_BROKEN_CRASH_STOP)
+weft_ref_profiler(nccl-profiler-ref-leak 4 REF_BROKEN_LEAK)
+if(TARGET weft-conformance AND TARGET nccl-profiler-weft-trace)
+  add_test(NAME profiler_conformance_passes_good_and_flags_broken
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/conformance_run.sh $<TARGET_FILE:weft-conformance>
+      $<TARGET_FILE:nccl-profiler-weft-trace> $<TARGET_FILE:nccl-profiler-ref-v2>
+      $<TARGET_FILE:nccl-profiler-ref-crashstop>
+      $<TARGET_FILE:nccl-profiler-ref-leak>)
+  set_tests_properties(profiler_conformance_passes_good_and_flags_broken PROPERTIES
+    LABELS "plugin;conformance" TIMEOUT 300)
+  add_dependencies(prof_tree nccl-profiler-ref-crashstop nccl-profiler-ref-leak)
+endif()

@@ -4,8 +4,11 @@
  * unloads. REF_PROF_MASK sets the activation mask init returns (default: every event the
  * version knows); REF_PROF_FAIL_INIT=1 makes init fail; REF_PROF_NULL_CTX=1 makes init succeed
  * with a NULL context and a zero mask (a plugin that disabled itself). Built with REF_BROKEN_NULL_STOP, the
- * table's stopEvent is NULL; with REF_BROKEN_NOSYM, the table has a wrong name. */
+ * table's stopEvent is NULL; with REF_BROKEN_NOSYM, the table has a wrong name; with
+ * REF_BROKEN_CRASH_STOP, stopEvent crashes; with REF_BROKEN_LEAK, every event leaks 64 bytes
+ * (the conformance suite's bad plugins). */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +100,11 @@ static ncclResult_t ref_start(void* ctx, void** handle, DESCR* d) {
     return ncclSuccess;
   }
   ref_event* e = &events[nevents++];
+#ifdef REF_BROKEN_LEAK
+  nevents = 0; /* reuse the records, but leak a buffer per event */
+  void* leak = malloc(64);
+  if (leak) memset(leak, 1, 64);
+#endif
   memset(e, 0, sizeof *e);
   e->type = d->type;
   e->parent = as_record(d->parentObj);
@@ -178,6 +186,9 @@ static ncclResult_t ref_start(void* ctx, void** handle, DESCR* d) {
 }
 
 __attribute__((unused)) static ncclResult_t ref_stop(void* handle) {
+#ifdef REF_BROKEN_CRASH_STOP
+  if (handle) raise(SIGSEGV); /* a stopEvent that crashes */
+#endif
   ref_event* e = (ref_event*)as_record(handle);
   if (!e) return ncclInvalidArgument;
   pthread_mutex_lock(&lock);
