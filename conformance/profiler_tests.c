@@ -382,7 +382,8 @@ static conf_result profiler_gate(void* ctx, const conf_test* t, char* why, size_
 static const char* profiler_hint(const char* name) {
   if (strstr(name, "memory")) return "free an event's record at stopEvent, or keep a ring";
   if (strstr(name, "threads")) return "guard the plugin's state: NCCL reports from several threads";
-  if (strstr(name, "out_of_order")) return "a parent may stop before its children (NCCL's API events do)";
+  if (strstr(name, "out_of_order"))
+    return "a parent may stop before its children (NCCL's API events do)";
   return NULL;
 }
 

@@ -183,6 +183,8 @@ void* plan_prof_kernel_launch(struct ncclComm* comm, void* stream);
 /* KernelCh of one work (start on the launching thread, stop on the worker). */
 void plan_prof_channel_start(weft_work* w);
 void plan_prof_channel_stop(weft_work* w);
+/* ProxyOp/ProxyStep: tell the proxy which net steps of the works belong to which op. */
+void plan_prof_proxy_ops(struct ncclComm* comm, weft_work* works, int nworks);
 /* A one-rank collective carried out at enqueue (no Group): its Coll event. */
 void* plan_prof_local_coll(struct ncclComm* comm, const weft_op* op);
 

@@ -517,13 +517,16 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
       goto done;
     }
   }
-  for (int i = 0; i < n; i++) commit(&cls[i]);
-  /* From here on the launch cannot fail before it runs: the profiler's events start. */
+  /* From here on the launch cannot fail before it runs: the profiler's events start (the
+   * proxy learns its ops' steps before commit raises the receive budgets). */
   for (int i = 0; i < n; i++)
     if (PROF_ON(&cls[i].comm->prof, WEFT_PROF_GROUP_TREE)) {
       cls[i].prof_group = plan_prof_begin(cls[i].comm, cls[i].ops);
       cls[i].prof_live = 1;
+      if (cls[i].uses_net && PROF_ON(&cls[i].comm->prof, ncclProfileProxyOp | ncclProfileProxyStep))
+        plan_prof_proxy_ops(cls[i].comm, cls[i].works, cls[i].nworks);
     }
+  for (int i = 0; i < n; i++) commit(&cls[i]);
 
 #ifdef WEFT_HAVE_CUDA
   if (comms[0]->mode == WEFT_MODE_DEVICE) {

@@ -8,6 +8,8 @@
 
 #include "comm/comm.h"
 #include "plan/plan.h"
+#include "proxy/proxy.h"
+#include "transport/transport.h"
 #include "util/clock.h"
 
 static int is_p2p(int func) { return func == ncclFuncSend || func == ncclFuncRecv; }
@@ -127,4 +129,27 @@ void plan_prof_channel_stop(weft_work* w) {
 void* plan_prof_local_coll(struct ncclComm* comm, const weft_op* op) {
   if (!is_coll(op->func)) return NULL;
   return coll_event(comm, op, NULL);
+}
+
+void plan_prof_proxy_ops(struct ncclComm* comm, weft_work* works, int nworks) {
+  if (!comm->proxy) return;
+  for (int i = 0; i < nworks; i++) {
+    weft_work* w = &works[i];
+    int net[WEFT_WORK_MAX_CONNS] = {0}, any = 0;
+    for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
+      if (w->conns[k] && transport_kind_of(comm, &w->keys[k]) == WEFT_TRANSPORT_NET)
+        net[k] = any = 1;
+    if (!any) continue;
+    uint64_t steps[WEFT_WORK_MAX_CONNS] = {0};
+    for (int s = 0; s < w->nstreams; s++) {
+      weft_prim p;
+      for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++) {
+        for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
+        for (int r = 0; r < p.nsend; r++) steps[p.send[r]]++;
+      }
+    }
+    for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
+      if (net[k] && steps[k])
+        proxy_prof_expect(comm->proxy, w->conns[k], steps[k], w->op->prof_ev, w->keys[k].peer);
+  }
 }

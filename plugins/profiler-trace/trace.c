@@ -13,7 +13,8 @@
  * file is written at finalize, and at process exit for a communicator never finalized; events
  * still open then are written with "unfinished": true, so a hung rank shows what it was doing.
  * WEFT_TRACE_EVENTS sets the record ring size (default 65536, about 150 bytes each; 4096 handle
- * slots, or one per 64 records when more), WEFT_TRACE_MASK the activation mask (default every event the ABI version has). */
+ * slots, or one per 64 records when more), WEFT_TRACE_MASK the activation mask (default every
+ * event the ABI version has). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -122,8 +123,8 @@ static void write_event(FILE* f, const trace_ctx* c, const trace_ev* e, uint64_t
   json_str(f, label);
   fprintf(f, ",\"cat\":");
   json_str(f, e->name);
-  fprintf(f, ",\"ph\":\"X\",\"ts\":%" PRIu64 ",\"dur\":%" PRIu64 ",\"pid\":%d,\"tid\":%d,\"args\":{",
-          e->start_us, dur, c->rank, e->track);
+  fprintf(f, ",\"ph\":\"X\",\"ts\":%" PRIu64 ",\"dur\":%" PRIu64, e->start_us, dur);
+  fprintf(f, ",\"pid\":%d,\"tid\":%d,\"args\":{", c->rank, e->track);
   fprintf(f, "\"comm\":\"0x%" PRIx64 "\"", c->comm_id);
   if (e->type == ncclProfileColl) {
     fprintf(f, ",\"seq\":%" PRIu64 ",\"count\":%zu,\"root\":%d,\"nChannels\":%d", e->seq,

@@ -143,7 +143,8 @@ static void check_tree(const ref_summary* s, int rank) {
         const ref_event* t = e->parent;
         EXPECT(t != NULL && (t->type == ncclProfileColl || t->type == ncclProfileP2p));
         /* v3's P2p has no channel count */
-        EXPECT(e->channel >= 0 && (e->channel < t->nchannels || (v < 4 && t->type == ncclProfileP2p)));
+        EXPECT(e->channel >= 0 &&
+               (e->channel < t->nchannels || (v < 4 && t->type == ncclProfileP2p)));
         if (v >= 4) {
           EXPECT_EQ_INT(e->nstates, 1);
           EXPECT_EQ_INT(e->states[0], ncclProfilerKernelChStop);
@@ -177,8 +178,40 @@ static void check_tree(const ref_summary* s, int rank) {
     }
   }
   EXPECT_EQ_INT(np2p, 2);
-  /* Over the socket net the proxy thread runs: its wake periods are reported. */
-  if (getenv("PROF_EXPECT_PROXY")) EXPECT(count_type(s, ncclProfileProxyCtrl) >= 1);
+  /* Over the socket net the proxy thread runs: its wake periods are reported, and every
+   * operation's net steps as ProxyOps (parent: the Coll/P2p) of ProxySteps 0..nSteps-1 whose
+   * states come in order (send: SendWait; receive: RecvWait, [RecvFlushWait,] RecvGPUWait). */
+  if (getenv("PROF_EXPECT_PROXY")) {
+    EXPECT(count_type(s, ncclProfileProxyCtrl) >= 1);
+    EXPECT(count_type(s, ncclProfileProxyOp) >= NCOLL);
+    int sends = 0, recvs = 0;
+    for (int i = 0; i < s->nevents; i++) {
+      const ref_event* op = &s->events[i];
+      if (op->type != ncclProfileProxyOp) continue;
+      EXPECT(op->parent &&
+             (op->parent->type == ncclProfileColl || op->parent->type == ncclProfileP2p));
+      EXPECT(op->peer >= 0 && op->peer < 2 && op->peer != rank);
+      EXPECT(op->count >= 1);
+      if (op->root) sends++; else recvs++;
+      size_t nsteps = 0;
+      for (int k = 0; k < s->nevents; k++) {
+        const ref_event* st = &s->events[k];
+        if (st->type != ncclProfileProxyStep || st->parent != op) continue;
+        EXPECT_EQ_INT(st->seq, nsteps); /* steps in order, numbered from 0 */
+        nsteps++;
+        if (op->root) {
+          EXPECT_EQ_INT(st->nstates, 1);
+          EXPECT_EQ_INT(st->states[0], ncclProfilerProxyStepSendWait);
+        } else {
+          EXPECT(st->nstates >= 2);
+          EXPECT_EQ_INT(st->states[0], ncclProfilerProxyStepRecvWait);
+          EXPECT_EQ_INT(st->states[st->nstates - 1], ncclProfilerProxyStepRecvGPUWait);
+        }
+      }
+      EXPECT_EQ_INT(nsteps, op->count);
+    }
+    EXPECT(sends >= 1 && recvs >= 1);
+  }
   /* Every channel share of every op was reported (v3+): each Coll/P2p has >= 1 KernelCh. */
   if (v >= 3) {
     for (int i = 0; i < s->nevents; i++) {

@@ -176,7 +176,10 @@ static ncclResult_t ref_start(void* ctx, void** handle, DESCR* d) {
     case ncclProfileProxyOp:
       e->channel = d->proxyOp.channelId;
       e->peer = d->proxyOp.peer;
+      e->count = (size_t)d->proxyOp.nSteps;
+      e->root = d->proxyOp.isSend;
       break;
+    case ncclProfileProxyStep: e->seq = (uint64_t)d->proxyStep.step; break;
     default: break;
   }
   (void)funcs;
