@@ -5,6 +5,7 @@
  *  - port error / port active mark the port down / up → every comm on it fails while down;
  *  - device fatal marks the device.
  * Every event is acknowledged at once (ibv_destroy_qp waits for that). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -77,6 +78,16 @@ static void* async_main(void* arg) {
   return NULL;
 }
 
+/* The async threads outlive any one context: loaders of the v6..v10 tables (stock NCCL up to
+ * 2.27, weft-conformance's reload test) have no finalize to call and may dlclose the library
+ * with the threads asleep in poll(). Once a thread exists, the library pins itself
+ * (RTLD_NODELETE), so its code stays mapped for as long as the process lives. */
+static void pin_library(void) {
+  Dl_info di;
+  if (dladdr((void*)pin_library, &di) && di.dli_fname)
+    (void)dlopen(di.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 ncclResult_t net_ib_async_start(ib_hw* hw) {
   /* Non-blocking, so the thread drains what poll announced and never sits in the read. */
   int fl = fcntl(hw->ctx->async_fd, F_GETFL);
@@ -98,6 +109,7 @@ ncclResult_t net_ib_async_start(ib_hw* hw) {
     return ncclSystemError;
   }
   hw->async_started = 1;
+  pin_library();
   return ncclSuccess;
 }
 
