@@ -65,6 +65,7 @@ weft_coll_matrix(6ranks_net     --ranks 6 --transport net --extra 150)
 weft_coll_matrix(7ranks_shm     --ranks 7 --transport shm --extra 100)
 weft_coll_matrix(8ranks_shm     --ranks 8 --transport shm --extra 100)
 weft_coll_matrix(8ranks_net     --ranks 8 --transport net --extra 100)
+weft_coll_matrix(9ranks_shm     --ranks 9 --transport shm --extra 50)
 # AlltoAll, Gather, Scatter: skipped (77) while the library does not offer them.
 weft_coll_matrix(a2a_gather_scatter_1rank      --ranks 1 --transport shm --colls extra)
 weft_coll_matrix(a2a_gather_scatter_3ranks_shm --ranks 3 --transport shm --colls extra --extra 100)
