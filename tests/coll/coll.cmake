@@ -81,3 +81,9 @@ foreach(g end_without_start send_before_recv_large alltoall_grouped thousand_sma
     SKIP_RETURN_CODE 77
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
 endforeach()
+
+# The log algorithms' connections: lazy, bounded, counted (tests/coll/scripts/log_conns.sh).
+add_test(NAME coll_log_algorithms_connect_boundedly
+  COMMAND sh ${_coll_dir}/scripts/log_conns.sh $<TARGET_FILE:coll_matrix>)
+set_tests_properties(coll_log_algorithms_connect_boundedly PROPERTIES LABELS "mp;coll"
+  TIMEOUT 300 ENVIRONMENT "WEFT_TEST_SEED=0x10c5")
