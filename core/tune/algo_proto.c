@@ -85,8 +85,8 @@ static ncclResult_t parse_elems(const char* var, const char* spec, char* list,
     tok = trim(tok);
     if (*tok == '\0') continue;
     int i = lookup(names, n, tok);
-    for (size_t k = 0; i < 0 && names == algo_names && k < sizeof algo_aliases / sizeof *algo_aliases;
-         k++)
+    size_t naliases = names == algo_names ? sizeof algo_aliases / sizeof *algo_aliases : 0;
+    for (size_t k = 0; i < 0 && k < naliases; k++)
       if (strcasecmp(algo_aliases[k].name, tok) == 0) i = algo_aliases[k].algo;
     if (i < 0) {
       WARN("%s=\"%s\": unknown name \"%s\"", var, spec, tok);

@@ -186,7 +186,8 @@ static void log_decision(const weft_tune* t, ncclFunc_t func, size_t nbytes,
     }
   INFO(NCCL_TUNING, "rank %d: %s %zu bytes -> %s/%s %d channel(s), predicted %.1f us%s%s%s%s "
        "(model us:%s)",
-       t->rank, tune_func_name(func), nbytes, tune_algo_name_for(func, d->algo), tune_proto_name(d->proto),
+       t->rank, tune_func_name(func), nbytes, tune_algo_name_for(func, d->algo),
+       tune_proto_name(d->proto),
        d->nchannels, d->predicted_us, d->by_default && !d->by_tuner ? ", executor's rule" : "",
        d->by_tuner ? ", chosen by tuner " : "",
        d->by_tuner ? t->tuner->name : "", d->tuner_fallback ? ", tuner answer unusable" : "",

@@ -83,7 +83,8 @@ int main(void) {
       EXPECT(c.algo >= 0 && c.algo < NCCL_NUM_ALGORITHMS && (algos & (1u << c.algo)));
       EXPECT(c.proto >= 0 && c.proto < NCCL_NUM_PROTOCOLS && (protos & (1u << c.proto)));
       if (c.algo == NCCL_ALGO_TREE) EXPECT_EQ_INT(func, ncclFuncAllReduce);
-      if (c.algo != NCCL_ALGO_RING && c.algo != NCCL_ALGO_TREE && !(f.host && c.algo == NCCL_ALGO_PAT))
+      if (c.algo != NCCL_ALGO_RING && c.algo != NCCL_ALGO_TREE &&
+          !(f.host && c.algo == NCCL_ALGO_PAT))
         EXPECT_EQ_INT(c.proto, NCCL_PROTO_SIMPLE);
       EXPECT(c.nchannels >= 1 && c.nchannels <= caps.max_channels);
       EXPECT(pred >= 0 && pred < 1e12);
