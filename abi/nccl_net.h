@@ -1,5 +1,5 @@
-/* The net plugin ABI: every version weft loads (v6 to v11, one frozen header each under net/),
- * the constants they share, and the current view the core works on (v11). A plugin exports one
+/* The net plugin ABI: every version weft loads (v6 to v12, one frozen header each under net/),
+ * the constants they share, and the current view (v12, NCCL 2.30's). A plugin exports one
  * or more `ncclNetPlugin_vN` symbols of type ncclNet_vN_t; the core probes the newest first and
  * adapts older versions to the current view (core/plugin/). Plain C, no CUDA headers needed. */
 #ifndef NCCL_NET_H_
@@ -47,19 +47,20 @@
 #include "net/net_v9.h"
 #include "net/net_v10.h"
 #include "net/net_v11.h"
+#include "net/net_v12.h"
 
 /* The current view. */
-#define NCCL_NET_MAX_DEVS_PER_NIC NCCL_NET_MAX_DEVS_PER_NIC_V11
-typedef ncclNet_v11_t ncclNet_t;
-typedef ncclNetProperties_v11_t ncclNetProperties_t;
-typedef ncclNetDeviceHandle_v11_t ncclNetDeviceHandle_t;
-typedef ncclNetVDeviceProps_v11_t ncclNetVDeviceProps_t;
-typedef ncclNetCommConfig_v11_t ncclNetCommConfig_t;
-typedef ncclNetCommAttr_v11_t ncclNetCommAttr_t;
-typedef ncclNetAttr_v11_t ncclNetAttr_t;
+#define NCCL_NET_MAX_DEVS_PER_NIC NCCL_NET_MAX_DEVS_PER_NIC_V12
+typedef ncclNet_v12_t ncclNet_t;
+typedef ncclNetProperties_v12_t ncclNetProperties_t;
+typedef ncclNetDeviceHandle_v12_t ncclNetDeviceHandle_t;
+typedef ncclNetVDeviceProps_v12_t ncclNetVDeviceProps_t;
+typedef ncclNetCommConfig_v12_t ncclNetCommConfig_t;
+typedef ncclNetCommAttr_v12_t ncclNetCommAttr_t;
+typedef ncclNetAttr_v12_t ncclNetAttr_t;
 
 /* The current version's plugin table, as a bare identifier (as NCCL spells it) so a plugin
  * can write `const ncclNet_t NCCL_NET_PLUGIN_SYMBOL = {...};`. */
-#define NCCL_NET_PLUGIN_SYMBOL ncclNetPlugin_v11
+#define NCCL_NET_PLUGIN_SYMBOL ncclNetPlugin_v12
 
 #endif

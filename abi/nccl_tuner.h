@@ -1,5 +1,5 @@
-/* The tuner plugin ABI: every version weft loads (v2 to v5, one frozen header each under
- * tuner/), the indexes they share, and the current view (v5). A plugin exports one or more
+/* The tuner plugin ABI: every version weft loads (v2 to v6, one frozen header each under
+ * tuner/), the indexes they share, and the current view (v6). A plugin exports one or more
  * `ncclTunerPlugin_vN` symbols of type ncclTuner_vN_t; the core probes the newest first.
  * Algorithm/protocol indexes, ncclFunc_t and NCCL_ALGO_PROTO_IGNORE live in nccl_common.h.
  * Plain C, no CUDA headers needed. */
@@ -13,6 +13,7 @@
 #include "tuner/tuner_v3.h"
 #include "tuner/tuner_v4.h"
 #include "tuner/tuner_v5.h"
+#include "tuner/tuner_v6.h"
 
 /* First index of ncclTunerConstants_t.hwLatencies. */
 #define NCCL_HW_NVLINK 0
@@ -34,11 +35,11 @@
 #define NCCL_NUM_TUNING_SCALES NCCL_NUM_TUNING_SCALES_V5
 
 /* The current view. */
-typedef ncclTuner_v5_t ncclTuner_t;
-typedef ncclTunerConstants_v5_t ncclTunerConstants_t;
-typedef ncclNvlDomainInfo_v5_t ncclNvlDomainInfo_t;
+typedef ncclTuner_v6_t ncclTuner_t;
+typedef ncclTunerConstants_v6_t ncclTunerConstants_t;
+typedef ncclNvlDomainInfo_v6_t ncclNvlDomainInfo_t;
 
 /* dlsym name of the current version's plugin table. */
-#define NCCL_TUNER_PLUGIN_SYMBOL "ncclTunerPlugin_v5"
+#define NCCL_TUNER_PLUGIN_SYMBOL "ncclTunerPlugin_v6"
 
 #endif

@@ -16,7 +16,7 @@ static void usage(void) {
   fprintf(stderr,
           "usage: weft-conformance net PLUGIN.so [--abi vN] [--filter GLOB[,GLOB…]] [--json FILE]\n"
           "                           [--timeout S] [--call-limit S] [--bench] [--list] [-v]\n"
-          "  --abi vN       version of the plugin's table the data-path tests use (6..11;\n"
+          "  --abi vN       version of the plugin's table the data-path tests use (6..12;\n"
           "                 default: the newest it exports)\n"
           "  --filter       run tests whose names match a glob; !GLOB excludes\n"
           "  --json FILE    write a machine-readable report\n"
@@ -58,7 +58,74 @@ static void load_plugin(net_ctx* c) {
   }
 }
 
-/* Tests that only look at symbols run always; the rest need the chosen version's table. */
+/* What the probe child sends back. */
+typedef struct {
+  int result;
+  int ndev;
+  char name[80];
+  char why[512];
+} probe_record;
+
+/* Open the version under test in a throw-away child as the data-path tests do (table, init, the
+ * table after init, devices), so the gate knows whether there is anything to test. The runner
+ * itself never inits the plugin: its tests fork from it. */
+static void probe_plugin(net_ctx* c) {
+  c->probed = 1;
+  c->probe_result = CONF_FAIL;
+  snprintf(c->probe_why, sizeof c->probe_why, "the probe process did not report");
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(2, 1);
+    alarm(120);
+    probe_record rec;
+    memset(&rec, 0, sizeof rec);
+    nt_plugin p;
+    rec.result = nt_init_table(&p, c->version);
+    if (rec.result == CONF_PASS) {
+      const char* name = *(const char* const*)c->raw[c->version];
+      snprintf(rec.name, sizeof rec.name, "%s", name ? name : "(null)");
+      if (p.api->devices(&rec.ndev) != ncclSuccess) rec.ndev = -1;
+      nt_close(&p);
+    }
+    snprintf(rec.why, sizeof rec.why, "%s", conf_reason());
+    ssize_t w = write(fds[1], &rec, sizeof rec);
+    (void)w;
+    _exit(0);
+  }
+  close(fds[1]);
+  probe_record rec;
+  size_t got = 0;
+  while (pid > 0 && got < sizeof rec) {
+    ssize_t n = read(fds[0], (char*)&rec + got, sizeof rec - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  if (got < sizeof rec) return;
+  rec.name[sizeof rec.name - 1] = rec.why[sizeof rec.why - 1] = '\0';
+  c->probe_result = (conf_result)rec.result;
+  c->probe_ndev = rec.ndev;
+  snprintf(c->probe_name, sizeof c->probe_name, "%s", rec.name);
+  snprintf(c->probe_why, sizeof c->probe_why, "%s", rec.why);
+}
+
+/* Tests that need nothing of the plugin but its file, its symbols or its init. */
+static int needs_no_device(const char* name) {
+  return strcmp(name, "net_plugin_loads_with_rtld_now_local") == 0 ||
+         strcmp(name, "net_plugin_exports_a_supported_version") == 0 ||
+         strstr(name, "_table_has_name_and_mandatory_entries") != NULL ||
+         strcmp(name, "net_init_with_logger_succeeds") == 0 ||
+         strcmp(name, "net_init_again_after_finalize_and_reload_works") == 0;
+}
+
+/* Tests that only look at symbols run always; init tests need the chosen version's table; the
+ * rest need a device (0 devices on this host: skipped, said once before the tests). */
 static conf_result net_gate(void* ctx, const conf_test* t, char* why, size_t len) {
   net_ctx* c = ctx;
   if (strcmp(t->name, "net_plugin_loads_with_rtld_now_local") == 0) return CONF_PASS;
@@ -73,20 +140,63 @@ static conf_result net_gate(void* ctx, const conf_test* t, char* why, size_t len
     snprintf(why, len, "no usable ncclNetPlugin version (see net_plugin_exports_a_supported_version)");
     return CONF_SKIP;
   }
-  weft_net_view view;
-  char reason[256];
-  if (net_shim_adapt(c->raw[c->version], c->version, &view, reason, sizeof reason) != ncclSuccess) {
-    snprintf(why, len, "ncclNetPlugin_v%d is unusable: %s (see net_v%d_table_has_name_and_"
-             "mandatory_entries)", c->version, reason, c->version);
+  if (needs_no_device(t->name)) return CONF_PASS;
+  if (!c->probed) probe_plugin(c);
+  if (c->probe_result != CONF_PASS) {
+    snprintf(why, len, "the plugin does not get through init (%s; see net_init_with_logger_"
+             "succeeds and net_v%d_table_has_name_and_mandatory_entries)", c->probe_why,
+             c->version);
     return CONF_SKIP;
   }
-  net_shim_release(&view);
+  if (c->probe_ndev == 0) {
+    snprintf(why, len, "0 devices on this host");
+    return CONF_SKIP;
+  }
   return CONF_PASS;
+}
+
+/* For the summary: what a failure means, by test family. */
+static const char* net_hint(const char* name) {
+  static const struct {
+    const char* prefix;
+    const char* hint;
+  } hints[] = {
+      {"net_plugin_loads", "the library must dlopen with RTLD_NOW|RTLD_LOCAL (undefined symbols, "
+                           "constructors); nothing else can run until it does"},
+      {"net_plugin_exports", "export ncclNetPlugin_v6..v11 (stock NCCL 2.28 reads the same)"},
+      {"net_v", "every mandatory entry must be set once init has returned"},
+      {"net_init", "init must succeed with a logger and give independent contexts; NCCL skips a "
+                   "plugin whose init fails"},
+      {"net_devices", "devices() must be stable"},
+      {"net_properties", "NCCL sizes rings, trees and buffers from these properties"},
+      {"net_bad_device", "out-of-range device indexes must be refused, not crash"},
+      {"net_accept_before", "a blocking accept deadlocks stock NCCL's proxy (weft survives it, "
+                            "which does not make it right): return a NULL comm and let the "
+                            "caller poll"},
+      {"net_listen", "listen must return promptly with a handle of at most 128 bytes"},
+      {"net_connect", "connect/accept must complete by polling and must not block"},
+      {"net_concurrent", "connections must pair up by handle"},
+      {"net_close", "closing comms must work after their requests completed"},
+      {"net_message", "data must arrive intact at every size"},
+      {"net_recv_larger", "test() must report the size that was sent"},
+      {"net_full_request", "the plugin must hold NCCL_NET_MAX_REQUESTS requests in flight"},
+      {"net_messages_keep", "messages on a comm must complete in post order"},
+      {"net_isend_does_not", "isend must not block while the receiver is idle"},
+      {"net_grouped", "grouped receives must fill their slots by tag"},
+      {"net_regmr", "memory registration"},
+      {"net_iflush", "iflush"},
+      {"net_two_threads", "separate comms must be usable from separate threads"},
+      {"net_sender_exit", "a dead peer must surface as an error of test(), not a hang"},
+      {"net_receiver_exit", "a dead peer must surface as an error of test(), not a hang"},
+  };
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+    if (strncmp(name, hints[i].prefix, strlen(hints[i].prefix)) == 0) return hints[i].hint;
+  return NULL;
 }
 
 int net_suite_main(int argc, char** argv) {
   static net_ctx ctx;
-  conf_options opt = {.timeout_s = 60};
+  conf_options opt = {.timeout_s = 60, .hint = net_hint};
   ctx.call_limit_s = 1.0;
   ctx.wait_s = 10.0;
   if (argc < 1) {
@@ -146,7 +256,7 @@ int net_suite_main(int argc, char** argv) {
       return 1;
     }
     if (!ctx.version) {
-      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v11\n", ctx.path);
+      fprintf(stderr, "weft-conformance: %s exports no usable ncclNetPlugin_v6..v12\n", ctx.path);
       return 1;
     }
     conf_verbose = opt.verbose;
@@ -186,6 +296,20 @@ int net_suite_main(int argc, char** argv) {
     else
       printf("\"%s\", exports %s, testing v%d\n", *(const char* const*)ctx.raw[ctx.version]
              ? *(const char* const*)ctx.raw[ctx.version] : "(null)", versions, ctx.version);
+    if (ctx.dl && ctx.version) {
+      probe_plugin(&ctx);
+      const char* before = *(const char* const*)ctx.raw[ctx.version];
+      if (ctx.probe_result == CONF_PASS && (before == NULL || strcmp(before, ctx.probe_name)))
+        printf("# after init the table is named \"%s\"\n", ctx.probe_name);
+      if (ctx.probe_result == CONF_PASS && ctx.probe_ndev == 0) {
+        int need = 0;
+        for (int i = 0; i < total; i++)
+          if (conf_filter_match(opt.filter, all[i].name) && !needs_no_device(all[i].name)) need++;
+        printf("# 0 devices: the plugin loads and inits but finds no device on this host (normal "
+               "on a machine without its NIC); the %d test(s) that need a device are skipped\n",
+               need);
+      }
+    }
   }
   char extra[256];
   snprintf(extra, sizeof extra, "\"abi\": %d, \"exported\": [%s]", ctx.version, json_versions);

@@ -70,6 +70,20 @@ conf_result nt_wait_peer_exit(nt_side* s) {
   return CONF_PASS;
 }
 
+conf_result nt_peer_reported(nt_side* s) {
+  (void)s;
+  if (!shared || __atomic_load_n(&shared->peer_state, __ATOMIC_ACQUIRE) < PEER_FN_DONE)
+    return CONF_PASS;
+  return (conf_result)shared->peer_result;
+}
+
+const char* nt_peer_reason(void) { return shared ? shared->peer_reason : ""; }
+
+int nt_peer_exited(nt_side* s) {
+  if (!peer_reaped && waitpid(s->peer_pid, &peer_status, WNOHANG) == s->peer_pid) peer_reaped = 1;
+  return peer_reaped;
+}
+
 conf_result nt_pair_peer_check(void) {
   if (cur_side == NULL) return CONF_PASS;
   return nt_peer_alive(cur_side);
@@ -135,7 +149,7 @@ static conf_result pair_connect(nt_side* s, int nlisten, int nconnect) {
   for (int i = 0; i < nlisten; i++) CONF_TRY(nt_listen(p, mine[i], &s->listen[i]));
   if (nlisten) CONF_TRY(nt_ctl_send(s, mine, sizeof mine[0] * (size_t)nlisten));
   if (nconnect) CONF_TRY(nt_ctl_recv(s, theirs, sizeof theirs[0] * (size_t)nconnect));
-  ncclNetDeviceHandle_v11_t* devh = NULL;
+  ncclNetDeviceHandle_v12_t* devh = NULL;
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   for (;;) {
@@ -295,7 +309,7 @@ conf_result nt_run_pair(const nt_pair_opts* o, nt_side_fn child_fn, nt_side_fn p
   conf_result r = nt_open(&s->plugin);
   if (r == CONF_PASS) r = pair_connect(s, n, o->bidir ? n : 0);
   if (r == CONF_PASS) r = child_fn(s);
-  if (r == CONF_SKIP) {
+  if (r == CONF_SKIP || r == CONF_INCONCLUSIVE) {
     kill_peer(s);
     return r;
   }
@@ -322,6 +336,7 @@ conf_result nt_run_pair(const nt_pair_opts* o, nt_side_fn child_fn, nt_side_fn p
     conf_result pr = (conf_result)shared->peer_result;
     kill_peer(s);
     if (pr == CONF_SKIP) return conf_skip("%s", shared->peer_reason);
+    if (pr == CONF_INCONCLUSIVE) return conf_inconclusive("peer: %s", shared->peer_reason);
     return conf_fail("peer: %s", shared->peer_reason);
   }
   __atomic_store_n(&shared->child_done, 1, __ATOMIC_RELEASE);

@@ -20,14 +20,22 @@ typedef struct {
   const char* path;
   void* dl;                 /* dlopen handle (parent, after the load test passed) */
   char load_error[512];     /* why the parent could not load the plugin; "" if it could */
-  unsigned exported;        /* bit v set when ncclNetPlugin_vN (6..11) is exported */
-  char other_symbols[256];  /* ncclNetPlugin_vN symbols outside 6..11, for the message */
+  unsigned exported;        /* bit v set when ncclNetPlugin_vN (6..12) is exported */
+  char other_symbols[256];  /* ncclNetPlugin_vN symbols outside 6..12, for the message */
   int version;              /* version the data-path tests use */
   int requested_version;    /* --abi, 0 when not given */
-  const void* raw[12];      /* exported structs by version */
+  const void* raw[WEFT_NET_MAX_VERSION + 1]; /* exported structs by version */
   double call_limit_s;      /* a single plugin call longer than this fails the test */
   double wait_s;            /* bound for one request / one connection to complete */
   int bench;
+  /* What a probe child saw when it opened the plugin as the data-path tests do (see net_main):
+   * probe_result CONF_PASS with probe_ndev devices, else why in probe_why. */
+  int probed;
+  conf_result probe_result;
+  int probe_ndev;
+  char probe_name[80];    /* the table's name after init */
+  char probe_why[512];
+  char* const* argv0;     /* this program, for tests that run in a fresh process */
 } net_ctx;
 
 extern net_ctx* nt_ctx; /* the suite's context (set by the suite before running) */
@@ -36,17 +44,20 @@ extern net_ctx* nt_ctx; /* the suite's context (set by the suite before running)
 
 typedef struct {
   weft_net_view view;
-  ncclNet_v11_t* api; /* &view.api */
+  ncclNet_v12_t* api; /* &view.api */
   void* nctx;         /* per-communicator context from init */
   int ndev;
   int dev;            /* device under test (0) */
-  ncclNetProperties_v11_t props;
+  ncclNetProperties_v12_t props;
   int max_requests;   /* NCCL_NET_MAX_REQUESTS for the version */
   int log_calls;      /* calls the plugin made to our logger */
 } nt_plugin;
 
-/* Adapt the selected version and init it with our logger, read devices and properties of dev 0.
- * Init or devices failing is a FAIL naming the call. */
+/* Resolve version v's table, init it with our logger, then check and adapt the table (stock
+ * NCCL's order: init may fill the table in). Init failing or a table still incomplete after it
+ * is a FAIL naming the call; on success p holds a context (nt_close ends it). */
+conf_result nt_init_table(nt_plugin* p, int v);
+/* nt_init_table of the selected version, then devices and properties of dev 0. */
 conf_result nt_open(nt_plugin* p);
 /* finalize + release. */
 conf_result nt_close(nt_plugin* p);
@@ -182,6 +193,11 @@ conf_result nt_ctl_send(nt_side* s, const void* buf, size_t len);
 conf_result nt_ctl_recv(nt_side* s, void* buf, size_t len);
 /* In the child: wait (bounded) until the peer process has exited, whatever the way. */
 conf_result nt_wait_peer_exit(nt_side* s);
+/* In the child: the result the peer's part reported (CONF_PASS while it has not finished), its
+ * reason, and whether the peer process has exited (reaped). */
+conf_result nt_peer_reported(nt_side* s);
+const char* nt_peer_reason(void);
+int nt_peer_exited(nt_side* s);
 /* In the child: FAIL when the peer died by a signal (unless peer_may_exit). */
 conf_result nt_peer_alive(nt_side* s);
 

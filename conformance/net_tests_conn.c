@@ -100,7 +100,7 @@ static conf_result t_accept_first(void* arg) {
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *l, *r = NULL, *s = NULL;
   CONF_TRY(nt_listen(&p, handle, &l));
-  ncclNetDeviceHandle_v11_t* dev = NULL;
+  ncclNetDeviceHandle_v12_t* dev = NULL;
   for (int i = 0; i < 50; i++) {
     NT_CALL("accept", p.api->accept(l, &r, &dev));
     if (r) return conf_fail("accept returned a comm before anyone connected");
@@ -129,7 +129,7 @@ static conf_result t_concurrent_connects(void* arg) {
   unsigned char handle[N][NCCL_NET_HANDLE_MAXSIZE];
   void *l[N], *s[N] = {0}, *r[N] = {0};
   for (int i = 0; i < N; i++) CONF_TRY(nt_listen(&p, handle[i], &l[i]));
-  ncclNetDeviceHandle_v11_t* dev = NULL;
+  ncclNetDeviceHandle_v12_t* dev = NULL;
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   for (;;) {

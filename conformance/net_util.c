@@ -39,12 +39,19 @@ static int log_calls;
 void nt_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                const char* fmt, ...) {
   __atomic_add_fetch(&log_calls, 1, __ATOMIC_RELAXED);
-  if (!conf_verbose || fmt == NULL) return;
+  if (fmt == NULL) return;
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* Kept for the report of a failure: warnings and information, not traces. */
+  if (level == NCCL_LOG_WARN || level == NCCL_LOG_INFO) {
+    char kept[600];
+    snprintf(kept, sizeof kept, "%s %s", level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+    conf_log_line(kept);
+  }
+  if (!conf_verbose) return;
   fprintf(stderr, "  [%s] plugin log level %d flags 0x%lx %s:%d %s\n", conf_current_test,
           (int)level, flags, file ? file : "?", line, msg);
 }
@@ -56,18 +63,35 @@ ncclResult_t nt_profiler(void** eHandle, int type, void* pHandle, int64_t plugin
   return ncclSuccess;
 }
 
-conf_result nt_open(nt_plugin* p) {
+conf_result nt_init_table(nt_plugin* p, int v) {
   memset(p, 0, sizeof *p);
-  int v = nt_ctx->version;
   char why[256];
-  if (net_shim_adapt(nt_ctx->raw[v], v, &p->view, why, sizeof why) != ncclSuccess)
+  /* Stock NCCL's order: the symbol, init, then the table (init may fill it in). */
+  if (net_shim_bind(nt_ctx->raw[v], v, &p->view, why, sizeof why) != ncclSuccess)
     return conf_fail("ncclNetPlugin_v%d rejected: %s", v, why);
   p->api = &p->view.api;
   p->max_requests = v == 6 ? NCCL_NET_MAX_REQUESTS_V6 : NCCL_NET_MAX_REQUESTS;
   /* NCCL keeps the config alive for the communicator's life. */
-  static ncclNetCommConfig_v11_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  static ncclNetCommConfig_v12_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
   uint64_t comm_id = ((uint64_t)getpid() << 32) ^ (uint64_t)(nt_now() * 1e9);
-  NT_CALL_SETUP("init", p->api->init(&p->nctx, comm_id, &config, nt_logger, nt_profiler));
+  ncclResult_t r;
+  NT_CALL_SETUP_RES("init", p->api->init(&p->nctx, comm_id, &config, nt_logger, nt_profiler), r);
+  if (r != ncclSuccess) {
+    net_shim_release(&p->view);
+    p->api = NULL;
+    return conf_fail("init returned %s", nt_result_str(r));
+  }
+  if (net_shim_complete(&p->view, why, sizeof why) != ncclSuccess) {
+    if (p->view.api.finalize) p->view.api.finalize(p->nctx);
+    net_shim_release(&p->view);
+    p->api = NULL;
+    return conf_fail("ncclNetPlugin_v%d: %s after init", v, why);
+  }
+  return CONF_PASS;
+}
+
+conf_result nt_open(nt_plugin* p) {
+  CONF_TRY(nt_init_table(p, nt_ctx->version));
   NT_CALL_SETUP("devices", p->api->devices(&p->ndev));
   if (p->ndev < 1)
     return conf_fail("devices reported %d after a successful init (must be >= 1)", p->ndev);
@@ -139,8 +163,8 @@ conf_result nt_connect_local(nt_plugin* p, void** scomm, void** rcomm, void** lc
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   CONF_TRY(nt_listen(p, handle, lcomm));
   *scomm = *rcomm = NULL;
-  ncclNetDeviceHandle_v11_t* sdev = NULL;
-  ncclNetDeviceHandle_v11_t* rdev = NULL;
+  ncclNetDeviceHandle_v12_t* sdev = NULL;
+  ncclNetDeviceHandle_v12_t* rdev = NULL;
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   while (*scomm == NULL || *rcomm == NULL) {

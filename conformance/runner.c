@@ -26,9 +26,13 @@ int conf_verbose;
 const char* conf_current_test = "";
 
 /* What the child sends back: result and reason. Below PIPE_BUF, so one write is atomic. */
+#define CONF_LOG_KEEP 6      /* plugin log lines kept per test */
+#define CONF_LOG_LINE 200    /* characters kept of each */
+
 typedef struct {
   int result;
   char reason[1024];
+  char log[CONF_LOG_KEEP][CONF_LOG_LINE]; /* oldest first; "" unused */
 } conf_record;
 
 static pthread_mutex_t reason_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,6 +54,42 @@ conf_result conf_fail(const char* fmt, ...) {
   set_reason_v(fmt, ap);
   va_end(ap);
   return CONF_FAIL;
+}
+
+conf_result conf_inconclusive(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_reason_v(fmt, ap);
+  va_end(ap);
+  return CONF_INCONCLUSIVE;
+}
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char log_ring[CONF_LOG_KEEP][CONF_LOG_LINE];
+static unsigned log_count;
+
+static FILE* log_echo;
+static const char* log_echo_prefix = "";
+
+void conf_log_to(FILE* f, const char* prefix) {
+  log_echo = f;
+  log_echo_prefix = prefix ? prefix : "";
+}
+
+void conf_log_line(const char* line) {
+  pthread_mutex_lock(&log_lock);
+  if (log_echo) fprintf(log_echo, "%s%s\n", log_echo_prefix, line);
+  snprintf(log_ring[log_count % CONF_LOG_KEEP], CONF_LOG_LINE, "%s", line);
+  log_count++;
+  pthread_mutex_unlock(&log_lock);
+}
+
+static void log_copy(conf_record* rec) {
+  pthread_mutex_lock(&log_lock);
+  unsigned n = log_count < CONF_LOG_KEEP ? log_count : CONF_LOG_KEEP;
+  for (unsigned i = 0; i < n; i++)
+    memcpy(rec->log[i], log_ring[(log_count - n + i) % CONF_LOG_KEEP], CONF_LOG_LINE);
+  pthread_mutex_unlock(&log_lock);
 }
 
 conf_result conf_skip(const char* fmt, ...) {
@@ -160,6 +200,7 @@ typedef struct {
   const char* name;
   conf_result result;
   char reason[1100];
+  char log[CONF_LOG_KEEP][CONF_LOG_LINE];
   double seconds;
 } conf_outcome;
 
@@ -196,6 +237,7 @@ static void run_one(const conf_test* t, void* ctx, double timeout_s, conf_outcom
     memset(&rec, 0, sizeof rec);
     rec.result = t->fn(ctx);
     snprintf(rec.reason, sizeof rec.reason, "%s", conf_reason());
+    log_copy(&rec);
     ssize_t w = write(fds[1], &rec, sizeof rec);
     (void)w;
     fflush(stdout);
@@ -258,46 +300,89 @@ static void run_one(const conf_test* t, void* ctx, double timeout_s, conf_outcom
     return;
   }
   rec.reason[sizeof rec.reason - 1] = '\0';
-  out->result = (rec.result == CONF_PASS || rec.result == CONF_SKIP) ? (conf_result)rec.result
-                                                                       : CONF_FAIL;
+  out->result = (rec.result == CONF_PASS || rec.result == CONF_SKIP ||
+                 rec.result == CONF_INCONCLUSIVE)
+                    ? (conf_result)rec.result
+                    : CONF_FAIL;
   snprintf(out->reason, sizeof out->reason, "%s", rec.reason);
+  for (int i = 0; i < CONF_LOG_KEEP; i++) {
+    rec.log[i][CONF_LOG_LINE - 1] = '\0';
+    memcpy(out->log[i], rec.log[i], CONF_LOG_LINE);
+  }
   if (out->result != CONF_PASS && out->reason[0] == '\0')
     snprintf(out->reason, sizeof out->reason, "no reason given");
 }
 
 static void write_json(const char* path, const char* suite, const char* plugin,
-                       const conf_outcome* outs, int n, int np, int nf, int ns,
+                       const conf_outcome* outs, int n, int np, int nf, int ns, int ni,
                        const char* extra) {
   FILE* f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "weft-conformance: cannot write %s: %s\n", path, strerror(errno));
     return;
   }
-  static const char* names[] = {"pass", "fail", "skip"};
+  static const char* names[] = {"pass", "fail", "skip", "inconclusive"};
   fprintf(f, "{\n  \"suite\": ");
   json_string(f, suite);
   fprintf(f, ",\n  \"plugin\": ");
   json_string(f, plugin);
   if (extra && *extra) fprintf(f, ",\n  %s", extra);
-  fprintf(f, ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"skipped\": %d,\n  \"tests\": [", np, nf,
-          ns);
+  fprintf(f,
+          ",\n  \"passed\": %d,\n  \"failed\": %d,\n  \"inconclusive\": %d,\n  \"skipped\": %d,"
+          "\n  \"tests\": [",
+          np, nf, ni, ns);
   for (int i = 0; i < n; i++) {
     fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
     json_string(f, outs[i].name);
     fprintf(f, ", \"result\": \"%s\", \"seconds\": %.3f, \"reason\": ", names[outs[i].result],
             outs[i].seconds);
     json_string(f, outs[i].reason);
-    fputc('}', f);
+    fprintf(f, ", \"plugin_log\": [");
+    for (int k = 0, first = 1; k < CONF_LOG_KEEP; k++) {
+      if (!outs[i].log[k][0]) continue;
+      if (!first) fputs(", ", f);
+      json_string(f, outs[i].log[k]);
+      first = 0;
+    }
+    fputs("]}", f);
   }
   fprintf(f, "\n  ]\n}\n");
   fclose(f);
+}
+
+static void print_log(const conf_outcome* o) {
+  for (int k = 0; k < CONF_LOG_KEEP; k++)
+    if (o->log[k][0]) printf("    plugin: %s\n", o->log[k]);
+}
+
+/* The closing lines: the count, then what to fix first (failures in suite order, which runs
+ * from loading through connections to data; the first is the one the others may follow from),
+ * then what could not be checked. */
+static void print_summary(const conf_outcome* outs, int n, int np, int nf, int ns, int ni,
+                          const conf_options* opt) {
+  printf("%d passed, %d failed, %d inconclusive, %d skipped\n", np, nf, ni, ns);
+  if (nf) {
+    printf("summary: %d contract(s) broken; fix in this order:\n", nf);
+    for (int i = 0, k = 0; i < n; i++) {
+      if (outs[i].result != CONF_FAIL) continue;
+      const char* h = opt->hint ? opt->hint(outs[i].name) : NULL;
+      printf("  %d. %s%s%s\n", ++k, outs[i].name, h ? ": " : "", h ? h : "");
+    }
+  }
+  if (ni) {
+    printf("summary: %d test(s) could not reach what they check (not a verdict on the plugin):\n",
+           ni);
+    for (int i = 0; i < n; i++)
+      if (outs[i].result == CONF_INCONCLUSIVE) printf("  - %s\n", outs[i].name);
+  }
+  if (!nf && !ni) printf("summary: no contract broken among the tests that ran\n");
 }
 
 int conf_run(const char* suite, const char* plugin, const conf_test* tests, int ntests, void* ctx,
              conf_gate_fn gate, const conf_options* opt, const char* extra_json) {
   conf_outcome* outs = calloc((size_t)ntests, sizeof *outs);
   if (!outs) return 1;
-  int n = 0, np = 0, nf = 0, ns = 0;
+  int n = 0, np = 0, nf = 0, ns = 0, ni = 0;
   conf_verbose = opt->verbose;
   signal(SIGPIPE, SIG_IGN);
   for (int i = 0; i < ntests; i++) {
@@ -326,17 +411,24 @@ int conf_run(const char* suite, const char* plugin, const conf_test* tests, int 
         ns++;
         printf("SKIP %s: %s\n", o->name, o->reason);
         break;
+      case CONF_INCONCLUSIVE:
+        ni++;
+        printf("INCONCLUSIVE %s: %s\n", o->name, o->reason);
+        print_log(o);
+        break;
       default:
         nf++;
         printf("FAIL %s: %s\n", o->name, o->reason);
+        print_log(o);
         break;
     }
     if (opt->verbose) fprintf(stderr, "  [%s] %.2f s\n", o->name, o->seconds);
     fflush(stdout);
   }
   if (!opt->list_only) {
-    printf("%d passed, %d failed, %d skipped\n", np, nf, ns);
-    if (opt->json_path) write_json(opt->json_path, suite, plugin, outs, n, np, nf, ns, extra_json);
+    print_summary(outs, n, np, nf, ns, ni, opt);
+    if (opt->json_path)
+      write_json(opt->json_path, suite, plugin, outs, n, np, nf, ns, ni, extra_json);
   }
   fflush(stdout);
   free(outs);

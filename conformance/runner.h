@@ -1,19 +1,26 @@
 /* The test runner of weft-conformance: a table of named tests, each run in a child process of
  * its own (its own process group) under a timeout, so a plugin that crashes or hangs yields a
- * failed test naming the signal or the timeout instead of a dead suite. Prints one line per test
- * (PASS/FAIL/SKIP), a closing count, and optionally a JSON report.
+ * failed test naming the signal or the timeout instead of a dead suite.
  *
- * Inside a test (the child), conf_fail/conf_skip record the reason (the first one wins; safe
- * from several threads) and return the matching result, so a test body reads
- * `if (bad) return conf_fail("…", …);`. */
+ * A verdict has three values: PASS; FAIL, a contract broken (the reason names the call and the
+ * evidence); INCONCLUSIVE, the test could not reach what it checks (the reason says why). A test
+ * that does not apply here (the plugin does not offer the feature, no device on this host) is
+ * SKIPped and gives no verdict. Prints one line per test, under a FAIL or INCONCLUSIVE the
+ * plugin's own log lines of that test, then a summary that lists what to fix first, and
+ * optionally a JSON report. The exit status is 1 when a test failed.
+ *
+ * Inside a test (the child), conf_fail/conf_inconclusive/conf_skip record the reason (the first
+ * one wins; safe from several threads) and return the matching result, so a test body reads
+ * `if (bad) return conf_fail("…", …);`. conf_log_line keeps the plugin's log lines. */
 #ifndef WEFT_CONF_RUNNER_H
 #define WEFT_CONF_RUNNER_H
 
 #include <stddef.h>
+#include <stdio.h>
 
-typedef enum { CONF_PASS = 0, CONF_FAIL = 1, CONF_SKIP = 2 } conf_result;
+typedef enum { CONF_PASS = 0, CONF_FAIL = 1, CONF_SKIP = 2, CONF_INCONCLUSIVE = 3 } conf_result;
 
-/* Propagate a non-PASS result (FAIL or SKIP) from a helper. */
+/* Propagate a non-PASS result (FAIL, INCONCLUSIVE or SKIP) from a helper. */
 #define CONF_TRY(call)                      \
   do {                                      \
     conf_result r_ = (call);                \
@@ -32,6 +39,8 @@ typedef struct {
   double timeout_s;      /* base per-test timeout */
   int verbose;
   int list_only;         /* print the names that the filter selects, run nothing */
+  /* What a failure of this test usually means and how to fix it, for the summary (NULL: none). */
+  const char* (*hint)(const char* test_name);
 } conf_options;
 
 /* Runs every selected test of the table in its own child. ctx is passed to each test (the child
@@ -43,9 +52,15 @@ typedef conf_result (*conf_gate_fn)(void* ctx, const conf_test* t, char* why, si
 int conf_run(const char* suite, const char* plugin, const conf_test* tests, int ntests, void* ctx,
              conf_gate_fn gate, const conf_options* opt, const char* extra_json);
 
-/* Inside a test: record why and return CONF_FAIL / CONF_SKIP. */
+/* Inside a test: record why and return CONF_FAIL / CONF_INCONCLUSIVE / CONF_SKIP. */
 conf_result conf_fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+conf_result conf_inconclusive(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 conf_result conf_skip(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Inside a test: keep one log line of the plugin's ("WARN …"); the last few are shown under the
+ * test's line when it fails or is inconclusive. Safe from several threads. */
+void conf_log_line(const char* line);
+/* Also write each kept line to f, after prefix (a process that reports to another). */
+void conf_log_to(FILE* f, const char* prefix);
 /* The reason recorded so far ("" when none). */
 const char* conf_reason(void);
 /* Replace the recorded reason (used to prefix a peer's reason). */

@@ -1,9 +1,11 @@
-/* The tuner suite: exported versions (v2..v5) and their tables, init and teardown over many
+/* The tuner suite: exported versions (v2..v6) and their tables, init and teardown over many
  * communicator shapes, and getCollInfo's answers (v3+: cells marked NCCL_ALGO_PROTO_IGNORE stay
  * -1, usable cells are only ever lowered and at least one stays usable; v2: the algorithm and
  * protocol are valid indexes the communicator supports; every version: 0 <= nChannels <= 64),
  * that getCollInfo is fast and allocates nothing, and that odd inputs (0 bytes, huge sizes,
- * 0 or huge numPipeOps, one rank) neither crash nor yield nonsense.
+ * 0 or huge numPipeOps, one rank) neither crash nor yield nonsense. v6's optional getChunkSize:
+ * every answer is a positive size, the same for the same question, given fast without
+ * allocating, and odd inputs do not crash it.
  *
  * Allocation counting: this file defines malloc and friends for the whole weft-conformance
  * executable (forwarding to glibc's __libc_* entries), so a plugin's allocations inside a
@@ -23,7 +25,7 @@
 #include "tuner_tests.h"
 
 #define TUNER_MIN 2
-#define TUNER_MAX 5
+#define TUNER_MAX 6
 #define TUNER_MAX_CHANNELS 64
 
 typedef struct {
@@ -151,7 +153,9 @@ static conf_result t_init(int v, size_t nranks, size_t nnodes, void** ctx) {
     case 2: r = ((const ncclTuner_v2_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
     case 3: r = ((const ncclTuner_v3_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
     case 4: r = ((const ncclTuner_v4_t*)tc.raw[v])->init(nranks, nnodes, tuner_logger, ctx); break;
-    case 5: {
+    case 5:
+    case 6: {
+      /* v6's init is v5's. */
       static ncclNvlDomainInfo_v5_t nvl;
       static ncclTunerConstants_v5_t constants;
       nvl.nNvlDomains = (int)nnodes;
@@ -170,14 +174,15 @@ static conf_result t_init(int v, size_t nranks, size_t nnodes, void** ctx) {
 
 static conf_result t_fini(int v, void* ctx) {
   ncclResult_t r = ncclInvalidUsage;
-  conf_stage_set(v == 5 ? "finalize" : "destroy");
+  conf_stage_set(v >= 5 ? "finalize" : "destroy");
   switch (v) {
     case 2: r = ((const ncclTuner_v2_t*)tc.raw[v])->destroy(ctx); break;
     case 3: r = ((const ncclTuner_v3_t*)tc.raw[v])->destroy(ctx); break;
     case 4: r = ((const ncclTuner_v4_t*)tc.raw[v])->destroy(ctx); break;
     case 5: r = ((const ncclTuner_v5_t*)tc.raw[v])->finalize(ctx); break;
+    case 6: r = ((const ncclTuner_v6_t*)tc.raw[v])->finalize(ctx); break;
   }
-  if (r != ncclSuccess) return conf_fail("v%d %s returned %d", v, v == 5 ? "finalize" : "destroy", (int)r);
+  if (r != ncclSuccess) return conf_fail("v%d %s returned %d", v, v >= 5 ? "finalize" : "destroy", (int)r);
   return CONF_PASS;
 }
 
@@ -193,8 +198,8 @@ static conf_result t_exports(void* x) {
   (void)x;
   if (tc.exported) return CONF_PASS;
   if (tc.other_symbols[0])
-    return conf_fail("no ncclTunerPlugin_v2..v5 symbol; exports only %s", tc.other_symbols);
-  return conf_fail("no ncclTunerPlugin_v2..v5 symbol is exported");
+    return conf_fail("no ncclTunerPlugin_v2..v6 symbol; exports only %s", tc.other_symbols);
+  return conf_fail("no ncclTunerPlugin_v2..v6 symbol is exported");
 }
 
 /* Why version v's table is unusable, or NULL when it is complete (needs it exported). */
@@ -207,24 +212,49 @@ static const char* table_problem(int v, char* buf, size_t len) {
   const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
                      : !t->init              ? "init is NULL"
                      : !t->get               ? "getCollInfo is NULL"
-                     : !t->fini              ? (v == 5 ? "finalize is NULL" : "destroy is NULL")
+                     : !t->fini              ? (v >= 5 ? "finalize is NULL" : "destroy is NULL")
                                              : NULL;
   if (!what) return NULL;
   snprintf(buf, len, "ncclTunerPlugin_v%d: %s", v, what);
   return buf;
 }
 
+/* The table as stock NCCL reads it: init first (a plugin may fill the rest of its table there),
+ * then every entry. */
 static conf_result table(int v) {
   if (!(tc.exported & (1u << v))) return conf_skip("the plugin does not export ncclTunerPlugin_v%d", v);
+  const struct {
+    const char* name;
+    void* init;
+  }* head = tc.raw[v];
+  void* ctx = NULL;
+  int inited = 0;
+  if (head->init) {
+    if (t_init(v, 2, 1, &ctx) != CONF_PASS) {
+      char copy[1024];
+      snprintf(copy, sizeof copy, "%s", conf_reason());
+      conf_clear_reason();
+      return conf_inconclusive("%s, so the table (read after init) could not be checked", copy);
+    }
+    inited = 1;
+  }
   char buf[128];
   const char* why = table_problem(v, buf, sizeof buf);
-  return why ? conf_fail("%s", why) : CONF_PASS;
+  if (why) return conf_fail("%s%s", why, inited ? " after init" : "");
+  return t_fini(v, ctx);
 }
 
 static conf_result t_table_v2(void* x) { (void)x; return table(2); }
 static conf_result t_table_v3(void* x) { (void)x; return table(3); }
 static conf_result t_table_v4(void* x) { (void)x; return table(4); }
 static conf_result t_table_v5(void* x) { (void)x; return table(5); }
+static conf_result t_table_v6(void* x) {
+  (void)x;
+  CONF_TRY(table(6));
+  if (((const ncclTuner_v6_t*)tc.raw[6])->getChunkSize == NULL)
+    conf_note("getChunkSize is NULL: the core keeps its chunk sizes (allowed)");
+  return CONF_PASS;
+}
 
 static int usable_version(int v) {
   char buf[128];
@@ -266,7 +296,7 @@ static int cell_usable(int mask, int a, int p) {
   }
 }
 
-/* getCollInfo of a cost-table version (3..5). */
+/* getCollInfo of a cost-table version (3..6). */
 static ncclResult_t call_table(int v, void* ctx, int coll, size_t nbytes, int pipe,
                                float cost[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int reg,
                                int* nch) {
@@ -280,7 +310,11 @@ static ncclResult_t call_table(int v, void* ctx, int coll, size_t nbytes, int pi
     return ((const ncclTuner_v4_t*)tc.raw[v])
         ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
                       NCCL_NUM_PROTOCOLS, reg, nch);
-  return ((const ncclTuner_v5_t*)tc.raw[v])
+  if (v == 5)
+    return ((const ncclTuner_v5_t*)tc.raw[v])
+        ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
+                      NCCL_NUM_PROTOCOLS, reg, nch);
+  return ((const ncclTuner_v6_t*)tc.raw[v])
       ->getCollInfo(ctx, (ncclFunc_t)coll, nbytes, pipe, table_arg, NCCL_NUM_ALGORITHMS,
                     NCCL_NUM_PROTOCOLS, reg, nch);
 }
@@ -349,7 +383,7 @@ static conf_result t_cost_table(void* x) {
             }
     CONF_TRY(t_fini(v, ctx));
   }
-  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v5)");
+  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v6)");
   return CONF_PASS;
 }
 
@@ -413,7 +447,7 @@ static conf_result t_lowers_only(void* x) {
         }
     CONF_TRY(t_fini(v, ctx));
   }
-  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v5)");
+  if (!tested) return conf_skip("the plugin exports no usable cost-table version (v3..v6)");
   return CONF_PASS;
 }
 
@@ -526,6 +560,143 @@ static conf_result t_odd_inputs(void* x) {
   return CONF_PASS;
 }
 
+/* ---- v6 getChunkSize ---- */
+
+/* NCCL's chunk for a Simple/LL/LL128 step is in this range; a tuner's answer is clamped to
+ * what the buffers allow, so the test only asks for a positive size. */
+static const size_t chunk_inputs[] = {4096, 131072, 524288, (size_t)4 << 20};
+enum { NCHUNKS = sizeof chunk_inputs / sizeof chunk_inputs[0] };
+
+static const ncclTuner_v6_t* chunk_table(void) {
+  if (!usable_version(6)) return NULL;
+  const ncclTuner_v6_t* t = tc.raw[6];
+  return t->getChunkSize ? t : NULL;
+}
+
+static conf_result chunk_skip(void) {
+  if (!usable_version(6)) return conf_skip("the plugin does not export a usable ncclTunerPlugin_v6");
+  return conf_skip("ncclTunerPlugin_v6.getChunkSize is NULL (the core keeps its chunk sizes)");
+}
+
+static conf_result ask_chunk(const ncclTuner_v6_t* t, void* ctx, int coll, size_t nbytes,
+                             int algo, int proto, int nch, size_t in, size_t* out,
+                             const char* what_fmt_prefix) {
+  *out = in;
+  conf_stage_set("getChunkSize");
+  ncclResult_t r = t->getChunkSize(ctx, (ncclFunc_t)coll, nbytes, algo, proto, nch, out);
+  if (r != ncclSuccess)
+    return conf_fail("%sgetChunkSize(coll %d, %zu bytes, algo %d, proto %d, %d channels, "
+                     "chunk %zu) returned %d", what_fmt_prefix, coll, nbytes, algo, proto, nch,
+                     in, (int)r);
+  if (*out == 0)
+    return conf_fail("%sgetChunkSize(coll %d, %zu bytes, algo %d, proto %d, %d channels, "
+                     "chunk %zu) answered 0 bytes", what_fmt_prefix, coll, nbytes, algo, proto,
+                     nch, in);
+  return CONF_PASS;
+}
+
+/* Every (collective, size, algorithm, protocol, channels, chunk in): success, a positive size,
+ * and the same answer asked twice. */
+static conf_result t_chunk_answers(void* x) {
+  (void)x;
+  const ncclTuner_v6_t* t = chunk_table();
+  if (t == NULL) return chunk_skip();
+  static const int channels[] = {1, 2, 8, 32, 64};
+  void* ctx;
+  CONF_TRY(t_init(6, 16, 2, &ctx));
+  int changed = 0, asked = 0;
+  for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+    for (int si = 0; si < NSIZES; si++)
+      for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+        for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
+          for (int c = 0; c < 5; c++)
+            for (int k = 0; k < NCHUNKS; k++) {
+              size_t first, again;
+              CONF_TRY(ask_chunk(t, ctx, coll, sizes[si], a, p, channels[c], chunk_inputs[k],
+                                 &first, ""));
+              CONF_TRY(ask_chunk(t, ctx, coll, sizes[si], a, p, channels[c], chunk_inputs[k],
+                                 &again, "a second "));
+              if (first != again)
+                return conf_fail("getChunkSize(coll %d, %zu bytes, algo %d, proto %d, %d "
+                                 "channels, chunk %zu) answered %zu, then %zu",
+                                 coll, sizes[si], a, p, channels[c], chunk_inputs[k], first,
+                                 again);
+              asked++;
+              changed += first != chunk_inputs[k];
+            }
+  conf_note("getChunkSize: %d of %d answers changed the core's chunk", changed, asked);
+  return t_fini(6, ctx);
+}
+
+/* Called once per collective, like getCollInfo: no allocation, microseconds. */
+static conf_result t_chunk_fast(void* x) {
+  (void)x;
+  const ncclTuner_v6_t* t = chunk_table();
+  if (t == NULL) return chunk_skip();
+  void* ctx;
+  CONF_TRY(t_init(6, 64, 8, &ctx));
+  double best = 1e30;
+  long allocs = 0;
+  for (int b = -1; b < FAST_BATCHES; b++) {
+    alloc_count = 0;
+    alloc_counting = b >= 0;
+    double t0 = now_us();
+    for (int i = 0; i < FAST_CALLS; i++) {
+      size_t chunk = chunk_inputs[i % NCHUNKS];
+      conf_stage_set("getChunkSize");
+      ncclResult_t r = t->getChunkSize(ctx, (ncclFunc_t)(i % (ncclFuncAllReduce + 1)),
+                                       sizes[(i / 5) % NSIZES], i % NCCL_NUM_ALGORITHMS,
+                                       i % NCCL_NUM_PROTOCOLS, 1 + i % 64, &chunk);
+      if (r != ncclSuccess) {
+        alloc_counting = 0;
+        return conf_fail("getChunkSize returned %d", (int)r);
+      }
+    }
+    double per = (now_us() - t0) / FAST_CALLS;
+    alloc_counting = 0;
+    if (b >= 0) {
+      allocs += alloc_count;
+      if (per < best) best = per;
+    }
+  }
+  if (TUNER_COUNT_ALLOCS && allocs > 0)
+    return conf_fail("getChunkSize allocated or freed memory %ld times in %d calls", allocs,
+                     FAST_BATCHES * FAST_CALLS);
+  if (best > FAST_MAX_US)
+    return conf_fail("getChunkSize takes %.1f us per call (fastest batch; at most %.0f us)", best,
+                     FAST_MAX_US);
+  conf_note("getChunkSize: %.3f us per call, %ld allocations", best, allocs);
+  return t_fini(6, ctx);
+}
+
+/* Edges: no bytes, SIZE_MAX, a 1-byte or huge chunk in, 1-rank and 4096-rank communicators.
+ * Refusing is allowed (the core keeps its chunk); crashing, or a 0 answer, is not. */
+static conf_result t_chunk_odd(void* x) {
+  (void)x;
+  const ncclTuner_v6_t* t = chunk_table();
+  if (t == NULL) return chunk_skip();
+  static const size_t odd_sizes[] = {0, 1, (size_t)1 << 62, SIZE_MAX};
+  static const size_t odd_chunks[] = {1, 4096, (size_t)1 << 40};
+  static const size_t odd_shapes[][2] = {{1, 1}, {4096, 512}};
+  for (int sh = 0; sh < 2; sh++) {
+    void* ctx;
+    CONF_TRY(t_init(6, odd_shapes[sh][0], odd_shapes[sh][1], &ctx));
+    for (int coll = ncclFuncBroadcast; coll <= ncclFuncAllReduce; coll++)
+      for (size_t si = 0; si < sizeof odd_sizes / sizeof odd_sizes[0]; si++)
+        for (size_t ci = 0; ci < sizeof odd_chunks / sizeof odd_chunks[0]; ci++) {
+          size_t chunk = odd_chunks[ci];
+          conf_stage_set("getChunkSize");
+          ncclResult_t r = t->getChunkSize(ctx, (ncclFunc_t)coll, odd_sizes[si], NCCL_ALGO_RING,
+                                           NCCL_PROTO_SIMPLE, 1, &chunk);
+          if (r == ncclSuccess && chunk == 0)
+            return conf_fail("getChunkSize(coll %d, %zu bytes, chunk %zu, %zu ranks) answered 0",
+                             coll, odd_sizes[si], odd_chunks[ci], odd_shapes[sh][0]);
+        }
+    CONF_TRY(t_fini(6, ctx));
+  }
+  return CONF_PASS;
+}
+
 static const conf_test tuner_tests[] = {
     {"tuner_plugin_loads_with_rtld_now_local", t_loads, 0},
     {"tuner_plugin_exports_a_supported_version", t_exports, 0},
@@ -533,12 +704,16 @@ static const conf_test tuner_tests[] = {
     {"tuner_v3_table_has_name_and_entries", t_table_v3, 0},
     {"tuner_v4_table_has_name_and_entries", t_table_v4, 0},
     {"tuner_v5_table_has_name_and_entries", t_table_v5, 0},
+    {"tuner_v6_table_has_name_and_entries", t_table_v6, 0},
     {"tuner_init_and_teardown_work_across_shapes", t_shapes, 0},
     {"tuner_cost_table_keeps_ignored_cells_and_sane_channels", t_cost_table, 0},
     {"tuner_v2_choice_is_a_valid_supported_index", t_v2_choice, 0},
     {"tuner_getcollinfo_only_lowers_usable_cells", t_lowers_only, 0},
     {"tuner_getcollinfo_is_fast_and_does_not_allocate", t_fast, 0},
     {"tuner_getcollinfo_survives_odd_inputs", t_odd_inputs, 0},
+    {"tuner_v6_getchunksize_answers_are_positive_and_stable", t_chunk_answers, 0},
+    {"tuner_v6_getchunksize_is_fast_and_does_not_allocate", t_chunk_fast, 0},
+    {"tuner_v6_getchunksize_survives_odd_inputs", t_chunk_odd, 0},
 };
 
 static conf_result tuner_gate(void* ctx, const conf_test* t, char* why, size_t len) {

@@ -1,6 +1,10 @@
 /* weft-policy explain: which cluster a host gets and why. Facts are this host's unless given
  * on the command line (a --nic or --gpu replaces the host's list); nodes and ranks per node are
- * unknown unless given, and a cluster that depends on them is reported as undecided. */
+ * unknown unless given, and a cluster that depends on them is reported as undecided.
+ * --env-plugin: what libnccl-env-weft.so would answer getEnv on this host instead: the file it
+ * would read when FILE is not given (WEFT_POLICY, else /etc/weft/policy.yaml), the same choice
+ * (a cluster that needs the node count or ranks per node does not match), and per setting the
+ * environment's value or the policy's. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +12,12 @@
 
 #include "weft-policy.h"
 
+#define ENV_PLUGIN_DEFAULT_POLICY "/etc/weft/policy.yaml"
+
 typedef struct {
   const char* file;
+  int env_plugin;
+  int topology_given;
   policy_facts f;
 } explain_args;
 
@@ -31,6 +39,10 @@ static int parse_args(int argc, char** argv, explain_args* a) {
   for (int i = 0; i < argc; i++) {
     const char* opt = argv[i];
     const char* val = NULL;
+    if (!strcmp(opt, "--env-plugin")) {
+      a->env_plugin = 1;
+      continue;
+    }
     if (!strncmp(opt, "--", 2)) {
       const char* eq = strchr(opt, '=');
       static char name[32];
@@ -58,15 +70,32 @@ static int parse_args(int argc, char** argv, explain_args* a) {
     } else if (!strcmp(opt, "--nodes")) {
       if (!parse_count(opt, val, &a->f.nodes_min)) return 0;
       a->f.nodes_max = a->f.nodes_min;
+      a->topology_given = 1;
     } else if (!strcmp(opt, "--ranks-per-node")) {
       if (!parse_count(opt, val, &a->f.rpn_min)) return 0;
       a->f.rpn_max = a->f.rpn_min;
+      a->topology_given = 1;
     } else if (val != NULL || a->file != NULL) {
       fprintf(stderr, "weft-policy explain: unexpected argument '%s'\n", opt);
       return 0;
     } else {
       a->file = opt;
     }
+  }
+  if (a->env_plugin && a->topology_given) {
+    fprintf(stderr, "weft-policy explain: --env-plugin sees no communicator; --nodes and "
+                    "--ranks-per-node do not apply\n");
+    return 0;
+  }
+  if (a->file == NULL && a->env_plugin) {
+    /* The plugin's own choice of file. */
+    const char* env = getenv("WEFT_POLICY");
+    if (env && !strcmp(env, "none")) {
+      printf("WEFT_POLICY=none: the env plugin reads no policy and answers from the "
+             "environment alone\n");
+      exit(0);
+    }
+    a->file = env && *env ? env : ENV_PLUGIN_DEFAULT_POLICY;
   }
   if (a->file == NULL) {
     fprintf(stderr, "weft-policy explain: which FILE?\n");
@@ -75,16 +104,48 @@ static int parse_args(int argc, char** argv, explain_args* a) {
   return 1;
 }
 
-static void print_facts(const policy_facts* f) {
+static void print_facts(const policy_facts* f, int env_plugin) {
   printf("facts: hostname '%s'; NICs:", f->hostname);
   for (int i = 0; i < f->nnics; i++) printf("%s %s", i ? "," : "", f->nics[i]);
   printf("%s; GPUs:", f->nnics ? "" : " none");
   for (int i = 0; i < f->ngpus; i++) printf("%s %s", i ? "," : "", f->gpus[i]);
   printf("%s\n", f->ngpus ? "" : " none");
+  if (env_plugin) {
+    printf("       nodes and ranks per node: not known to an env plugin\n");
+    return;
+  }
   if (f->nodes_min == f->nodes_max) printf("       nodes %d", f->nodes_min);
   else printf("       nodes unknown (--nodes N)");
   if (f->rpn_min == f->rpn_max) printf("; ranks per node %d\n", f->rpn_min);
   else printf("; ranks per node unknown (--ranks-per-node N)\n");
+}
+
+/* What the env plugin answers for each item: the environment's value when set, else the
+ * policy's. */
+static void print_env_plugin_items(const weft_policy* p, int cluster) {
+  const policy_item* items;
+  int n = policy_items(p, cluster, &items);
+  printf("the env plugin logs: cluster '%s', settings %016llx, %d items\n",
+         cluster >= 0 || policy_has_defaults(p) ? policy_cluster_name(p, cluster) : "(none)",
+         (unsigned long long)policy_settings_hash(p, cluster), n);
+  if (n == 0) {
+    printf("  (answers from the environment alone)\n");
+    return;
+  }
+  printf("getEnv answers:\n");
+  for (int i = 0; i < n; i++) {
+    const char* env = getenv(items[i].name);
+    if (env)
+      printf("  %s=%s    # the environment wins over %s=%s (%s, line %d)\n", items[i].name, env,
+             items[i].name, items[i].value, items[i].from, items[i].line);
+    else
+      printf("  %s=%s    # %s, line %d%s\n", items[i].name, items[i].value, items[i].from,
+             items[i].line,
+             !strcmp(items[i].from, "plugin_env")
+                 ? "; only for readers that ask getEnv (a plugin calling getenv does not see it)"
+                 : "");
+  }
+  printf("every other name: the environment's value, or unset\n");
 }
 
 static void print_items(const weft_policy* p, int cluster) {
@@ -115,20 +176,27 @@ int wp_explain(int argc, char** argv) {
   rc = 1;
   if (policy_load_file(a->file, &p, e) != 0) {
     wp_print_errors(e);
+    if (a->env_plugin)
+      printf("the env plugin logs one WARN (%s) and answers from the environment alone\n",
+             e->n ? e->msg[0] : "invalid policy file");
     goto done;
   }
   rc = 0;
   int n = policy_cluster_count(p);
   printf("policy %s: %d cluster%s, %s\n", a->file, n, n == 1 ? "" : "s",
          policy_has_defaults(p) ? "defaults" : "no defaults");
-  print_facts(&a->f);
+  print_facts(&a->f, a->env_plugin);
   policy_choice ch;
-  policy_choose(p, &a->f, &ch);
+  if (a->env_plugin) policy_choose_local(p, &a->f, &ch);
+  else policy_choose(p, &a->f, &ch);
   printf("clusters, in order (the first that matches wins):\n");
   for (int i = 0; i < n; i++) {
     char why[512];
     policy_tri r = policy_eval_cluster(p, i, &a->f, why, sizeof why);
-    const char* verdict = r == POLICY_NO ? "no" : r == POLICY_UNKNOWN ? "undecided" : "matches";
+    const char* verdict = r == POLICY_NO        ? "no"
+                          : r != POLICY_UNKNOWN ? "matches"
+                          : a->env_plugin       ? "no (an env plugin sees no communicator)"
+                                                : "undecided";
     if (r == POLICY_YES && ch.decided && ch.cluster != i)
       verdict = "would match, but an earlier cluster wins";
     printf("  %d. '%s' (line %d): %s: %s\n", i + 1, policy_cluster_name(p, i),
@@ -136,7 +204,13 @@ int wp_explain(int argc, char** argv) {
     const char* d = policy_cluster_description(p, i);
     if (d) printf("     %s\n", d);
   }
-  if (!ch.decided) {
+  if (a->env_plugin) {
+    if (ch.cluster >= 0) printf("result: cluster '%s'\n", policy_cluster_name(p, ch.cluster));
+    else
+      printf("result: no cluster matched; %s\n",
+             policy_has_defaults(p) ? "the defaults apply" : "the file has no defaults");
+    print_env_plugin_items(p, ch.cluster);
+  } else if (!ch.decided) {
     printf("result: undecided: %s; pass --nodes N and --ranks-per-node N\n", ch.why);
   } else if (ch.cluster >= 0) {
     printf("result: cluster '%s'\n", policy_cluster_name(p, ch.cluster));

@@ -4,6 +4,8 @@
  *                            [--ranks-per-node N]
  *                            which cluster matches here (or with the facts given) and why, the
  *                            settings it applies, and each other cluster's first failed condition
+ *   weft-policy explain --env-plugin [FILE] [--hostname H] [--nic N]… [--gpu MODEL]…
+ *                            what libnccl-env-weft.so would answer getEnv here
  *   weft-policy schema           the reference of schema version 1 (markdown)
  * Exit status 2 is a usage error. */
 #include <stdio.h>
@@ -18,6 +20,8 @@ static int usage(FILE* out, int rc) {
           "usage: weft-policy check FILE...\n"
           "       weft-policy explain FILE [--hostname H] [--nic NAME]... [--gpu MODEL]...\n"
           "                               [--nodes N] [--ranks-per-node N]\n"
+          "       weft-policy explain --env-plugin [FILE] [--hostname H] [--nic NAME]...\n"
+          "                               [--gpu MODEL]...\n"
           "       weft-policy schema\n");
   return rc;
 }

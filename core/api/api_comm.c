@@ -18,6 +18,7 @@ WEFT_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm);
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommDestroy"));
+  group_forget_comm(comm, "ncclCommDestroy");
   return comm_destroy(comm);
 }
 
@@ -25,6 +26,7 @@ WEFT_API(ncclResult_t, ncclCommAbort, ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommAbort"));
+  group_forget_comm(comm, "ncclCommAbort");
   return comm_abort(comm);
 }
 

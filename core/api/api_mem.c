@@ -13,6 +13,7 @@
  * own connection buffers either way, so a registration only has to be remembered and checked
  * at deregistration (a foreign or twice-released handle is ncclInvalidArgument). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,11 @@ ncclResult_t ncclMemFree(void* ptr) {
 
 static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, size_t size,
                             int window, int win_flags, weft_mem_reg** out) {
+  /* No object is larger than PTRDIFF_MAX or runs past the end of the address space. */
+  if (size > (size_t)PTRDIFF_MAX || (uintptr_t)buff + size < (uintptr_t)buff) {
+    WARN("%s: buff %p with size = %zu runs past the end of the address space", fn, buff, size);
+    return ncclInvalidArgument;
+  }
   weft_mem_reg* r = calloc(1, sizeof *r);
   if (!r) {
     WARN("%s: out of memory for a registration", fn);

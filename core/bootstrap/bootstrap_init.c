@@ -106,8 +106,9 @@ static ncclResult_t connect_ring(weft_bootstrap* b, uint64_t deadline, int timeo
   int next = (b->rank + 1) % b->nranks, prev = (b->rank + b->nranks - 1) % b->nranks;
   bs_hello h;
   bs_hello_init(&h, &b->id, BS_KIND_RING, b->rank, b->nranks);
+  /* Every rank listened before it checked in: a refusal means next is gone. */
   bs_xfer x = {.kind = BS_X_CONNECT, .peer = next, .fd = -1, .addr = &b->verdict.next,
-               .buf = &h, .len = sizeof h};
+               .buf = &h, .len = sizeof h, .refused_fatal = 1};
   ncclResult_t r = bs_run(b, &x, 1, ring_prev_arrived, NULL, deadline, "ring setup");
   if (r != ncclSuccess) {
     if (b->timed_out && !x.complete)
@@ -211,6 +212,7 @@ void bootstrap_close(weft_bootstrap* b) {
       if (!p) continue;
       bs_close_fd(&p->send_fd);
       bs_close_fd(&p->recv_fd);
+      bs_close_fd(&p->probe_fd);
       if (p->msg) bs_msg_free(b, p->msg);
       free(p);
     }

@@ -150,6 +150,8 @@ typedef struct {
   bs_msg* msg;        /* its queue entry (NULL when it lands in the waiting receive) */
   unsigned char* dst; /* where its payload goes */
   size_t done;
+  int probe_fd;      /* a connect to its listener checking that it still exists (-1: none) */
+  uint64_t probe_at; /* when a receive waiting on it probes next (0: wait not started) */
 } bs_peer;
 
 /* The receive the caller is blocked in: a matching message lands straight in buf. */
@@ -190,6 +192,9 @@ struct weft_bootstrap {
 
 /* ---- bootstrap_loop.c: the one place a rank waits ---- */
 
+/* How often a receive that waits checks that its peer still exists. */
+#define BS_PROBE_MS 250
+
 typedef enum { BS_X_CONNECT, BS_X_SEND, BS_X_RECV } bs_xkind;
 
 typedef struct {
@@ -203,6 +208,7 @@ typedef struct {
   uint64_t hello_deadline;   /* CONNECT of a check-in: refresh its timeout_ms on connect */
   int state;                 /* CONNECT: 0 idle, 1 connecting, 2 sending */
   uint64_t retry_at;
+  int refused_fatal; /* CONNECT to a listener known to be up: a refusal means it is gone */
   int complete;
 } bs_xfer;
 

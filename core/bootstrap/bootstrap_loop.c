@@ -35,7 +35,7 @@ bs_peer* bs_peer_get(weft_bootstrap* b, int peer) {
            peer);
       return NULL;
     }
-    p->send_fd = p->recv_fd = -1;
+    p->send_fd = p->recv_fd = p->probe_fd = -1;
     b->peers[peer] = p;
   }
   return b->peers[peer];
@@ -216,11 +216,24 @@ static ncclResult_t xfer_lost(weft_bootstrap* b, const bs_xfer* x, const char* w
   return ncclRemoteError;
 }
 
+/* The listener existed (its address came from the rank itself): refusing now means its process
+ * exited or closed its communicator; retrying would only wait for the timeout. */
+static ncclResult_t connect_refused(weft_bootstrap* b, const bs_xfer* x, const char* what) {
+  char who[32], a[WEFT_SOCKADDR_STRLEN];
+  WARN("bootstrap rank %d/%d: %s: %s refused the connection at %s: its process has exited or "
+       "closed its communicator",
+       b->rank, b->nranks, what, peer_name(x->peer, who, sizeof who),
+       socket_addr_str(x->addr, a, sizeof a));
+  return ncclRemoteError;
+}
+
 static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const char* what) {
   if (x->kind == BS_X_CONNECT && x->state < 2) {
     if (x->state == 0) {
       if (now < x->retry_at) return ncclSuccess;
       ncclResult_t r = socket_connect_start(x->addr, &x->fd);
+      if (r == ncclRemoteError && x->refused_fatal && errno == ECONNREFUSED)
+        return connect_refused(b, x, what);
       if (r == ncclRemoteError) { /* refused at once: the listener is not up yet */
         x->retry_at = now + CONNECT_RETRY_MS;
         return ncclSuccess;
@@ -230,7 +243,9 @@ static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const
     }
     int done = 0;
     if (socket_connect_poll(x->fd, &done) != ncclSuccess) {
+      int err = errno;
       bs_close_fd(&x->fd);
+      if (x->refused_fatal && err == ECONNREFUSED) return connect_refused(b, x, what);
       x->state = 0;
       x->retry_at = now + CONNECT_RETRY_MS;
       return ncclSuccess;
@@ -344,7 +359,9 @@ ncclResult_t bs_run(weft_bootstrap* b, bs_xfer* x, int nx, bs_until_fn until, vo
       short ev = (x[i].kind == BS_X_RECV) ? POLLIN : POLLOUT;
       pfd_set(&pfd[n++], x[i].fd, ev);
     }
-    int ms = wake <= now ? 0 : (wake - now > 1000 ? 1000 : (int)(wake - now));
+    /* A receive also checks that its peer still exists (bootstrap_p2p.c) between waits. */
+    int slice = until ? BS_PROBE_MS : 1000;
+    int ms = wake <= now ? 0 : (wake - now > (uint64_t)slice ? slice : (int)(wake - now));
     if (b->abort_flag && ms > BS_POLL_SLICE_MS) ms = BS_POLL_SLICE_MS;
     if (poll(pfd, (nfds_t)n, ms) < 0) {
       if (errno == EINTR) continue;

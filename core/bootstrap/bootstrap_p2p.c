@@ -3,9 +3,12 @@
  * Messages are a bs_p2p_hdr (tag, size) and the payload. A message nobody waits for yet is
  * queued (FIFO per peer and tag) up to BS_MAX_QUEUED_BYTES in all; a receive takes the first
  * queued message of its (peer, tag), and its size must be the size that was sent. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "bootstrap/bootstrap_internal.h"
 #include "util/check.h"
@@ -90,7 +93,7 @@ static ncclResult_t open_send(weft_bootstrap* b, bs_peer* p, int peer, uint64_t 
   bs_hello h;
   bs_hello_init(&h, &b->id, BS_KIND_P2P, b->rank, b->nranks);
   bs_xfer x = {.kind = BS_X_CONNECT, .peer = peer, .fd = -1, .addr = &b->addrs[peer],
-               .buf = &h, .len = sizeof h};
+               .buf = &h, .len = sizeof h, .refused_fatal = 1};
   snprintf(what, sizeof what, "connect to rank %d", peer);
   ncclResult_t r = bs_run(b, &x, 1, NULL, NULL, deadline, what);
   if (r != ncclSuccess) {
@@ -136,6 +139,50 @@ ncclResult_t bootstrap_send(weft_bootstrap* b, int peer, int tag, const void* da
   return r;
 }
 
+/* A receive from a peer that died would wait for the whole timeout: its process closed every
+ * socket (our connection to it reads EOF) and its listener refuses connections. 1 when gone. */
+static int peer_gone(weft_bootstrap* b, bs_peer* p, int peer, const char** how) {
+  if (p->send_fd >= 0) { /* the peer never writes on it: readable means closed or reset */
+    struct pollfd q = {.fd = p->send_fd, .events = POLLIN};
+    char c;
+    if (poll(&q, 1, 0) != 1) return 0;
+    ssize_t n = recv(p->send_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      *how = "its connection to this rank closed";
+      return 1;
+    }
+    return 0;
+  }
+  uint64_t now = clock_ms();
+  if (p->probe_at == 0) p->probe_at = now + BS_PROBE_MS;
+  if (p->probe_fd < 0) {
+    if (now < p->probe_at) return 0;
+    p->probe_at = now + BS_PROBE_MS;
+    errno = 0;
+    ncclResult_t r = socket_connect_start(&b->addrs[peer], &p->probe_fd);
+    if (r == ncclRemoteError && errno == ECONNREFUSED) {
+      *how = "its listener refuses connections";
+      return 1;
+    }
+    if (r != ncclSuccess) p->probe_fd = -1;
+    return 0;
+  }
+  int done = 0;
+  if (socket_connect_poll(p->probe_fd, &done) != ncclSuccess) {
+    int err = errno;
+    bs_close_fd(&p->probe_fd);
+    if (err == ECONNREFUSED) {
+      *how = "its listener refuses connections";
+      return 1;
+    }
+  } else if (done) {
+    bs_close_fd(&p->probe_fd); /* it listens: alive (it drops the probe as a stray client) */
+  }
+  return 0;
+}
+
+static int peer_alloc_ok(weft_bootstrap* b, int peer) { return bs_peer_get(b, peer) != NULL; }
+
 static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
   bs_want* w = ctx;
   *ok = 0;
@@ -172,6 +219,13 @@ static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
          b->rank, b->nranks, w->peer, w->tag, w->size, w->peer);
     return ncclRemoteError;
   }
+  const char* how = NULL;
+  if (b->addrs && peer_alloc_ok(b, w->peer) && peer_gone(b, b->peers[w->peer], w->peer, &how)) {
+    WARN("bootstrap rank %d/%d: recv from rank %d (tag %d, %zu bytes): rank %d is gone (%s): "
+         "its process has exited or closed its communicator",
+         b->rank, b->nranks, w->peer, w->tag, w->size, w->peer, how);
+    return ncclRemoteError;
+  }
   return ncclSuccess;
 }
 
@@ -179,6 +233,7 @@ ncclResult_t bootstrap_recv(weft_bootstrap* b, int peer, int tag, void* data, si
   WEFT_CHECK(check_peer(b, "recv", peer, data, size));
   if (bs_is_aborted(b)) return ncclRemoteError;
   bs_want w = {.peer = peer, .tag = tag, .buf = data, .size = size};
+  if (peer != b->rank && b->peers[peer]) b->peers[peer]->probe_at = 0; /* probe after a grace */
   char what[96];
   snprintf(what, sizeof what, "recv from rank %d (tag %d, %zu bytes)", peer, tag, size);
   b->want = &w;

@@ -111,6 +111,16 @@ ncclResult_t comm_check(const struct ncclComm* comm, const char* fn);
 /* A handle that is at least structurally valid (destroy/abort/queries accept more states). */
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn);
 
+/* ---- comm_registry.c ---- */
+/* The live communicators of this process. comm_alloc adds, comm_free removes (first). */
+ncclResult_t comm_registry_add(struct ncclComm* comm);
+void comm_registry_remove(struct ncclComm* comm);
+/* 1 while comm is a live communicator (reads nothing of *comm). */
+int comm_registry_live(const struct ncclComm* comm);
+/* fn(comm, arg) for each live communicator, under the registry lock: a comm visited is not
+ * freed meanwhile; fn must not block and must not call back into the registry. */
+void comm_registry_visit(void (*fn)(struct ncclComm* comm, void* arg), void* arg);
+
 /* ---- comm_datapath.c ---- */
 /* Agree on channels and buffer sizes, open the net, start the executor (host mode). Called at
  * the end of comm_init_run; an unknown NCCL_ALGO/NCCL_PROTO token fails it (InvalidUsage). */

@@ -1,12 +1,17 @@
-/* Handle validation: a communicator pointer from the user is checked by its magics before any
- * field is trusted, so a freed or corrupted handle is an error, not a crash (as far as the
- * memory is still mapped). */
+/* Handle validation: a communicator pointer from the user is looked up among the live ones
+ * (comm_registry.c) before any byte of it is read, then its magics are checked, so a destroyed
+ * or corrupted handle is an error, not a read of freed memory or a crash. */
 #include "comm/comm.h"
 #include "util/check.h"
 
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn) {
   if (comm == NULL) {
     WARN("%s: comm is NULL", fn);
+    return ncclInvalidArgument;
+  }
+  if (!comm_registry_live(comm)) {
+    WARN("%s: comm %p is not a live communicator (destroyed, aborted or never created)", fn,
+         (void*)comm);
     return ncclInvalidArgument;
   }
   if (comm->magic_start != WEFT_COMM_MAGIC_START || comm->magic_end != WEFT_COMM_MAGIC_END) {

@@ -36,6 +36,12 @@ ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cu
   c->async_error = ncclInProgress;
   if (config->commName) snprintf(c->name, sizeof c->name, "%s", config->commName);
   pthread_mutex_init(&c->lock, NULL);
+  ncclResult_t res = comm_registry_add(c);
+  if (res != ncclSuccess) {
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return res;
+  }
   *out = c;
   return ncclSuccess;
 }
@@ -155,6 +161,7 @@ void comm_join_init(struct ncclComm* comm) {
 }
 
 void comm_free(struct ncclComm* comm) {
+  comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_datapath_fini(comm);
   tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);

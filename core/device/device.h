@@ -108,7 +108,9 @@ int weft_dev_launch_double(int redop, const weft_dev_launch* l, void* stream);
 int weft_dev_launch_bf16(int redop, const weft_dev_launch* l, void* stream);
 int weft_dev_launch_e4m3(int redop, const weft_dev_launch* l, void* stream);
 int weft_dev_launch_e5m2(int redop, const weft_dev_launch* l, void* stream);
-/* kernel_scale.cu: dst[i] = scalar * src[i] for count elements of dtype (an ncclDataType_t);
+/* kernel_local.cu: an SM copy of bytes (dst and src 16-byte aligned) on stream. */
+int weft_dev_copy(void* dst, const void* src, size_t bytes, void* stream);
+/* kernel_local.cu: dst[i] = scalar * src[i] for count elements of dtype (an ncclDataType_t);
  * scalar is the datatype's own bytes, or read from scalar_ptr on the GPU when it is not NULL. */
 int weft_dev_scale(int dtype, void* dst, const void* src, size_t count, uint64_t scalar,
                    const void* scalar_ptr, void* stream);

@@ -62,6 +62,10 @@ typedef struct {
 } dev_guard;
 static cudaError_t guard_enter(dev_guard* g, int dev) {
   if (cudaGetDevice(&g->saved) != cudaSuccess) g->saved = -1;
+  if (g->saved == dev) {
+    g->saved = -1; /* already current: nothing to set, nothing to put back */
+    return cudaSuccess;
+  }
   return cudaSetDevice(dev);
 }
 static void guard_leave(const dev_guard* g) {
@@ -170,11 +174,28 @@ ncclResult_t device_exec_error(struct ncclComm* comm) {
   return e == 2 ? ncclRemoteError : ncclSystemError;
 }
 
+/* From this size a copy captured into a CUDA graph runs faster on the SMs than as a memcpy
+ * node (H200: 775 us against 541 us per GiB; at 256 MiB the node still wins, 126 against
+ * 138 us). Launched, the copy engine path is as fast as the kernel at every size. */
+#define CAPTURED_SM_COPY_MIN_BYTES (512ull << 20)
+
 ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
                               void* stream) {
   ncclResult_t res = ncclSuccess;
   dev_guard g;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  if (bytes >= CAPTURED_SM_COPY_MIN_BYTES && (((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CUDA_TRY(comm, cudaStreamIsCapturing((cudaStream_t)stream, &cs), "cudaStreamIsCapturing");
+    struct cudaPointerAttributes da, sa;
+    if (cs == cudaStreamCaptureStatusActive &&
+        cudaPointerGetAttributes(&da, dst) == cudaSuccess && da.type == cudaMemoryTypeDevice &&
+        cudaPointerGetAttributes(&sa, src) == cudaSuccess && sa.type == cudaMemoryTypeDevice) {
+      CUDA_TRY(comm, (cudaError_t)weft_dev_copy(dst, src, bytes, stream),
+               "the captured copy kernel launch");
+      goto out;
+    }
+  }
   CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
            "cudaMemcpyAsync (a copy to self)");
 out:

@@ -110,6 +110,32 @@ ncclResult_t group_add_op(struct ncclComm* comm, const weft_op* op) {
   return res != ncclSuccess ? res : end;
 }
 
+void group_forget_comm(struct ncclComm* comm, const char* fn) {
+  for (deferred_init** d = &pending; *d; d = &(*d)->next) {
+    if ((*d)->comm != comm) continue;
+    deferred_init* gone = *d;
+    *d = gone->next;
+    free(gone);
+    WARN("%s: rank %d: the communicator's init was still queued in the open group; it is "
+         "dropped",
+         fn, comm->rank);
+    break;
+  }
+  for (int i = 0; i < n_op_comms; i++) {
+    if (op_comms[i] != comm) continue;
+    int nops = comm->plan ? comm->plan->npending : 0;
+    if (nops > 0)
+      WARN("%s: rank %d: %d operation(s) queued on this communicator in the open group are "
+           "dropped; the group's other communicators still launch at ncclGroupEnd",
+           fn, comm->rank, nops);
+    plan_discard(comm);
+    comm->plan->in_group = 0;
+    memmove(&op_comms[i], &op_comms[i + 1], (size_t)(n_op_comms - i - 1) * sizeof *op_comms);
+    n_op_comms--;
+    break;
+  }
+}
+
 /* Launch (or, after an error, drop) the operations queued in the group. */
 static ncclResult_t run_ops(ncclResult_t res) {
   if (n_op_comms == 0) return ncclSuccess;

@@ -18,6 +18,10 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id);
 
 /* Queue an operation (copied) on comm; outside a group, run it now. ncclInvalidArgument leaves
  * the group as it was; other errors are sticky and returned by the outermost End too. */
+/* comm is being destroyed or aborted by this thread: it leaves the thread's open group (its
+ * queued init or operations are dropped, with a WARN naming fn) so that End never touches it. */
+void group_forget_comm(struct ncclComm* comm, const char* fn);
+
 struct weft_op;
 ncclResult_t group_add_op(struct ncclComm* comm, const struct weft_op* op);
 

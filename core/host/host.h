@@ -32,4 +32,16 @@ void host_exec_destroy(weft_host* h);
  * buffers of ll_payload bytes (LL only). */
 int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclResult_t* res);
 
+/* ---- op signatures (host_sig.c) ---- */
+/* Write w's op signature (WEFT_CONN_SIG_BYTES) at wire. */
+void host_sig_write(const weft_work* w, void* wire);
+/* 1 when wire starts with a signature's magic (its first 4 bytes). */
+int host_sig_magic_ok(const void* wire);
+/* Compare the signature the peer of c sent (at wire) with w's op: 0 when they match, else a
+ * WARN naming the peer and both sides' arguments and -1 with *res = ncclInvalidUsage. */
+int host_sig_check(const weft_work* w, const weft_conn* c, const void* wire, ncclResult_t* res);
+/* w waits on its receive connection idx: 1 (with the WARN and *res) when the peer's side of the
+ * operation waits, unread, on the other protocol's connection of that peer and channel. */
+int host_sig_check_sibling(weft_work* w, int idx, ncclResult_t* res);
+
 #endif

@@ -80,6 +80,9 @@ static void finish(weft_work* w, ncclResult_t res) {
       int ok = ncclSuccess;
       __atomic_compare_exchange_n(&c->error, &ok, (int)res, 0, __ATOMIC_RELEASE,
                                   __ATOMIC_RELAXED);
+      int none = 0; /* and the peer's end, when it shares the control block (shm) */
+      __atomic_compare_exchange_n(&c->ctrl->broken, &none, WEFT_CONN_BROKEN_FAILED, 0,
+                                  __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     }
     c->ticket_serving++;
   }
@@ -137,6 +140,10 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     *res = ncclRemoteError;
     return 1;
   }
+  /* The peer's side of this receive waiting on the other protocol's connection. */
+  if (now - w->idle_since_ms >= CHECK_INTERVAL_MS && w->blocked >= 0 && w->conns[w->blocked] &&
+      !w->conns[w->blocked]->is_send && host_sig_check_sibling(w, w->blocked, res))
+    return 1;
   if (now - w->idle_since_ms > (uint64_t)h->timeout_ms) {
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) waited %d ms for %s: timed out (WEFT_TIMEOUT_MS)", w->rank,

@@ -4,7 +4,9 @@
  * must be free; then the inputs are combined into one output (the local dst when there is
  * one, else the first send slot; LL goes through a scratch buffer), copied to the other
  * outputs, and the FIFO counters published. Simple reduces straight from the receive slot into
- * the user buffer or the send slot, so a step costs one pass per output at most. */
+ * the user buffer or the send slot, so a step costs one pass per output at most. The first step
+ * of a work item on each connection leads with the op's signature (host_sig.c): the sender
+ * writes it before the data, the receiver checks it before it uses any byte. */
 #include <string.h>
 
 #include "comm/comm.h"
@@ -27,8 +29,11 @@ static size_t ll_ready_lines(const weft_conn* c, size_t from, size_t nlines) {
   return i;
 }
 
-static void ll_unpack(const weft_conn* c, char* out, size_t bytes) {
-  const uint64_t* l = ll_lines(c);
+#define SIG_LINES (WEFT_CONN_SIG_BYTES / WEFT_LL_LINE_PAYLOAD)
+
+/* LL lines from line `from` on hold bytes of data. */
+static void ll_unpack(const weft_conn* c, size_t from, char* out, size_t bytes) {
+  const uint64_t* l = ll_lines(c) + 2 * from;
   size_t full = bytes / WEFT_LL_LINE_PAYLOAD;
   for (size_t i = 0; i < full; i++) {
     uint32_t d[2];
@@ -45,8 +50,8 @@ static void ll_unpack(const weft_conn* c, char* out, size_t bytes) {
   }
 }
 
-static void ll_pack(weft_conn* c, const char* in, size_t bytes) {
-  uint64_t* l = ll_lines(c);
+static void ll_pack(weft_conn* c, size_t from, const char* in, size_t bytes) {
+  uint64_t* l = ll_lines(c) + 2 * from;
   uint64_t flag = (uint64_t)(uint32_t)(c->step + 1) << 32;
   size_t n = ll_lines_for(bytes);
   for (size_t i = 0; i < n; i++) {
@@ -63,7 +68,20 @@ static void ll_pack(weft_conn* c, const char* in, size_t bytes) {
 
 static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
   int e = __atomic_load_n(&c->error, __ATOMIC_ACQUIRE);
-  if (e == ncclSuccess) return 0;
+  if (e == ncclSuccess) {
+    int why = __atomic_load_n(&c->ctrl->broken, __ATOMIC_ACQUIRE);
+    if (why == 0) return 0;
+    WARN("rank %d: %s (seq %llu) cannot go on: rank %d %s (connection %s it, channel %d)",
+         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq, c->peer,
+         why == WEFT_CONN_BROKEN_ABORT    ? "aborted its communicator"
+         : why == WEFT_CONN_BROKEN_CLOSED ? "destroyed its communicator"
+                                          : "failed an operation on this connection",
+         c->is_send ? "to" : "from", c->channel);
+    e = ncclRemoteError;
+    __atomic_store_n(&c->error, e, __ATOMIC_RELEASE);
+    *res = (ncclResult_t)e;
+    return 1;
+  }
   WARN("rank %d: %s (seq %llu) cannot go on: the connection %s rank %d (channel %d) failed "
        "(%s)",
        w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
@@ -74,13 +92,15 @@ static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
 
 /* 1 ready, 0 not yet, -1 failed. Data that arrived is used even when the connection failed
  * later: only a wait on a failed connection is an error. */
-static int recv_ready(weft_work* w, int idx, size_t bytes, int ll, ncclResult_t* res) {
+static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, ncclResult_t* res) {
   weft_conn* c = w->conns[idx];
   if (!ll || (c->flags & WEFT_CONN_LL_TAIL)) {
     if (__atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE) <= c->step)
       return conn_failed(w, c, res) ? -1 : 0;
   }
+  if (sig) bytes += WEFT_CONN_SIG_BYTES;
   if (!ll) {
+    if (sig && host_sig_check(w, c, conn_slot(c, c->step), res)) return -1;
     int64_t got = __atomic_load_n(&c->ctrl->sizes[c->step % WEFT_NSTEPS], __ATOMIC_RELAXED);
     if ((size_t)got != bytes) {
       WARN("rank %d: %s (seq %llu) received %lld bytes from rank %d on channel %d where it "
@@ -93,6 +113,20 @@ static int recv_ready(weft_work* w, int idx, size_t bytes, int ll, ncclResult_t*
     return 1;
   }
   size_t nlines = ll_lines_for(bytes);
+  if (sig && w->ll_ready[idx] < SIG_LINES) { /* the signature first: it says how much follows */
+    char s[WEFT_CONN_SIG_BYTES] = {0};
+    if (ll_ready_lines(c, 0, 1) != 1) return conn_failed(w, c, res) ? -1 : 0;
+    if (ll_ready_lines(c, 1, SIG_LINES) != SIG_LINES) {
+      /* Line 0 holds the magic: a step that is no op's start is an error now, not a wait for
+       * lines that will never come. */
+      ll_unpack(c, 0, s, WEFT_LL_LINE_PAYLOAD);
+      if (!host_sig_magic_ok(s) && host_sig_check(w, c, s, res)) return -1;
+      return conn_failed(w, c, res) ? -1 : 0;
+    }
+    ll_unpack(c, 0, s, sizeof s);
+    if (host_sig_check(w, c, s, res)) return -1;
+    w->ll_ready[idx] = SIG_LINES;
+  }
   /* The producer writes lines in order: poll the last one alone until it lands, rather than
    * pulling lines the producer is still writing back and forth between caches. Then every
    * line is checked (the order of stores is not what makes a line valid, its flag is). */
@@ -213,7 +247,8 @@ int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclRe
   size_t bytes = p->nelem * op->elem;
   int ll = op->proto == NCCL_PROTO_LL;
   for (int i = 0; i < p->nrecv; i++) {
-    int r = recv_ready(w, p->recv[i], bytes, ll, res);
+    int sig = !(w->sig_done & (1u << p->recv[i]));
+    int r = recv_ready(w, p->recv[i], bytes, sig, ll, res);
     if (r <= 0) {
       w->blocked = p->recv[i];
       return r;
@@ -232,11 +267,12 @@ int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclRe
   x.src = p->src;
   for (int i = 0; i < p->nrecv; i++) {
     weft_conn* c = w->conns[p->recv[i]];
+    int sig = !(w->sig_done & (1u << p->recv[i]));
     if (ll) {
-      ll_unpack(c, scratch[i], bytes);
+      ll_unpack(c, sig ? SIG_LINES : 0, scratch[i], bytes);
       x.in[i] = scratch[i];
     } else {
-      x.in[i] = conn_slot(c, c->step);
+      x.in[i] = conn_slot(c, c->step) + (sig ? WEFT_CONN_SIG_BYTES : 0);
     }
   }
   char* out = NULL;
@@ -248,7 +284,7 @@ int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclRe
       out = scratch[WEFT_PRIM_MAX_PEERS];
     } else {
       weft_conn* c = w->conns[p->send[0]];
-      out = conn_slot(c, c->step);
+      out = conn_slot(c, c->step) + (w->sig_done & (1u << p->send[0]) ? 0 : WEFT_CONN_SIG_BYTES);
       first_send_is_out = 1;
     }
   }
@@ -258,25 +294,36 @@ int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclRe
     if (!ll)
       for (int i = first_send_is_out; i < p->nsend; i++) {
         weft_conn* c = w->conns[p->send[i]];
-        extra[nextra++] = conn_slot(c, c->step);
+        int sig = !(w->sig_done & (1u << p->send[i]));
+        extra[nextra++] = conn_slot(c, c->step) + (sig ? WEFT_CONN_SIG_BYTES : 0);
       }
     combine_and_copy(op, p, out, &x, extra, nextra);
   }
 
   for (int i = 0; i < p->nsend; i++) {
     weft_conn* c = w->conns[p->send[i]];
-    size_t wire = bytes;
+    int sig = !(w->sig_done & (1u << p->send[i]));
+    size_t wire = bytes + (sig ? WEFT_CONN_SIG_BYTES : 0);
     if (ll) {
-      ll_pack(c, out, bytes);
-      wire = ll_lines_for(bytes) * WEFT_LL_LINE_BYTES;
+      if (sig) {
+        char s[WEFT_CONN_SIG_BYTES];
+        host_sig_write(w, s);
+        ll_pack(c, 0, s, sizeof s);
+      }
+      if (!sig || bytes) ll_pack(c, sig ? SIG_LINES : 0, out, bytes);
+      wire = ll_lines_for(wire) * WEFT_LL_LINE_BYTES;
+    } else if (sig) {
+      host_sig_write(w, conn_slot(c, c->step));
     }
     __atomic_store_n(&c->ctrl->sizes[c->step % WEFT_NSTEPS], (int64_t)wire, __ATOMIC_RELAXED);
     c->step++;
     __atomic_store_n(&c->ctrl->tail, c->step, __ATOMIC_RELEASE);
+    w->sig_done |= 1u << p->send[i];
   }
   for (int i = 0; i < p->nrecv; i++) {
     weft_conn* c = w->conns[p->recv[i]];
     w->ll_ready[p->recv[i]] = 0;
+    w->sig_done |= 1u << p->recv[i];
     c->step++;
     __atomic_store_n(&c->ctrl->head, c->step, __ATOMIC_RELEASE);
   }

@@ -78,6 +78,7 @@ typedef struct weft_work {
   /* executor state */
   uint32_t ll_ready[WEFT_WORK_MAX_CONNS]; /* LL lines of the current step seen complete */
   int blocked;                            /* conn index the last attempt waited for */
+  uint32_t sig_done;                      /* conns whose first step (signature) is done */
   uint64_t idle_since_ms;
   ncclResult_t result;
 } weft_work;

@@ -7,7 +7,7 @@
  * (config netName, else NCCL_NET; case-insensitive; any when neither is set), whose init
  * succeeds, whose devices() is > 0 and whose device 0 is a host (non-offload) device.
  *
- * A library is read in stock NCCL's order: resolve the newest ncclNetPlugin_v11..v6 symbol, call
+ * A library is read in stock NCCL's order: resolve the newest ncclNetPlugin_v12..v6 symbol, call
  * its init, then check and copy the table (a plugin may fill it in init). One that cannot be used
  * (no symbol, init NULL or failing, a mandatory entry still NULL after init, 0 devices, …) is
  * skipped for the rest of the process with one WARN naming the file and the reason. The INFO
@@ -28,7 +28,7 @@
 
 /* One communicator's network: the plugin and this communicator's context in it. */
 typedef struct weft_net {
-  const ncclNet_v11_t* api; /* current view; every entry non-NULL (NULL optionals are stubs) */
+  const ncclNet_v12_t* api; /* current view; every entry non-NULL (NULL optionals are stubs) */
   void* ctx;                /* this communicator's context, from api->init */
   int ndev;                 /* api->devices() when opened */
   const char* name;         /* the plugin's name ("Socket", "IB", …) */

@@ -178,7 +178,7 @@ static void* open_library(net_cand* c) {
 
 /* Why a library exports no version we load: name what it does export, if anything. */
 static void no_symbol_reason(void* dl, char* why, size_t len) {
-  static const int others[] = {12, 13, 5, 4, 3, 2};
+  static const int others[] = {13, 14, 5, 4, 3, 2};
   for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
     char sym[32];
     snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", others[i]);
@@ -271,7 +271,7 @@ static void cand_unload(net_cand* c) {
 static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffic_class,
                      void** ctx_out, int* ndev_out) {
   char why[300];
-  ncclNetCommConfig_v11_t config = {.trafficClass = traffic_class};
+  ncclNetCommConfig_v12_t config = {.trafficClass = traffic_class};
   void* ctx = NULL;
   ncclResult_t res = c->view.api.init(&ctx, comm_id, &config, weft_log, net_profiler_stub);
   if (res != ncclSuccess) {
@@ -291,7 +291,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
     INFO(NCCL_INIT | NCCL_NET, "NET/Plugin: loaded %s (%s, v%d)", c->path, c->name, c->version);
     warn_same_name(c);
   }
-  const ncclNet_v11_t* api = &c->view.api;
+  const ncclNet_v12_t* api = &c->view.api;
   if (want && strcasecmp(want, c->name) != 0) {
     api->finalize(ctx);
     return -1;
@@ -305,7 +305,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
       snprintf(why, sizeof why, "no devices (devices() reported %d)", ndev);
     goto fail_finalize;
   }
-  ncclNetProperties_v11_t props;
+  ncclNetProperties_v12_t props;
   res = api->getProperties(0, &props);
   if (res != ncclSuccess) {
     snprintf(why, sizeof why, "getProperties(0) failed (%s)", result_name(res));

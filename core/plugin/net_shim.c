@@ -1,4 +1,4 @@
-/* The net shim's front: symbol names, dispatch to the per-version adapters, the v11
+/* The net shim's front: symbol names, dispatch to the per-version adapters, the v12
  * pass-through, the stubs for NULL optional entries, and the helpers the old-version shims
  * share (slot binding, init-once counting, property defaults, size checks). */
 #include <limits.h>
@@ -11,7 +11,7 @@
 
 static const char* const symbols[] = {
     "ncclNetPlugin_v6", "ncclNetPlugin_v7",  "ncclNetPlugin_v8",
-    "ncclNetPlugin_v9", "ncclNetPlugin_v10", "ncclNetPlugin_v11",
+    "ncclNetPlugin_v9", "ncclNetPlugin_v10", "ncclNetPlugin_v11", "ncclNetPlugin_v12",
 };
 
 const char* net_shim_symbol(int version) {
@@ -42,25 +42,25 @@ ncclResult_t net_stub_irecvConsumed(void* recvComm, int n, void* request) {
   return ncclInvalidUsage;
 }
 
-ncclResult_t net_stub_makeVDevice(int* d, ncclNetVDeviceProps_v11_t* props) {
+ncclResult_t net_stub_makeVDevice(int* d, ncclNetVDeviceProps_v12_t* props) {
   (void)d, (void)props;
   return ncclInvalidUsage;
 }
 
-ncclResult_t net_stub_setNetAttr(void* ctx, ncclNetAttr_v11_t* attr) {
+ncclResult_t net_stub_setNetAttr(void* ctx, ncclNetAttr_v12_t* attr) {
   (void)ctx, (void)attr;
   return ncclInvalidUsage;
 }
 
-/* ---- v11: the current view, passed through ---- */
+/* ---- v12: the current view, passed through ---- */
 
-static ncclResult_t adapt_v11(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
-  const ncclNet_v11_t* raw = rawp;
+static ncclResult_t adapt_v12(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v12_t* raw = rawp;
   const char* missing;
   NET_SHIM_MANDATORY(raw, missing);
   if (missing == NULL && raw->finalize == NULL) missing = "finalize";
   if (missing) return net_shim_missing(missing, why, whylen);
-  weft_net_view v = {.api = *raw, .version = 11, .raw = raw};
+  weft_net_view v = {.api = *raw, .version = 12, .raw = raw};
   if (!v.api.regMrDmaBuf) v.api.regMrDmaBuf = net_stub_regMrDmaBuf;
   if (!v.api.getDeviceMr) v.api.getDeviceMr = net_stub_getDeviceMr;
   if (!v.api.irecvConsumed) v.api.irecvConsumed = net_stub_irecvConsumed;
@@ -70,10 +70,10 @@ static ncclResult_t adapt_v11(const void* rawp, weft_net_view* out, char* why, s
   return ncclSuccess;
 }
 
-static ncclResult_t bind_v11(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
-  const ncclNet_v11_t* raw = rawp;
+static ncclResult_t bind_v12(const void* rawp, weft_net_view* out, char* why, size_t whylen) {
+  const ncclNet_v12_t* raw = rawp;
   if (raw->init == NULL) return net_shim_missing("init", why, whylen);
-  *out = (weft_net_view){.version = 11,
+  *out = (weft_net_view){.version = 12,
                          .raw = raw,
                          .api = {.name = raw->name, .init = raw->init, .finalize = raw->finalize}};
   return ncclSuccess;
@@ -99,7 +99,8 @@ ncclResult_t net_shim_bind(const void* raw, int version, weft_net_view* out, cha
     case 8: return net_shim_bind_v8(raw, out, why, whylen);
     case 9: return net_shim_bind_v9(raw, out, why, whylen);
     case 10: return net_shim_bind_v10(raw, out, why, whylen);
-    case 11: return bind_v11(raw, out, why, whylen);
+    case 11: return net_shim_bind_v11(raw, out, why, whylen);
+    case 12: return bind_v12(raw, out, why, whylen);
     default: return unsupported(version, why, whylen);
   }
 }
@@ -119,12 +120,14 @@ ncclResult_t net_shim_complete(weft_net_view* view, char* why, size_t whylen) {
     case 8: res = net_shim_adapt_v8(view->raw, &v, why, whylen); break;
     case 9: res = net_shim_adapt_v9(view->raw, &v, why, whylen); break;
     case 10: res = net_shim_adapt_v10(view->raw, &v, why, whylen); break;
-    case 11: res = adapt_v11(view->raw, &v, why, whylen); break;
+    case 11: res = net_shim_adapt_v11(view->raw, &v, why, whylen); break;
+    case 12: res = adapt_v12(view->raw, &v, why, whylen); break;
     default: return unsupported(view->version, why, whylen);
   }
   if (res != ncclSuccess) {
-    /* The caller finalizes what init gave: a v11 plugin may have filled finalize in too. */
-    if (view->version == 11) view->api.finalize = ((const ncclNet_v11_t*)view->raw)->finalize;
+    /* The caller finalizes what init gave: a v11/v12 plugin may have filled finalize in too. */
+    if (view->version == 12) view->api.finalize = ((const ncclNet_v12_t*)view->raw)->finalize;
+    if (view->version == 11) net_shim_v11_refresh_finalize(view);
     return res;
   }
   v.complete = 1;
@@ -166,6 +169,7 @@ void net_shim_release(weft_net_view* view) {
     case 8: net_shim_release_v8(); break;
     case 9: net_shim_release_v9(); break;
     case 10: net_shim_release_v10(); break;
+    case 11: net_shim_release_v11(view->raw); break;
     default: break;
   }
   view->raw = NULL;
@@ -204,7 +208,7 @@ void net_shim_slot_unbind(net_shim_slot* s) {
 }
 
 ncclResult_t net_shim_old_init(net_shim_slot* s, net_shim_first_init_fn first_init, void** ctx,
-                               const ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
+                               const ncclNetCommConfig_v12_t* config, ncclDebugLogger_t log,
                                ncclProfilerCallback_t prof) {
   if (ctx == NULL) return ncclInvalidArgument;
   net_shim_ctx* c = calloc(1, sizeof *c);
@@ -246,7 +250,7 @@ ncclNetCommConfig_v10_t* net_shim_ctx_config(void* ctx) {
   return &undef;
 }
 
-void net_shim_props_defaults(ncclNetProperties_v11_t* props, int dev) {
+void net_shim_props_defaults(ncclNetProperties_v12_t* props, int dev) {
   memset(props, 0, sizeof *props);
   props->regIsGlobal = 0;
   props->forceFlush = 0;
@@ -257,6 +261,8 @@ void net_shim_props_defaults(ncclNetProperties_v11_t* props, int dev) {
   props->maxP2pBytes = MAX_NET_SIZE;
   props->maxCollBytes = MAX_COLLNET_SIZE;
   props->maxMultiRequestSize = 1;
+  props->railId = NCCL_NET_ID_UNDEF;
+  props->planeId = NCCL_NET_ID_UNDEF;
 }
 
 ncclResult_t net_shim_int_size(int version, const char* entry, size_t size, int* out) {

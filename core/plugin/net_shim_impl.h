@@ -64,14 +64,14 @@ void net_shim_slot_unbind(net_shim_slot* s);
 typedef ncclResult_t (*net_shim_first_init_fn)(const void* raw, ncclDebugLogger_t log,
                                                ncclProfilerCallback_t prof);
 ncclResult_t net_shim_old_init(net_shim_slot* s, net_shim_first_init_fn first_init, void** ctx,
-                               const ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
+                               const ncclNetCommConfig_v12_t* config, ncclDebugLogger_t log,
                                ncclProfilerCallback_t prof);
 ncclResult_t net_shim_old_finalize(net_shim_slot* s, void* ctx);
 /* The config stored in an old-version ctx (a default one when ctx is NULL). */
 ncclNetCommConfig_v10_t* net_shim_ctx_config(void* ctx);
 
 /* Properties with every field a version may lack set to NCCL's default for device dev. */
-void net_shim_props_defaults(ncclNetProperties_v11_t* props, int dev);
+void net_shim_props_defaults(ncclNetProperties_v12_t* props, int dev);
 
 /* size → int for int-sized versions; > INT_MAX is ncclInvalidArgument with a WARN naming the
  * entry and version. */
@@ -85,12 +85,12 @@ ncclResult_t net_stub_regMrDmaBuf(void* comm, void* data, size_t size, int type,
                                   int fd, void** mhandle);
 ncclResult_t net_stub_getDeviceMr(void* comm, void* mhandle, void** dptr_mhandle);
 ncclResult_t net_stub_irecvConsumed(void* recvComm, int n, void* request);
-ncclResult_t net_stub_makeVDevice(int* d, ncclNetVDeviceProps_v11_t* props);
-ncclResult_t net_stub_setNetAttr(void* ctx, ncclNetAttr_v11_t* attr);
+ncclResult_t net_stub_makeVDevice(int* d, ncclNetVDeviceProps_v12_t* props);
+ncclResult_t net_stub_setNetAttr(void* ctx, ncclNetAttr_v12_t* attr);
 
 /* The entries of a bound view (net_shim_bind), as the current ABI types them. */
 typedef ncclResult_t (*net_shim_init_fn)(void** ctx, uint64_t comm_id,
-                                         ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
+                                         ncclNetCommConfig_v12_t* config, ncclDebugLogger_t log,
                                          ncclProfilerCallback_t prof);
 typedef ncclResult_t (*net_shim_finalize_fn)(void* ctx);
 
@@ -118,5 +118,11 @@ void net_shim_release_v7(void);
 void net_shim_release_v8(void);
 void net_shim_release_v9(void);
 void net_shim_release_v10(void);
+/* v11 keeps one slot per plugin struct (a few at once: the built-in socket net is one). */
+ncclResult_t net_shim_bind_v11(const void* raw, weft_net_view* out, char* why, size_t whylen);
+ncclResult_t net_shim_adapt_v11(const void* raw, weft_net_view* out, char* why, size_t whylen);
+void net_shim_release_v11(const void* raw);
+/* After a failed complete: the view's finalize forwards to the one the plugin has now. */
+void net_shim_v11_refresh_finalize(weft_net_view* view);
 
 #endif

@@ -12,7 +12,7 @@ static ncclResult_t first_init(const void* raw, ncclDebugLogger_t log,
   return ((const ncclNet_v7_t*)raw)->init(log);
 }
 
-static ncclResult_t v7_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
+static ncclResult_t v7_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v12_t* config,
                             ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
   (void)comm_id;
   return net_shim_old_init(&slot, first_init, ctx, config, log, prof);
@@ -20,7 +20,7 @@ static ncclResult_t v7_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_
 
 static ncclResult_t v7_finalize(void* ctx) { return net_shim_old_finalize(&slot, ctx); }
 
-static ncclResult_t v7_getProperties(int dev, ncclNetProperties_v11_t* props) {
+static ncclResult_t v7_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v7_t p;
   ncclResult_t res = RAW->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
@@ -45,7 +45,7 @@ static ncclResult_t v7_listen(void* ctx, int dev, void* handle, void** listen_co
 }
 
 static ncclResult_t v7_connect(void* ctx, int dev, void* handle, void** send_comm,
-                               ncclNetDeviceHandle_v11_t** dev_comm) {
+                               ncclNetDeviceHandle_v12_t** dev_comm) {
   (void)ctx;
   return RAW->connect(dev, handle, send_comm, dev_comm);
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plugin/net_shim_impl.h"
+#include "util/log.h"
 
 static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
 #define RAW ((const ncclNet_v9_t*)slot.raw)
@@ -15,7 +16,7 @@ static ncclResult_t first_init(const void* raw, ncclDebugLogger_t log,
   return ((const ncclNet_v9_t*)raw)->init(log);
 }
 
-static ncclResult_t v9_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
+static ncclResult_t v9_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v12_t* config,
                             ncclDebugLogger_t log, ncclProfilerCallback_t prof) {
   (void)comm_id;
   return net_shim_old_init(&slot, first_init, ctx, config, log, prof);
@@ -23,7 +24,7 @@ static ncclResult_t v9_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_
 
 static ncclResult_t v9_finalize(void* ctx) { return net_shim_old_finalize(&slot, ctx); }
 
-static ncclResult_t v9_getProperties(int dev, ncclNetProperties_v11_t* props) {
+static ncclResult_t v9_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v9_t p;
   ncclResult_t res = RAW->getProperties(dev, &p);
   if (res != ncclSuccess) return res;
@@ -42,7 +43,7 @@ static ncclResult_t v9_getProperties(int dev, ncclNetProperties_v11_t* props) {
   props->netDeviceType = p.netDeviceType;
   props->netDeviceVersion = p.netDeviceVersion;
   props->vProps.ndevs = p.vProps.ndevs;
-  memcpy(props->vProps.devs, p.vProps.devs, sizeof props->vProps.devs);
+  memcpy(props->vProps.devs, p.vProps.devs, sizeof p.vProps.devs);
   props->maxP2pBytes = p.maxP2pBytes;
   props->maxCollBytes = p.maxCollBytes;
   return ncclSuccess;
@@ -54,7 +55,7 @@ static ncclResult_t v9_listen(void* ctx, int dev, void* handle, void** listen_co
 }
 
 static ncclResult_t v9_connect(void* ctx, int dev, void* handle, void** send_comm,
-                               ncclNetDeviceHandle_v11_t** dev_comm) {
+                               ncclNetDeviceHandle_v12_t** dev_comm) {
   (void)ctx;
   return RAW->connect(dev, handle, send_comm, dev_comm);
 }
@@ -71,8 +72,15 @@ static ncclResult_t v9_irecv(void* recv_comm, int n, void** data, size_t* sizes,
   return RAW->irecv(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
-static ncclResult_t v9_makeVDevice(int* d, ncclNetVDeviceProps_v11_t* props) {
+static ncclResult_t v9_makeVDevice(int* d, ncclNetVDeviceProps_v12_t* props) {
+  if (props == NULL) return ncclInvalidArgument;
+  if (props->ndevs < 0 || props->ndevs > NCCL_NET_MAX_DEVS_PER_NIC_V9) {
+    WARN("NET/Plugin: %s (v9) fuses at most %d devices; a virtual device of %d is refused",
+         RAW->name, NCCL_NET_MAX_DEVS_PER_NIC_V9, props->ndevs);
+    return ncclInvalidArgument;
+  }
   ncclNetVDeviceProps_v9_t p;
+  memset(&p, 0, sizeof p);
   p.ndevs = props->ndevs;
   memcpy(p.devs, props->devs, sizeof p.devs);
   return RAW->makeVDevice(d, &p);

@@ -1,4 +1,4 @@
-# The net shim on its own (a plugin of ABI v6..v11 seen through the v11 view), for the
+# The net shim on its own (a plugin of ABI v6..v12 seen through the v12 view), for the
 # conformance suite. Include from core/CMakeLists.txt after weft_util is defined:
 #   include(${CMAKE_CURRENT_SOURCE_DIR}/plugin/netshim.cmake)
 file(GLOB WEFT_NETSHIM_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/net_shim*.c)

@@ -36,7 +36,7 @@ static struct {
   const void* raw;          /* the library's exported table */
   int complete;             /* view built from raw, after the first init */
   char broken[PATH_MAX];    /* a library whose table stayed incomplete after init: not again */
-  ncclTuner_v5_t view;
+  ncclTuner_v6_t view;
   int users; /* communicators holding a context */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -56,12 +56,15 @@ static const char* result_name(ncclResult_t r) {
 
 const char* tuner_shim_symbol(int version) {
   static const char* const names[] = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3",
-                                      "ncclTunerPlugin_v4", "ncclTunerPlugin_v5"};
+                                      "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",
+                                      "ncclTunerPlugin_v6"};
   if (version < WEFT_TUNER_MIN_VERSION || version > WEFT_TUNER_MAX_VERSION) return "?";
   return names[version - WEFT_TUNER_MIN_VERSION];
 }
 
-static int shim_v5(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) {
+/* v5 and v6 share their first four entries; v5 has no getChunkSize. */
+static int shim_v5_v6(const void* raw, int version, ncclTuner_v6_t* view, char* why,
+                      size_t len) {
   const ncclTuner_v5_t* t = raw;
   const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
                      : !t->init              ? "init is NULL"
@@ -72,16 +75,18 @@ static int shim_v5(const void* raw, ncclTuner_v5_t* view, char* why, size_t len)
     snprintf(why, len, "%s", what);
     return -1;
   }
-  *view = *t;
+  *view = (ncclTuner_v6_t){t->name, t->init, t->getCollInfo, t->finalize,
+                           version == 6 ? ((const ncclTuner_v6_t*)raw)->getChunkSize : NULL};
   return 0;
 }
 
-int tuner_shim_adapt(const void* raw, int version, ncclTuner_v5_t* view, char* why, size_t len) {
+int tuner_shim_adapt(const void* raw, int version, ncclTuner_v6_t* view, char* why, size_t len) {
   switch (version) {
     case 2: return tuner_shim_v2(raw, view, why, len);
     case 3: return tuner_shim_v3(raw, view, why, len);
     case 4: return tuner_shim_v4(raw, view, why, len);
-    case 5: return shim_v5(raw, view, why, len);
+    case 5:
+    case 6: return shim_v5_v6(raw, version, view, why, len);
     default: snprintf(why, len, "unknown version %d", version); return -1;
   }
 }
@@ -160,7 +165,7 @@ static int probe(void* dl, char* why, size_t len) {
     const void* raw = dlsym(dl, tuner_shim_symbol(v));
     if (raw == NULL) continue;
     /* name, then init, lead every version's table. */
-    int has_init = v == 5 ? ((const ncclTuner_v5_t*)raw)->init != NULL
+    int has_init = v >= 5 ? ((const ncclTuner_v5_t*)raw)->init != NULL
                           : ((const ncclTuner_v4_t*)raw)->init != NULL;
     if (!has_init) {
       snprintf(why, len, "%s: init is NULL", tuner_shim_symbol(v));
@@ -180,10 +185,10 @@ static int probe(void* dl, char* why, size_t len) {
   return 0;
 }
 
-/* The plugin's own init, by version (v2..v4 share one signature). */
+/* The plugin's own init, by version (v2..v4 share one signature, v5 and v6 another). */
 static ncclResult_t raw_init(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
                              ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t* constants) {
-  if (reg.version == 5)
+  if (reg.version >= 5)
     return ((const ncclTuner_v5_t*)reg.raw)->init(ctx, comm_id, nranks, nnodes, weft_log, nvl,
                                                    constants);
   if (reg.version == 4) return ((const ncclTuner_v4_t*)reg.raw)->init(nranks, nnodes, weft_log, ctx);
@@ -191,9 +196,9 @@ static ncclResult_t raw_init(void** ctx, uint64_t comm_id, size_t nranks, size_t
   return ((const ncclTuner_v2_t*)reg.raw)->init(nranks, nnodes, weft_log, ctx);
 }
 
-/* The plugin's own finalize (v5) or destroy (v2..v4) as it is now, or NULL. */
+/* The plugin's own finalize (v5, v6) or destroy (v2..v4) as it is now, or NULL. */
 static ncclResult_t (*raw_finalize(void))(void*) {
-  if (reg.version == 5) return ((const ncclTuner_v5_t*)reg.raw)->finalize;
+  if (reg.version >= 5) return ((const ncclTuner_v5_t*)reg.raw)->finalize;
   if (reg.version == 4) return ((const ncclTuner_v4_t*)reg.raw)->destroy;
   if (reg.version == 3) return ((const ncclTuner_v3_t*)reg.raw)->destroy;
   return ((const ncclTuner_v2_t*)reg.raw)->destroy;
@@ -216,7 +221,7 @@ static int load_locked(void) {
       }
       if (why[0] || reg.spec[0])
         WARN("TUNER/Plugin: %s: %s; weft's model decides alone", reg.path,
-             why[0] ? why : "exports no ncclTunerPlugin_v2..v5 symbol");
+             why[0] ? why : "exports no ncclTunerPlugin_v2..v6 symbol");
       dlclose(dl);
       reg.spec_done = 1;
       return 0; /* found but unusable: no fallback to the net library */

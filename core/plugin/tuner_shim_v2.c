@@ -43,7 +43,7 @@ static ncclResult_t get_v2(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_o
 
 static ncclResult_t fini_v2(void* ctx) { return v2->destroy(ctx); }
 
-int tuner_shim_v2(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) {
+int tuner_shim_v2(const void* raw, ncclTuner_v6_t* view, char* why, size_t len) {
   const ncclTuner_v2_t* t = raw;
   const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
                      : !t->init              ? "init is NULL"
@@ -55,6 +55,6 @@ int tuner_shim_v2(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) 
     return -1;
   }
   v2 = t;
-  *view = (ncclTuner_v5_t){t->name, init_v2, get_v2, fini_v2};
+  *view = (ncclTuner_v6_t){t->name, init_v2, get_v2, fini_v2, NULL};
   return 0;
 }

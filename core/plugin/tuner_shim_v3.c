@@ -23,7 +23,7 @@ static ncclResult_t get_v3(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_o
 
 static ncclResult_t fini_v3(void* ctx) { return v3->destroy(ctx); }
 
-int tuner_shim_v3(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) {
+int tuner_shim_v3(const void* raw, ncclTuner_v6_t* view, char* why, size_t len) {
   const ncclTuner_v3_t* t = raw;
   const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
                      : !t->init              ? "init is NULL"
@@ -35,6 +35,6 @@ int tuner_shim_v3(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) 
     return -1;
   }
   v3 = t;
-  *view = (ncclTuner_v5_t){t->name, init_v3, get_v3, fini_v3};
+  *view = (ncclTuner_v6_t){t->name, init_v3, get_v3, fini_v3, NULL};
   return 0;
 }

@@ -16,7 +16,7 @@ static ncclResult_t init_v4(void** ctx, uint64_t comm_id, size_t nranks, size_t 
 
 static ncclResult_t fini_v4(void* ctx) { return v4->destroy(ctx); }
 
-int tuner_shim_v4(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) {
+int tuner_shim_v4(const void* raw, ncclTuner_v6_t* view, char* why, size_t len) {
   const ncclTuner_v4_t* t = raw;
   const char* what = !t->name || !t->name[0] ? "name is NULL or empty"
                      : !t->init              ? "init is NULL"
@@ -29,6 +29,6 @@ int tuner_shim_v4(const void* raw, ncclTuner_v5_t* view, char* why, size_t len) 
   }
   v4 = t;
   /* getCollInfo has v5's signature already. */
-  *view = (ncclTuner_v5_t){t->name, init_v4, t->getCollInfo, fini_v4};
+  *view = (ncclTuner_v6_t){t->name, init_v4, t->getCollInfo, fini_v4, NULL};
   return 0;
 }

@@ -83,6 +83,10 @@ typedef struct {
   char why[512];
 } policy_choice;
 void policy_choose(const weft_policy* p, const policy_facts* f, policy_choice* out);
+/* The same where the facts will never be completed (the env plugin, which sees one process and
+ * no communicator): a cluster that depends on facts not known counts as not matching, and why
+ * says so; the result is always decided. */
+void policy_choose_local(const weft_policy* p, const policy_facts* f, policy_choice* out);
 
 /* What a choice sets: environment-style NAME=VALUE items, in file order. */
 typedef struct {

@@ -61,7 +61,7 @@ static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const cha
 
 /* Returns 1 when something moved. */
 static int progress_send(weft_proxy* p, proxy_conn* pc) {
-  const ncclNet_v11_t* api = p->net->api;
+  const ncclNet_v12_t* api = p->net->api;
   weft_conn* c = pc->conn;
   int moved = 0;
   uint64_t tail = __atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE);
@@ -97,7 +97,7 @@ static int progress_send(weft_proxy* p, proxy_conn* pc) {
 }
 
 static int progress_recv(weft_proxy* p, proxy_conn* pc) {
-  const ncclNet_v11_t* api = p->net->api;
+  const ncclNet_v12_t* api = p->net->api;
   weft_conn* c = pc->conn;
   int moved = 0;
   /* Only receives an operation will consume are posted: a receive left posted when the peer

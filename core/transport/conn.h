@@ -32,7 +32,11 @@ typedef struct {
   uint64_t head; /* consumer: steps consumed */
   uint8_t pad1[WEFT_CACHELINE - sizeof(uint64_t)];
   int64_t sizes[WEFT_NSTEPS]; /* producer: bytes in each slot, stored before tail */
+  /* Either end: WEFT_CONN_BROKEN_* once the connection can carry nothing more. In shared
+   * memory the other end sees it at once and fails its wait instead of waiting for a timeout. */
+  int32_t broken;
 } weft_fifo_ctrl;
+enum { WEFT_CONN_BROKEN_ABORT = 1, WEFT_CONN_BROKEN_CLOSED = 2, WEFT_CONN_BROKEN_FAILED = 3 };
 #ifdef __cplusplus
 static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fits its page");
 #else
@@ -45,6 +49,10 @@ _Static_assert(sizeof(weft_fifo_ctrl) <= WEFT_FIFO_CTRL_BYTES, "control block fi
  * each line stored by 8 threads of one warp instruction, which NVLink delivers whole. */
 #define WEFT_LL128_LINE_BYTES 128
 #define WEFT_LL128_LINE_PAYLOAD 120
+
+/* Host executor: the first step an operation sends on a connection starts with its signature
+ * (host/host_sig.c) of this many bytes, then the data; step payloads leave room for it. */
+#define WEFT_CONN_SIG_BYTES 32
 
 /* Flags of a weft_conn. */
 #define WEFT_CONN_LL_TAIL 0x1 /* LL consumer also waits for tail (bytes delivered by a proxy) */

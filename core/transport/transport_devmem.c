@@ -44,6 +44,10 @@ ncclResult_t devmem_enter(struct ncclComm* comm, int* saved_dev) {
   return ncclSuccess;
 }
 
+void devmem_thread_device(int cuda_dev) {
+  if (cuda_dev >= 0) (void)cudaSetDevice(cuda_dev);
+}
+
 void devmem_leave(struct ncclComm* comm, int saved_dev) {
   if (saved_dev == comm->cuda_dev || saved_dev < 0) return;
   cudaError_t e = cudaSetDevice(saved_dev);
@@ -190,6 +194,7 @@ void devmem_leave(struct ncclComm* comm, int saved_dev) {
   (void)comm;
   (void)saved_dev;
 }
+void devmem_thread_device(int cuda_dev) { (void)cuda_dev; }
 ncclResult_t devmem_stream(struct ncclComm* comm, void** stream) {
   (void)stream;
   return no_cuda(comm);

@@ -53,7 +53,7 @@ static int gdr_read_default(struct ncclComm* comm) {
 static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* ptr_support) {
   *flush = WEFT_PROXY_FLUSH_NONE;
   if (c->key.proto != NCCL_PROTO_SIMPLE) return 0;
-  ncclNetProperties_v11_t props;
+  ncclNetProperties_v12_t props;
   memset(&props, 0, sizeof props);
   if (comm->net->api->getProperties(c->dev, &props) != ncclSuccess) return 0;
   if (!(props.ptrSupport & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) return 0;
@@ -105,7 +105,7 @@ static int dmabuf_fd(void* mem, size_t bytes) {
 /* Register the GPU slots: a dma-buf where both the plugin and the driver can, else regMr. */
 static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, int ptr_support, void* mem,
                                  size_t bytes) {
-  const ncclNet_v11_t* api = comm->net->api;
+  const ncclNet_v12_t* api = comm->net->api;
   ncclResult_t res = ncclInternalError;
   if (ptr_support & NCCL_PTR_DMABUF) {
     int fd = dmabuf_fd(mem, bytes);

@@ -80,13 +80,11 @@ enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2 };
 ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 /* Sender: map the receiver's segment, then unlink its name. */
 ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info);
-void shm_close(tconn* c);
+void shm_close(struct ncclComm* comm, tconn* c);
 
 /* ---- transport_net.c ---- */
 ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* info);
-/* One non-blocking attempt at connect/accept; *done set when the comm exists. */
-ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done);
 /* Buffers and registration (regMr; in device mode also pinned and mapped), once connected. */
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c);
 /* Hand-off to the proxy: from then on the connection is the proxy's too. */
@@ -95,6 +93,14 @@ ncclResult_t net_start(struct ncclComm* comm, tconn* c);
 void net_close_comms(struct ncclComm* comm, tconn* c);
 /* net_close_comms, then free the buffers (host and GPU). */
 void net_close(struct ncclComm* comm, tconn* c);
+
+/* ---- transport_netconn.c ---- */
+/* Every net connection of todo[0..m) without a comm yet: connect (sender) or accept (receiver)
+ * until the plugin has given them all, driven by worker threads (a blocking plugin call cannot
+ * stall the others); pending ones are reported after a few seconds, and the batch fails at
+ * WEFT_TIMEOUT_MS naming peer and plugin call. On return the finished ones have net_comm set and
+ * listen_comm cleared; the rest belong to the run (closed by it). */
+ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m);
 
 /* ---- transport_gdr.c (device mode) ---- */
 /* GPUDirect for c when the plugin, the PCI path and the environment allow: allocate `bytes`
@@ -119,6 +125,9 @@ void p2p_close(struct ncclComm* comm, tconn* c);
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around
  * every public entry point), since one thread may drive comms on several GPUs. */
 ncclResult_t devmem_enter(struct ncclComm* comm, int* saved_dev);
+/* Make cuda_dev the calling thread's device (a helper thread of the transport; no comm needed;
+ * failures are left to the next CUDA call to report). No-op without CUDA or for -1. */
+void devmem_thread_device(int cuda_dev);
 void devmem_leave(struct ncclComm* comm, int saved_dev);
 /* WARN naming rank, peer, channel (c may be NULL), what failed and the CUDA error text;
  * returns ncclUnhandledCudaError. err is a cudaError_t. */

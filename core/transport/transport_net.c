@@ -1,5 +1,5 @@
 /* Net connections through the communicator's net plugin. The receiver listens and sends the
- * handle over bootstrap; the sender connects; both poll connect/accept (non-blocking) until
+ * handle over bootstrap; the sender connects; transport_netconn.c drives connect/accept until
  * the plugin hands back a comm. Each side then allocates its own control block + slots in
  * host memory, registers the slots with regMr (and, in device mode, pins and maps them into the
  * GPU) and gives the connection to the proxy, which moves the slots with isend/irecv (proxy/).
@@ -12,7 +12,7 @@
 #include "transport/transport_internal.h"
 #include "util/check.h"
 
-static const ncclNet_v11_t* api_of(struct ncclComm* comm) { return comm->net->api; }
+static const ncclNet_v12_t* api_of(struct ncclComm* comm) { return comm->net->api; }
 
 static int dev_for(struct ncclComm* comm, const tconn* c) {
   int ndev = comm->net->ndev > 0 ? comm->net->ndev : 1;
@@ -38,36 +38,8 @@ ncclResult_t net_send_setup(struct ncclComm* comm, tconn* c, const conn_info* in
   return ncclSuccess;
 }
 
-ncclResult_t net_try_connect(struct ncclComm* comm, tconn* c, int* done) {
-  const ncclNet_v11_t* api = api_of(comm);
-  ncclNetDeviceHandle_v11_t* devh = NULL;
-  ncclResult_t res;
-  *done = 0;
-  if (c->conn.is_send) {
-    res = api->connect(comm->net->ctx, c->dev, c->handle, &c->net_comm, &devh);
-    if (res != ncclSuccess) {
-      WARN("rank %d: net %s: connect to rank %d (channel %d) failed (%s)", comm->rank,
-           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
-      return res;
-    }
-  } else {
-    res = api->accept(c->listen_comm, &c->net_comm, &devh);
-    if (res != ncclSuccess) {
-      WARN("rank %d: net %s: accept from rank %d (channel %d) failed (%s)", comm->rank,
-           comm->net->name, c->key.peer, c->key.channel, ncclGetErrorString(res));
-      return res;
-    }
-    if (c->net_comm) {
-      api->closeListen(c->listen_comm);
-      c->listen_comm = NULL;
-    }
-  }
-  *done = c->net_comm != NULL;
-  return ncclSuccess;
-}
-
 ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
-  const ncclNet_v11_t* api = api_of(comm);
+  const ncclNet_v12_t* api = api_of(comm);
   size_t slots = (size_t)WEFT_NSTEPS * c->conn.step_bytes;
   /* GPUDirect (device mode, plugin and path permitting): the slots live in GPU memory and are
    * registered already; only the control block is host memory. */
@@ -107,7 +79,7 @@ ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
 }
 
 void net_close_comms(struct ncclComm* comm, tconn* c) {
-  const ncclNet_v11_t* api = api_of(comm);
+  const ncclNet_v12_t* api = api_of(comm);
   if (c->net_comm) {
     if (c->mhandle) api->deregMr(c->net_comm, c->mhandle);
     if (c->conn.is_send)

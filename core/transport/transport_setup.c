@@ -5,7 +5,8 @@
  *     net listen) and send its description to the peer (never waits for anyone);
  *  2. for every connection this rank sends on: receive the peer's description (sent in the
  *     peer's phase 1) and open the sending end;
- *  3. poll every net connect/accept of the batch until the plugin has finished them all;
+ *  3. drive every net connect/accept of the batch until the plugin has finished them all
+ *     (transport_netconn.c: worker threads, so a plugin call that blocks cannot stall the rest);
  *  4. allocate and register net buffers; in device mode write every connection's weft_dev_conn
  *     into the device table; then hand the net connections to the proxy.
  * A connection that failed half-way is closed again, so a later call starts it afresh.
@@ -179,7 +180,7 @@ static void tconn_close(struct ncclComm* comm, tconn* c) {
       break;
     case WEFT_TRANSPORT_SHM:
       devmem_unregister_host(comm, c);
-      shm_close(c);
+      shm_close(comm, c);
       break;
     default: p2p_close(comm, c); break;
   }
@@ -233,45 +234,6 @@ static ncclResult_t send_side(struct ncclComm* comm, tconn* c) {
     return ncclSuccess;
   }
   return net_send_setup(comm, c, &info);
-}
-
-/* Phase 3: every pending connect/accept of the batch, polled together. */
-static ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) {
-  int timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
-  uint64_t deadline = clock_ms() + (uint64_t)timeout;
-  weft_backoff bo = {0};
-  for (;;) {
-    int left = 0, moved = 0;
-    for (int i = 0; i < m; i++) {
-      tconn* c = todo[i];
-      if (c->transport != WEFT_TRANSPORT_NET || c->net_comm) continue;
-      int done;
-      WEFT_CHECK(net_try_connect(comm, c, &done));
-      if (done)
-        moved = 1;
-      else
-        left++;
-    }
-    if (left == 0) return ncclSuccess;
-    if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
-      WARN("rank %d: connection setup aborted", comm->rank);
-      return ncclRemoteError;
-    }
-    if (clock_ms() > deadline) {
-      for (int i = 0; i < m; i++) {
-        if (todo[i]->transport != WEFT_TRANSPORT_NET || todo[i]->net_comm) continue;
-        char what[96];
-        describe(todo[i], what, sizeof what);
-        WARN("rank %d: net %s: connection %s not established after %d ms (WEFT_TIMEOUT_MS)",
-             comm->rank, comm->net->name, what, timeout);
-      }
-      return ncclRemoteError;
-    }
-    if (moved)
-      bo.polls = 0;
-    else
-      backoff_wait(&bo);
-  }
 }
 
 static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys, int n);

@@ -3,9 +3,16 @@
  * an error here and not a SIGBUS later), maps it and sends its name; the sender maps it and
  * unlinks the name at once. From then on the segment lives exactly as long as the mappings,
  * whatever way either process ends. The receiver unlinks again at close in case the sender
- * never got that far (ENOENT is then expected). */
+ * never got that far (ENOENT is then expected). A receiver killed between creating a segment
+ * and its sender's unlink leaves the name behind; the first segment a process creates sweeps
+ * such orphans first: names of this exact shape, owned by this user, whose creating pid no
+ * longer exists and that are older than ORPHAN_AGE_S (a live setup in another pid namespace
+ * sharing /dev/shm unlinks its names within its setup). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -17,9 +24,39 @@
 #include "util/check.h"
 
 static unsigned shm_counter;
+static int swept;
+
+#define ORPHAN_AGE_S 10
+
+static void sweep_orphans(void) {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  uid_t uid = geteuid();
+  time_t now = time(NULL);
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL) {
+    int pid, used = 0;
+    unsigned hash, n;
+    if (sscanf(e->d_name, "weft-%d-%8x-%u%n", &pid, &hash, &n, &used) != 3 ||
+        e->d_name[used] != '\0' || pid <= 0 || pid == (int)getpid())
+      continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != uid || now - st.st_mtime < ORPHAN_AGE_S)
+      continue;
+    char name[sizeof e->d_name + 1];
+    name[0] = '/';
+    memcpy(name + 1, e->d_name, sizeof e->d_name);
+    if (shm_unlink(name) == 0)
+      INFO(NCCL_INIT, "removed /dev/shm%s, left by exited process %d", name, pid);
+  }
+  closedir(d);
+}
 
 ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  if (__atomic_exchange_n(&swept, 1, __ATOMIC_ACQ_REL) == 0) sweep_orphans();
   unsigned n = __atomic_fetch_add(&shm_counter, 1, __ATOMIC_RELAXED);
   snprintf(c->shm_name, sizeof c->shm_name, "/weft-%d-%08x-%u", (int)getpid(),
            (unsigned)(comm->comm_hash & 0xffffffffu), n);
@@ -99,7 +136,16 @@ ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
   return ncclSuccess;
 }
 
-void shm_close(tconn* c) {
+void shm_close(struct ncclComm* comm, tconn* c) {
+  /* The peer may still wait on this connection (it failed, or this rank leaves early): tell it
+   * through the shared control block, so its wait ends now with the reason. */
+  if (c->connected && c->conn.ctrl) {
+    int why = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) ? WEFT_CONN_BROKEN_ABORT
+                                                                   : WEFT_CONN_BROKEN_CLOSED;
+    int none = 0;
+    __atomic_compare_exchange_n(&c->conn.ctrl->broken, &none, why, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+  }
   if (c->shm_name[0]) {
     shm_unlink(c->shm_name); /* ENOENT when the sender already did: expected */
     c->shm_name[0] = '\0';

@@ -23,6 +23,7 @@ enum {
   TUNE_DEFECT_NAN = 1u << 2,      /* it left a cell that is not a number */
   TUNE_DEFECT_EMPTY = 1u << 3,    /* it marked every usable cell unusable */
   TUNE_DEFECT_CHANNELS = 1u << 4, /* it set a negative channel count */
+  TUNE_NOTE_CLAMPED = 1u << 5,    /* not a defect: it asked for more channels than the comm has */
 };
 
 /* Per communicator. */

@@ -1,6 +1,6 @@
 /* The constants the cost model starts from (a v5 tuner plugin may rewrite them at init).
  *
- * Device: NCCL's published defaults (nccl-internals §6): latencies in µs per algorithm and
+ * Device: NCCL's published defaults (its src/graph/tuning.cc): latencies in µs per algorithm and
  * protocol (LL, LL128, Simple), bandwidth caps in GB/s per architecture (Volta, Ampere, Hopper,
  * Blackwell) and scale (1 node, 2 nodes, 4+ nodes).
  *

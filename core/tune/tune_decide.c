@@ -240,6 +240,13 @@ ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, nc
       int found = !edited ? 1 : cheapest(tuned, &ta, &tp);
       if (found) {
         int c = tch > 0 ? (tch > t->caps.max_channels ? t->caps.max_channels : tch) : nch[ta][tp];
+        if (tch > t->caps.max_channels && first_warn(t, TUNE_NOTE_CLAMPED))
+          INFO(NCCL_INIT | NCCL_TUNING,
+               "rank %d: TUNER/Plugin: %s asked for %d channels (%s, %zu bytes); this "
+               "communicator has %d, so it gets %d (NCCL_MIN_NCHANNELS raises the count; said "
+               "once per communicator)",
+               t->rank, t->tuner->name, tch, tune_func_name(func), nbytes, t->caps.max_channels,
+               c);
         d.by_tuner = ta != ma || tp != mp || c != nch[ma][mp];
         d.algo = ta;
         d.proto = tp;

@@ -4,7 +4,7 @@
  *   time(µs) = latency(algo, proto, topology) · latCount + wire_bytes / bandwidth(...)
  *
  * Two parameter sets share that shape:
- *  - device (GPUs): NCCL's model (nccl-internals §6) over ncclTunerConstants_v5_t — base and
+ *  - device (GPUs): NCCL's model (src/graph/tuning.cc) over ncclTunerConstants_v5_t — base and
  *    per-link latencies, per-architecture bandwidth caps — and the link bandwidths of the topology;
  *  - host (the CPU executor): the same latency table, holding constants measured with weft-perf
  *    on the host data path (docs/tuning.md, "Host calibration"), plus host bandwidths per link

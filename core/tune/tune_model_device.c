@@ -1,4 +1,4 @@
-/* The device parameter set: NCCL's model (nccl-internals §6) for Ring and Tree, the algorithms
+/* The device parameter set: NCCL's model (src/graph/tuning.cc) for Ring and Tree, the algorithms
  * weft's plan implements; CollNet, NVLS and PAT need hardware weft does not drive, so their
  * cells stay unusable. Latencies come from the constants (baseLatencies, hwLatencies), bandwidth
  * caps from their per-architecture rows, link bandwidths from the facts. */

@@ -1,5 +1,6 @@
-/* Parameter table and the conf-file/policy layers (see param.h). The registry of names set by
- * a file or the policy is the only mutable state, guarded by one mutex. */
+/* Parameter table and the conf-file/env-plugin/policy layers (see param.h). The registry of
+ * names set by a file or the policy, and the copies of env plugin answers, are the only mutable
+ * state, guarded by one mutex. */
 #include "util/param.h"
 
 #include <errno.h>
@@ -28,6 +29,16 @@ static struct {
 } set_names[MAX_SET_NAMES];
 static int n_set_names;
 static unsigned char warned[WEFT_PARAM_COUNT];
+static param_env_source_fn env_source;
+
+/* Copies of what the env plugin answered, one per (name, value) seen: its strings are only
+ * valid until it is asked the same name again, ours for the process. */
+typedef struct interned {
+  struct interned* next;
+  char* name;
+  char* value;
+} interned;
+static interned* answers;
 
 const weft_param_info* param_table(int* count) {
   if (count) *count = WEFT_PARAM_COUNT;
@@ -148,6 +159,7 @@ weft_param_source param_source_of(const char* name) {
   weft_param_source src = i >= 0 ? set_names[i].src : WEFT_SRC_DEFAULT;
   pthread_mutex_unlock(&reg_lock);
   if (src == WEFT_SRC_DEFAULT && getenv(name) != NULL) src = WEFT_SRC_ENV;
+  else if (src == WEFT_SRC_DEFAULT && param_value(name) != NULL) src = WEFT_SRC_ENV_PLUGIN;
   return src;
 }
 
@@ -155,29 +167,71 @@ const char* param_source_name(weft_param_source src) {
   switch (src) {
     case WEFT_SRC_ENV: return "environment";
     case WEFT_SRC_POLICY: return "policy file";
+    case WEFT_SRC_ENV_PLUGIN: return "env plugin";
     case WEFT_SRC_CONF_USER: return "user nccl.conf";
     case WEFT_SRC_CONF_ETC: return "/etc/nccl.conf";
     default: return "default";
   }
 }
 
+void param_set_env_source(param_env_source_fn get) {
+  __atomic_store_n(&env_source, get, __ATOMIC_RELEASE);
+}
+
+static const char* intern(const char* name, const char* value) {
+  pthread_mutex_lock(&reg_lock);
+  const char* out = NULL;
+  for (interned* a = answers; a && !out; a = a->next)
+    if (!strcmp(a->name, name) && !strcmp(a->value, value)) out = a->value;
+  if (out == NULL) {
+    interned* a = calloc(1, sizeof *a);
+    if (a) a->name = strdup(name);
+    if (a) a->value = strdup(value);
+    if (a && a->name && a->value) {
+      a->next = answers;
+      answers = a;
+      out = a->value;
+    } else if (a) {
+      free(a->name);
+      free(a->value);
+      free(a);
+    }
+  }
+  pthread_mutex_unlock(&reg_lock);
+  return out;
+}
+
+/* Conf files applied; then the env plugin (which sees the environment first) or getenv. */
+const char* param_value(const char* name) {
+  if (name == NULL) return NULL;
+  param_load_conf_files();
+  param_env_source_fn get = __atomic_load_n(&env_source, __ATOMIC_ACQUIRE);
+  if (get == NULL) return getenv(name);
+  const char* v = get(name);
+  /* The environment's own string (an env plugin answering from getenv) is as stable as before;
+   * only the plugin's own strings are copied. */
+  if (v == NULL || v == getenv(name)) return v;
+  return intern(name, v);
+}
+
 int param_apply_policy(const char* name, const char* value) {
   param_load_conf_files();
   pthread_mutex_lock(&reg_lock);
   int i = find_set_name(name);
-  int from_env = i < 0 && getenv(name) != NULL;
-  if (!from_env) {
+  int taken = i >= 0 ? set_names[i].src != WEFT_SRC_POLICY : getenv(name) != NULL;
+  pthread_mutex_unlock(&reg_lock);
+  /* Asked outside the lock: the plugin's getEnv is foreign code. */
+  if (!taken && i < 0 && param_value(name) != NULL) taken = 1;
+  if (!taken) {
+    pthread_mutex_lock(&reg_lock);
     setenv(name, value, 1);
     remember_locked(name, WEFT_SRC_POLICY);
+    pthread_mutex_unlock(&reg_lock);
   }
-  pthread_mutex_unlock(&reg_lock);
-  return !from_env;
+  return !taken;
 }
 
-static const char* raw_value(weft_param_id id) {
-  param_load_conf_files();
-  return getenv(table[id].name);
-}
+static const char* raw_value(weft_param_id id) { return param_value(table[id].name); }
 
 int param_is_set(weft_param_id id) {
   if (id < 0 || id >= WEFT_PARAM_COUNT) return 0;

@@ -1,8 +1,10 @@
-/* Parameters: the table in params.def, read through one path. Lookup order for a name is the
- * process environment as it was when weft first looked, then the policy file, then
- * NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf, then the declared default. The conf
- * files and the policy are applied into the environment (so plugins reading getenv see them),
- * never overriding a variable the user set. */
+/* Parameters: the table in params.def, read through one path. The order, highest first, is the
+ * one stock NCCL gives an env plugin, so a site gets the same settings from weft and from NCCL:
+ * the process environment, then NCCL_CONF_FILE (or ~/.nccl.conf), then /etc/nccl.conf (the conf
+ * files are applied into the environment at the first read, never over a variable already
+ * set), then what an env plugin answers (NCCL_ENV_PLUGIN; core/plugin registers the source),
+ * then the policy file (applied into the environment for names nothing above set), then the
+ * declared default. */
 #ifndef WEFT_UTIL_PARAM_H
 #define WEFT_UTIL_PARAM_H
 
@@ -31,6 +33,7 @@ typedef enum {
   WEFT_SRC_CONF_ETC,  /* /etc/nccl.conf */
   WEFT_SRC_CONF_USER, /* NCCL_CONF_FILE or ~/.nccl.conf */
   WEFT_SRC_POLICY,
+  WEFT_SRC_ENV_PLUGIN, /* answered by the env plugin, not in the environment */
   WEFT_SRC_ENV
 } weft_param_source;
 
@@ -55,8 +58,18 @@ int param_parse_int(const char* s, int64_t* out);
 
 /* Apply the conf files once per process (idempotent, thread-safe). */
 void param_load_conf_files(void);
-/* Policy settings: applied unless the user's environment set the name. Returns 1 when applied,
- * 0 when the environment wins. */
+/* Policy settings: applied unless the environment, a conf file or the env plugin set the name
+ * (a value an earlier policy applied is replaced). Returns 1 when applied, 0 when the other
+ * source wins. */
 int param_apply_policy(const char* name, const char* value);
+
+/* Where values come from after the conf files: get(name) answers like getenv (the env plugin's
+ * getEnv, which answers the environment first); a string it returns that is not the
+ * environment's own is copied, so values read through param_* stay valid for the process. NULL: getenv. Set once, before the first
+ * read (core/plugin/env_load.c does it from a constructor). */
+typedef const char* (*param_env_source_fn)(const char* name);
+void param_set_env_source(param_env_source_fn get);
+/* The current value of any name through that path (NULL when unset). */
+const char* param_value(const char* name);
 
 #endif

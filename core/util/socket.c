@@ -246,8 +246,10 @@ ncclResult_t socket_connect_start(const weft_sockaddr* addr, int* fd_out) {
   if (connect(fd, &addr->sa, socket_addr_len(addr)) != 0 && errno != EINPROGRESS) {
     int err = errno;
     close(fd);
-    if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH || err == EAGAIN)
+    if (err == ECONNREFUSED || err == ENETUNREACH || err == EHOSTUNREACH || err == EAGAIN) {
+      errno = err; /* callers tell a refusal from the rest */
       return ncclRemoteError;
+    }
     char buf[WEFT_SOCKADDR_STRLEN];
     WARN("connect to %s failed: %s", socket_addr_str(addr, buf, sizeof buf), strerror(err));
     return ncclSystemError;
@@ -265,7 +267,10 @@ ncclResult_t socket_connect_poll(int fd, int* done) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-  if (err != 0) return ncclRemoteError;
+  if (err != 0) {
+    errno = err;
+    return ncclRemoteError;
+  }
   *done = 1;
   return ncclSuccess;
 }

@@ -1,5 +1,5 @@
-/* The old-ABI exports of a net plugin .so, written once for every plugin. net_export_vN.c
- * defines the exported ncclNetPlugin_vN (v6 … v10) by adapting the plugin's v11 table;
+/* The other-ABI exports of a net plugin .so, written once for every plugin. net_export_vN.c
+ * defines the exported ncclNetPlugin_vN (v6 … v10, and v12) by adapting the plugin's v11 table;
  * net_export_legacy.c holds what those versions share. A plugin links weft_net_export into its
  * .so and, in its plugin_exports.c, defines the two hidden objects below and its own
  * ncclNetPlugin_v11. Each .so links its own copy, so these globals are per plugin.
@@ -27,6 +27,9 @@ struct weft_net_export_target {
    * NCCL_NET_TRAFFIC_CLASS_UNDEF when v10's config is NULL. */
   ncclResult_t (*connect_tc)(void* ctx, int dev, void* handle, void** send_comm,
                              ncclNetDeviceHandle_v11_t** dev_comm, int traffic_class);
+  /* May be NULL: the rail and plane ids of device dev for v12's properties, written only where
+   * the plugin knows them (they start at NCCL_NET_ID_UNDEF). */
+  void (*rail_plane)(int dev, int16_t* rail_id, int16_t* plane_id);
 };
 
 /* Defined by the plugin (plugin_exports.c): the target, and the name of the exported tables
@@ -34,6 +37,7 @@ struct weft_net_export_target {
 extern WEFT_NET_EXPORT_HIDDEN const struct weft_net_export_target weft_net_export_target;
 extern WEFT_NET_EXPORT_HIDDEN const char weft_net_export_name[];
 
+extern WEFT_NET_EXPORT ncclNet_v12_t ncclNetPlugin_v12; /* net_export_v12.c, over v11 */
 extern WEFT_NET_EXPORT ncclNet_v11_t ncclNetPlugin_v11; /* the plugin's, in plugin_exports.c */
 extern WEFT_NET_EXPORT ncclNet_v10_t ncclNetPlugin_v10;
 extern WEFT_NET_EXPORT ncclNet_v9_t ncclNetPlugin_v9;

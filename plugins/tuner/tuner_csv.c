@@ -59,7 +59,7 @@ static const char* parse_line(char** f, int nf, tuner_rule* r) {
   *r = (tuner_rule){1u << coll,
                     {minb < 0 ? 0 : (uint64_t)minb, maxb < 0 ? UINT64_MAX : (uint64_t)maxb},
                     range_of(nodes), range_of(ranks), range_of(pipe), (int)reg,
-                    1u << algo, 1u << proto, ch < 0 ? 0 : (int)ch, 0};
+                    1u << algo, 1u << proto, ch < 0 ? 0 : (int)ch, 0, 0};
   if (r->bytes.min > r->bytes.max) return "min_bytes above max_bytes";
   return NULL;
 }

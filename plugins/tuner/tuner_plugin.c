@@ -179,6 +179,17 @@ ncclResult_t weft_tuner_get_v2(void* ctx, ncclFunc_t coll, size_t nbytes, int co
   return ncclSuccess;
 }
 
+ncclResult_t weft_tuner_chunk(void* ctx, ncclFunc_t coll, size_t nbytes, int algo, int proto,
+                              int nchannels, size_t* chunk) {
+  const weft_tuner_ctx* c = ctx;
+  (void)nchannels;
+  if (c == NULL || chunk == NULL) return ncclInvalidArgument;
+  uint64_t bytes = 0;
+  if (tuner_rules_chunk(&c->rules, (int)coll, nbytes, c->nranks, c->nnodes, algo, proto, &bytes))
+    *chunk = (size_t)bytes;
+  return ncclSuccess;
+}
+
 ncclResult_t weft_tuner_fini(void* ctx) {
   weft_tuner_ctx* c = ctx;
   if (c == NULL) return ncclSuccess;

@@ -1,5 +1,5 @@
 /* libnccl-tuner-weft.so: the entries every exported version shares (tuner_plugin.c) and that
- * tuner_exports.c puts into the ncclTunerPlugin_v2 .. _v5 tables. */
+ * tuner_exports.c puts into the ncclTunerPlugin_v2 .. _v6 tables. */
 #ifndef WEFT_TUNER_PLUGIN_H
 #define WEFT_TUNER_PLUGIN_H
 
@@ -18,5 +18,8 @@ ncclResult_t weft_tuner_get_v3(void* ctx, ncclFunc_t coll, size_t nbytes, int pi
 ncclResult_t weft_tuner_get_v4(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_ops,
                                float** table, int nalgo, int nproto, int reg_buff, int* nch);
 ncclResult_t weft_tuner_fini(void* ctx);
+/* v6: the first matching rule's chunk, else *chunk as the core chose it. */
+ncclResult_t weft_tuner_chunk(void* ctx, ncclFunc_t coll, size_t nbytes, int algo, int proto,
+                              int nchannels, size_t* chunk);
 
 #endif

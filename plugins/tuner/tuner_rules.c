@@ -139,3 +139,19 @@ const tuner_rule* tuner_rules_pick(const tuner_rules* rs, int coll, size_t nbyte
   }
   return NULL;
 }
+
+const tuner_rule* tuner_rules_chunk(const tuner_rules* rs, int coll, size_t nbytes, size_t nranks,
+                                    size_t nnodes, int algo, int proto, uint64_t* chunk) {
+  if (algo < 0 || algo >= NCCL_NUM_ALGORITHMS || proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
+    return NULL;
+  for (int i = 0; rs && i < rs->n; i++) {
+    const tuner_rule* r = &rs->rules[i];
+    if (coll < 0 || coll >= TUNER_NUM_COLLS || !(r->colls & (1u << coll))) continue;
+    if (!in(&r->bytes, nbytes) || !in(&r->ranks, nranks) || !in(&r->nodes, nnodes)) continue;
+    if (!(r->algos & (1u << algo)) || !(r->protos & (1u << proto))) continue;
+    if (r->chunk == 0) return NULL; /* the first rule that applies keeps the core's chunk */
+    *chunk = r->chunk;
+    return r;
+  }
+  return NULL;
+}

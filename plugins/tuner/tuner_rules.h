@@ -24,6 +24,7 @@
  * (weft.h), whose rows a table has only when weft passes twelve (the weftTunerAlgorithms
  * extension; stock NCCL passes seven). */
 enum { TUNER_MAX_RULES = 4096, TUNER_MAX_CHANNELS = 64, TUNER_NUM_COLLS = 5, TUNER_NUM_ALGOS = 12 };
+#define TUNER_MAX_CHUNK (1ull << 30) /* bytes; a chunk larger than any buffer is a typo */
 
 typedef struct {
   uint64_t min, max; /* inclusive */
@@ -38,6 +39,7 @@ typedef struct {
   unsigned protos;        /* bits of NCCL_PROTO_* */
   int channels;           /* 0: keep the core's */
   int line;               /* where it was written (1-based) */
+  uint64_t chunk;         /* bytes per chunk (tuner v6 getChunkSize); 0: keep the core's */
 } tuner_rule;
 
 typedef struct {
@@ -82,6 +84,13 @@ const tuner_rule* tuner_rules_apply_rows(const tuner_rules* r, int coll, size_t 
 const tuner_rule* tuner_rules_pick(const tuner_rules* r, int coll, size_t nbytes, size_t nranks,
                                    size_t nnodes, int pipe_ops, unsigned algos_ok, int* algo,
                                    int* proto, int* nch);
+
+/* The chunk size for a v6 getChunkSize call: the first rule that matches the operation
+ * (collective, bytes, ranks, nodes; pipelined ops and registration are not known there and
+ * match anything) and whose algorithm and protocol sets hold algo and proto, when it sets a
+ * chunk. Returns that rule and writes *chunk, or NULL (untouched). */
+const tuner_rule* tuner_rules_chunk(const tuner_rules* r, int coll, size_t nbytes, size_t nranks,
+                                    size_t nnodes, int algo, int proto, uint64_t* chunk);
 
 /* Names, case-insensitive; '_' and '-' ignored (all_reduce, AllReduce; nvls_tree, NVLSTree).
  * Return the index, or -1. */

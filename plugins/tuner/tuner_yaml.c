@@ -12,8 +12,9 @@
  *       algorithm: ring             # name or list; omitted: any
  *       protocol: simple            # name or list; omitted: any
  *       channels: 2                 # 1..64; omitted or 0: the core's
+ *       chunk: 512K                 # bytes per chunk (tuner v6 getChunkSize); omitted: the core's
  *
- * A rule must name an algorithm, a protocol or a channel count. */
+ * A rule must name an algorithm, a protocol, a channel count or a chunk size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,9 @@ static const char* kind_name(const pnode* n) {
 static const char* const top_keys[] = {"version", "rules"};
 static const char* const rule_keys[] = {"collective", "bytes",     "nodes",    "ranks",
                                         "pipe_ops",   "reg_buff",  "algorithm", "protocol",
-                                        "channels"};
+                                        "channels",   "chunk"};
 enum { RK_COLL, RK_BYTES, RK_NODES, RK_RANKS, RK_PIPE, RK_REG, RK_ALGO, RK_PROTO, RK_CHANNELS,
-       RK_COUNT };
+       RK_CHUNK, RK_COUNT };
 static const char* const bound_keys[] = {"min", "max"};
 
 static int key_index(ctx* c, const pnode* k, const char* const* keys, int n, const char* where) {
@@ -151,7 +152,7 @@ static int parse_range(ctx* c, const pnode* v, const char* what, int bytes, tune
 
 static void parse_rule(ctx* c, const pnode* m, tuner_rule* r) {
   *r = (tuner_rule){TUNER_ALL_COLLS, TUNER_ANY_RANGE, TUNER_ANY_RANGE, TUNER_ANY_RANGE,
-                    TUNER_ANY_RANGE, -1, TUNER_ALL_ALGOS, TUNER_ALL_PROTOS, 0, m->line};
+                    TUNER_ANY_RANGE, -1, TUNER_ALL_ALGOS, TUNER_ALL_PROTOS, 0, m->line, 0};
   if (m->kind != PN_MAP) {
     ERR(c, m, "a rule must be a mapping, not %s", kind_name(m));
     return;
@@ -196,10 +197,21 @@ static void parse_rule(ctx* c, const pnode* m, tuner_rule* r) {
           ERR(c, v, "'channels' must be an integer from 0 to %d, not %s", TUNER_MAX_CHANNELS,
               v->kind == PN_SCALAR ? v->str : kind_name(v));
         break;
+      case RK_CHUNK: {
+        uint64_t bytes = 0;
+        if (v->kind == PN_SCALAR && tuner_parse_bytes(v->str, &bytes) == 0 && bytes > 0 &&
+            bytes <= TUNER_MAX_CHUNK)
+          r->chunk = bytes;
+        else
+          ERR(c, v, "'chunk' must be a byte count from 1 to 1G (K/M/G suffixes), not %s",
+              v->kind == PN_SCALAR ? v->str : kind_name(v));
+        break;
+      }
     }
   }
-  if (c->e->n == errs && !seen[RK_ALGO] && !seen[RK_PROTO] && r->channels == 0)
-    ERR(c, m, "a rule must set 'algorithm', 'protocol' or 'channels' (it would change nothing)");
+  if (c->e->n == errs && !seen[RK_ALGO] && !seen[RK_PROTO] && r->channels == 0 && r->chunk == 0)
+    ERR(c, m, "a rule must set 'algorithm', 'protocol', 'channels' or 'chunk' (it would change "
+              "nothing)");
 }
 
 int tuner_rules_load_yaml(const char* name, const char* buf, size_t len, tuner_rules* out,

@@ -1,8 +1,8 @@
 /* abi_headers_plain_c: weft's ABI headers compile as plain C11 with no CUDA header anywhere,
- * and their layouts and values are the ones the reference (nccl-internals §2-§4) gives for
- * NCCL 2.28 on LP64. Almost everything is checked at compile time; main checks the
- * initializers. These facts are independent of NVIDIA's header (abi_matches_nvidia_header
- * compares against that). */
+ * and their layouts and values are NCCL 2.28's on LP64, written down here from NCCL's published
+ * headers. Almost everything is checked at compile time; main checks the initializers. These
+ * facts do not need NVIDIA's header on the machine (abi_matches_nvidia_header compares against
+ * it where it is installed). */
 #include <assert.h>
 #include <limits.h>
 #include <stddef.h>
@@ -12,6 +12,7 @@
 #include "nccl.h"
 #include "nccl_net.h"
 #include "nccl_tuner.h"
+#include "nccl_env.h"
 #include "weft.h"
 #include "testutil.h"
 
@@ -197,7 +198,9 @@ VAL_IS(NCCL_NET_MAX_REQUESTS_V6, 8);
 VAL_IS(NCCL_NET_OPTIONAL_RECV_COMPLETION, 0x1);
 VAL_IS(NCCL_NET_MULTI_REQUEST, 0x2);
 VAL_IS(NCCL_NET_MAX_PLUGINS, 16);
-VAL_IS(NCCL_NET_MAX_DEVS_PER_NIC, 4);
+VAL_IS(NCCL_NET_MAX_DEVS_PER_NIC, 8);
+VAL_IS(NCCL_NET_MAX_DEVS_PER_NIC_V11, 4);
+VAL_IS(NCCL_NET_ID_UNDEF, -1);
 VAL_IS(MAX_NET_SIZE, 1024L * 1024 * 1024);
 VAL_IS(MAX_COLLNET_SIZE, 512L * 1024 * 1024);
 VAL_IS(NCCL_NET_TRAFFIC_CLASS_UNDEF, -1);
@@ -223,10 +226,36 @@ SIZE_IS(ncclNetProperties_v10_t, 104);
 SIZE_IS(ncclNetProperties_v11_t, 112);
 SIZE_IS(ncclNetVDeviceProps_v11_t, 20);
 
-/* The current view is v11. */
+SIZE_IS(ncclNet_v12_t, 176);
+SIZE_IS(ncclNetProperties_v12_t, 128);
+SIZE_IS(ncclNetVDeviceProps_v12_t, 36);
+SIZE_IS(ncclNetAttr_v12_t, 44);
+SIZE_IS(ncclNetCommConfig_v12_t, 4);
+
+/* The current view is v12. */
 SIZE_IS(ncclNet_t, 176);
-SIZE_IS(ncclNetProperties_t, 112);
-static_assert(_Generic((ncclNet_t*)0, ncclNet_v11_t*: 1, default: 0), "ncclNet_t is v11");
+SIZE_IS(ncclNetProperties_t, 128);
+static_assert(_Generic((ncclNet_t*)0, ncclNet_v12_t*: 1, default: 0), "ncclNet_t is v12");
+
+/* v12 properties: v11's up to vProps, which grows to 8 devices, then the rail and plane ids. */
+OFF_IS(ncclNetProperties_v12_t, netDeviceVersion, 60);
+OFF_IS(ncclNetProperties_v12_t, vProps, 64);
+OFF_IS(ncclNetProperties_v12_t, maxP2pBytes, 104);
+OFF_IS(ncclNetProperties_v12_t, maxCollBytes, 112);
+OFF_IS(ncclNetProperties_v12_t, maxMultiRequestSize, 120);
+OFF_IS(ncclNetProperties_v12_t, railId, 124);
+OFF_IS(ncclNetProperties_v12_t, planeId, 126);
+static_assert(_Generic(((ncclNetProperties_v12_t*)0)->railId, int16_t: 1, default: 0),
+              "railId is int16_t");
+/* The v12 table has v11's slots; only the property and virtual-device types change. */
+SLOT_IS(ncclNet_v12_t, getProperties, 3);
+SLOT_IS(ncclNet_v12_t, makeVDevice, 19);
+SLOT_IS(ncclNet_v12_t, finalize, 20);
+SLOT_IS(ncclNet_v12_t, setNetAttr, 21);
+MEMBER_TYPE_IS(ncclNet_v12_t, getProperties, ncclResult_t (*)(int, ncclNetProperties_v12_t*));
+MEMBER_TYPE_IS(ncclNet_v12_t, makeVDevice, ncclResult_t (*)(int*, ncclNetVDeviceProps_v12_t*));
+MEMBER_TYPE_IS(ncclNet_v12_t, isend,
+               ncclResult_t (*)(void*, void*, size_t, int, void*, void*, void**));
 
 /* v11 properties, offset by offset. */
 OFF_IS(ncclNetProperties_v11_t, name, 0);
@@ -271,7 +300,7 @@ SLOT_IS(ncclNet_v11_t, makeVDevice, 19);
 SLOT_IS(ncclNet_v11_t, finalize, 20);
 SLOT_IS(ncclNet_v11_t, setNetAttr, 21);
 
-/* Where the older versions differ (reference §3 "Version deltas"). */
+/* Where the older versions differ (each abi/net/net_vN.h says what changed against vN-1). */
 SLOT_IS(ncclNet_v6_t, closeListen, 16);
 SLOT_IS(ncclNet_v7_t, getDeviceMr, 17);
 SLOT_IS(ncclNet_v7_t, irecvConsumed, 18);
@@ -331,8 +360,16 @@ SIZE_IS(ncclTuner_v4_t, 32);
 SIZE_IS(ncclTuner_v5_t, 32);
 SIZE_IS(ncclTunerConstants_v5_t, 1152);
 SIZE_IS(ncclNvlDomainInfo_v5_t, 12);
-SIZE_IS(ncclTuner_t, 32);
-static_assert(_Generic((ncclTuner_t*)0, ncclTuner_v5_t*: 1, default: 0), "ncclTuner_t is v5");
+SIZE_IS(ncclTuner_v6_t, 40);
+SIZE_IS(ncclTuner_t, 40);
+static_assert(_Generic((ncclTuner_t*)0, ncclTuner_v6_t*: 1, default: 0), "ncclTuner_t is v6");
+SLOT_IS(ncclTuner_v6_t, finalize, 3);
+SLOT_IS(ncclTuner_v6_t, getChunkSize, 4);
+MEMBER_TYPE_IS(ncclTuner_v6_t, getChunkSize,
+               ncclResult_t (*)(void*, ncclFunc_t, size_t, int, int, int, size_t*));
+MEMBER_TYPE_IS(ncclTuner_v6_t, init,
+               ncclResult_t (*)(void**, uint64_t, size_t, size_t, ncclDebugLogger_t,
+                                ncclNvlDomainInfo_v5_t*, ncclTunerConstants_v5_t*));
 OFF_IS(ncclTunerConstants_v5_t, baseLatencies, 0);
 OFF_IS(ncclTunerConstants_v5_t, hwLatencies, 7 * 3 * 8);
 OFF_IS(ncclTunerConstants_v5_t, llMaxBws, (21 + 63) * 8);
@@ -356,6 +393,20 @@ MEMBER_TYPE_IS(ncclTuner_v5_t, init,
                ncclResult_t (*)(void**, uint64_t, size_t, size_t, ncclDebugLogger_t,
                                 ncclNvlDomainInfo_v5_t*, ncclTunerConstants_v5_t*));
 MEMBER_TYPE_IS(ncclTuner_v5_t, finalize, ncclResult_t (*)(void*));
+
+/* --- nccl_env.h ------------------------------------------------------------------------ */
+SIZE_IS(ncclEnv_v1_t, 32);
+SIZE_IS(ncclEnv_v2_t, 32);
+SIZE_IS(ncclEnv_t, 32);
+static_assert(_Generic((ncclEnv_t*)0, ncclEnv_v2_t*: 1, default: 0), "ncclEnv_t is v2");
+SLOT_IS(ncclEnv_v1_t, init, 1);
+SLOT_IS(ncclEnv_v1_t, finalize, 2);
+SLOT_IS(ncclEnv_v1_t, getEnv, 3);
+SLOT_IS(ncclEnv_v2_t, getEnv, 3);
+MEMBER_TYPE_IS(ncclEnv_v1_t, init, ncclResult_t (*)(uint8_t, uint8_t, uint8_t, const char*));
+MEMBER_TYPE_IS(ncclEnv_v2_t, init,
+               ncclResult_t (*)(uint8_t, uint8_t, uint8_t, const char*, ncclDebugLogger_t));
+MEMBER_TYPE_IS(ncclEnv_v2_t, getEnv, const char* (*)(const char*));
 
 /* --- weft.h ---------------------------------------------------------------------------- */
 VAL_IS(weftMemHost, 0);
@@ -394,8 +445,9 @@ int main(void) {
 
 #define WEFT_STR2(x) #x
 #define WEFT_STR(x) WEFT_STR2(x)
-  EXPECT(strcmp(WEFT_STR(NCCL_NET_PLUGIN_SYMBOL), "ncclNetPlugin_v11") == 0);
-  EXPECT(strcmp(NCCL_TUNER_PLUGIN_SYMBOL, "ncclTunerPlugin_v5") == 0);
+  EXPECT(strcmp(WEFT_STR(NCCL_NET_PLUGIN_SYMBOL), "ncclNetPlugin_v12") == 0);
+  EXPECT(strcmp(NCCL_TUNER_PLUGIN_SYMBOL, "ncclTunerPlugin_v6") == 0);
+  EXPECT(strcmp(WEFT_STR(NCCL_ENV_PLUGIN_SYMBOL), "ncclEnvPlugin_v2") == 0);
   EXPECT(strcmp(NCCL_SUFFIX, "") == 0);
   return 0;
 }

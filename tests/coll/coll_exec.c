@@ -500,7 +500,7 @@ static int config_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
             ncclGetErrorString(res));
     return 1;
   }
-  /* Destroy leaves nothing behind (DESIGN.md, reliability rules). Fewer is fine: on rank 0
+  /* Destroy leaves nothing behind (docs/design.md, reliability rules). Fewer is fine: on rank 0
    * the bootstrap root of the unique id may end once every rank has connected. */
   int fds = test_count_fds(), threads = test_count_threads();
   if (fds > fds0 || threads > threads0) {

@@ -561,7 +561,7 @@ int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_
   for (int i = 0; i < ngpus; i++) w.loc[i].comm = comms[i];
   for (int i = 0; i < ngpus; i++)
     if (check_comm(&w.loc[i], ngpus)) gpu_die(&w);
-  int rc = finish(&w, body(&w, arg), &before, "process");
+  rc = finish(&w, body(&w, arg), &before, "process");
   if (rc == GPU_PASS && gpu_same_check() != 0) rc = GPU_FAIL;
   return rc;
 }

@@ -2,6 +2,7 @@
  * pointers, nranks <= 0, rank out of range, bad config magic/size, ncclCommInitAll with ndev 0,
  * a handle that is not a communicator, bad datatype/op/root; valid calls to features not built
  * yet return ncclInvalidUsage, never a silent success. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +128,11 @@ int main(void) {
   EXPECT_RES(ncclCommRegister(comm, NULL, 16, &p), ncclInvalidArgument);
   EXPECT_RES(ncclCommRegister(comm, buf, 16, NULL), ncclInvalidArgument);
   EXPECT_RES(ncclCommDeregister(comm, NULL), ncclInvalidArgument);
+  /* Sizes past the end of the address space (issue 18, finding 8). */
+  EXPECT_RES(ncclCommRegister(comm, buf, SIZE_MAX, &p), ncclInvalidArgument);
+  EXPECT_RES(ncclCommRegister(comm, buf, SIZE_MAX / 2 + 1, &p), ncclInvalidArgument);
   ncclWindow_t win;
+  EXPECT_RES(ncclCommWindowRegister(comm, buf, SIZE_MAX, &win, 0), ncclInvalidArgument);
   EXPECT_RES(ncclCommWindowRegister(comm, buf, 16, &win, 7), ncclInvalidArgument);
   EXPECT_RES(ncclCommWindowRegister(comm, buf, 16, NULL, 0), ncclInvalidArgument);
   EXPECT_RES(ncclCommWindowDeregister(comm, NULL), ncclInvalidArgument);

@@ -20,3 +20,14 @@ add_test(NAME api_exports_match_nccl
   -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_exports.cmake)
 set_tests_properties(api_exports_match_nccl PROPERTIES LABELS unit SKIP_RETURN_CODE 77
   SKIP_REGULAR_EXPRESSION "SKIP:")
+foreach(m abort destroy init)
+  weft_add_test(NAME comm_${m}_inside_group SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_destroy_in_group.c
+    LABELS mp fault ARGS ${m})
+endforeach()
+foreach(m init split)
+  foreach(tr shm net)
+    weft_add_test(NAME comm_peer_gone_before_first_op_${m}_${tr}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_peer_gone_at_setup.c LABELS mp fault TIMEOUT 90
+      ARGS ${m} ${tr})
+  endforeach()
+endforeach()

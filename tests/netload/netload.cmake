@@ -19,7 +19,8 @@ set(NETLOAD_PLUGINS
   "nosym||NoSym"
   "nullisend|TESTNET_V8,TESTNET_NULL_ISEND|NullIsend"
   "initfail|TESTNET_V11,TESTNET_INIT_FAIL|InitFail"
-  "zerodev|TESTNET_V8,TESTNET_ZERO_DEVS|ZeroDev")
+  "zerodev|TESTNET_V8,TESTNET_ZERO_DEVS|ZeroDev"
+  "clash|TESTNET_V11|Socket")
 set(NETLOAD_PLUGIN_TARGETS)
 foreach(spec ${NETLOAD_PLUGINS})
   string(REPLACE "|" ";" parts "${spec}")
@@ -47,7 +48,7 @@ endfunction()
 foreach(c select_by_net_name select_by_path_and_short_name none_uses_builtin_socket
           default_library_absent_is_silent old_abi_init_once_v11_per_comm
           old_properties_get_defaults shims_convert_sizes v6_shim v11_wins_over_v6
-          skips_broken_with_one_warn list_longer_than_14_is_cut)
+          skips_broken_with_one_warn list_longer_than_14_is_cut two_candidates_with_one_name_warn)
   netload_case(netload netload_test.c ${c})
 endforeach()
 foreach(c mandatory_null optional_stubs one_struct_per_old_version versions init_once)

@@ -251,7 +251,7 @@ static int case_old_properties_get_defaults(void) {
   set_plugins(list);
   setenv("NCCL_NET", "eight", 1);
   weft_net* n = open_ok(NULL, 1, -1);
-  ncclNetProperties_v11_t p;
+  ncclNetProperties_v12_t p;
   memset(&p, 0x5a, sizeof p);
   EXPECT_OK(n->api->getProperties(1, &p));
   EXPECT(strcmp(p.name, "testnet0") == 0);
@@ -271,8 +271,10 @@ static int case_old_properties_get_defaults(void) {
   EXPECT_EQ_INT(p.maxP2pBytes, 1L << 30);
   EXPECT_EQ_INT(p.maxCollBytes, 512L << 20);
   EXPECT_EQ_INT(p.maxMultiRequestSize, 1);
+  EXPECT_EQ_INT(p.railId, NCCL_NET_ID_UNDEF);
+  EXPECT_EQ_INT(p.planeId, NCCL_NET_ID_UNDEF);
   int vdev = -1;
-  ncclNetVDeviceProps_v11_t vp = {2, {0, 1}};
+  ncclNetVDeviceProps_v12_t vp = {2, {0, 1}};
   EXPECT_RES(n->api->makeVDevice(&vdev, &vp), ncclInvalidUsage); /* stub */
   net_close_for_comm(n);
 
@@ -359,11 +361,11 @@ static int case_v6_shim(void) {
   char why[128];
   EXPECT_OK(net_shim_adapt(raw, 6, &v, why, sizeof why));
   EXPECT(strcmp(v.api.name, "BothOld") == 0);
-  ncclNetCommConfig_v11_t cfg = {.trafficClass = -1};
+  ncclNetCommConfig_v12_t cfg = {.trafficClass = -1};
   void* ctx = NULL;
   EXPECT_OK(v.api.init(&ctx, 1, &cfg, weft_log, NULL));
   EXPECT_EQ_INT(s->init_calls, 1);
-  ncclNetProperties_v11_t p;
+  ncclNetProperties_v12_t p;
   EXPECT_OK(v.api.getProperties(0, &p));
   EXPECT_EQ_INT(p.regIsGlobal, 0);
   EXPECT_EQ_INT(p.netDeviceType, NCCL_NET_DEVICE_HOST);
@@ -402,7 +404,7 @@ static int case_skips_broken_with_one_warn(void) {
     const char* lib;
     const char* reason;
   } broken[] = {
-      {"nosym", "exports no ncclNetPlugin_v11..v6 symbol"},
+      {"nosym", "exports no ncclNetPlugin_v12..v6 symbol"},
       {"nullisend", "ncclNetPlugin_v8: isend is NULL"},
       {"initfail", "init failed (ncclSystemError)"},
       {"zerodev", "no devices (devices() reported 0)"},
@@ -458,6 +460,23 @@ static int case_list_longer_than_14_is_cut(void) {
   return 0;
 }
 
+/* A library whose table answers to "Socket", like the built-in net: one WARN naming both, once
+ * per process; the library (listed first) is the one NCCL_NET=Socket gets. */
+static int case_two_candidates_with_one_name(void) {
+  unsetenv("NCCL_NET");
+  set_plugins(plugin("clash"));
+  weft_net* n = open_ok("socket", 1, -1);
+  EXPECT(strcmp(n->name, "Socket") == 0 && strcmp(n->path, "built-in") != 0);
+  EXPECT(strstr(n->path, "libnccl-net-clash.so") != NULL);
+  net_close_for_comm(n);
+  EXPECT_EQ_INT(count_warns("both answer to the name \"Socket\"", "libnccl-net-clash.so"), 1);
+  EXPECT_EQ_INT(count_warns("built-in", "picks"), 1);
+  n = open_ok("socket", 2, -1); /* loaded again: no second WARN */
+  net_close_for_comm(n);
+  EXPECT_EQ_INT(count_warns("both answer to the name", NULL), 1);
+  return 0;
+}
+
 /* weft's own socket plugin library, loaded as an external plugin, and each older table it
  * exports through the shim. */
 static int case_weft_socket_library_all_versions(void) {
@@ -470,7 +489,7 @@ static int case_weft_socket_library_all_versions(void) {
   weft_net* n = open_ok(NULL, 1, -1);
   EXPECT(strcmp(n->name, "weft-socket") == 0);
   EXPECT(strcmp(n->path, "built-in") != 0); /* the library, not the built-in */
-  EXPECT_EQ_INT(n->version, 11);
+  EXPECT_EQ_INT(n->version, 12);
   EXPECT(n->ndev > 0);
   net_close_for_comm(n);
 
@@ -487,16 +506,17 @@ static int case_weft_socket_library_all_versions(void) {
       fprintf(stderr, "%s: %s\n", net_shim_symbol(v), why);
       return 1;
     }
-    ncclNetCommConfig_v11_t cfg = {.trafficClass = -1};
+    ncclNetCommConfig_v12_t cfg = {.trafficClass = -1};
     void* ctx = NULL;
     int ndev = 0;
-    ncclNetProperties_v11_t p;
+    ncclNetProperties_v12_t p;
     EXPECT_OK(view.api.init(&ctx, 7, &cfg, weft_log, NULL));
     EXPECT_OK(view.api.devices(&ndev));
     EXPECT(ndev > 0);
     EXPECT_OK(view.api.getProperties(0, &p));
     EXPECT(p.name != NULL);
-    EXPECT_EQ_INT(p.maxMultiRequestSize, 1);
+    if (v < 11) EXPECT_EQ_INT(p.maxMultiRequestSize, 1);
+    EXPECT_EQ_INT(p.railId, NCCL_NET_ID_UNDEF);
     EXPECT_EQ_INT(p.netDeviceType, NCCL_NET_DEVICE_HOST);
     EXPECT_OK(view.api.finalize(ctx));
     net_shim_release(&view);
@@ -532,6 +552,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "v11_wins_over_v6")) rc = case_v11_wins_over_v6();
   else if (!strcmp(c, "skips_broken_with_one_warn")) rc = case_skips_broken_with_one_warn();
   else if (!strcmp(c, "list_longer_than_14_is_cut")) rc = case_list_longer_than_14_is_cut();
+  else if (!strcmp(c, "two_candidates_with_one_name_warn")) rc = case_two_candidates_with_one_name();
   else if (!strcmp(c, "weft_socket_library_all_versions"))
     rc = case_weft_socket_library_all_versions();
   else {

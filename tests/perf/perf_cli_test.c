@@ -1,7 +1,7 @@
 /* weft-perf's pure logic, without any library: the command-line parser (sizes, suffixes, bad
  * flags), nccl-tests' element counts and bus-bandwidth factors, the small-float conversions,
  * the result checker against hand-made outputs (also split over threads), the table's number
- * format against a row of stock NCCL's nccl-tests output (shared/reference/baselines), and
+ * format against a row of stock NCCL's nccl-tests output (copied below), and
  * --vs's pairing, ratios and comparison table, and --plot's picture. */
 #include <math.h>
 #include <stdio.h>

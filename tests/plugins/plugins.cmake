@@ -20,11 +20,11 @@ endfunction()
 
 weft_test_net_plugin(refnet good.c)
 foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs truncate sizereport
-        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash)
+        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash badrail)
   weft_test_net_plugin(broken-${what} ${what}.c)
 endforeach()
 
-# Tuners: reftuner (correct, v2..v5) and broken ones built from it.
+# Tuners: reftuner (correct, v2..v6) and broken ones built from it.
 add_library(weft_reftuner OBJECT ${WEFT_BROKEN_DIR}/reftuner.c)
 set_target_properties(weft_reftuner PROPERTIES C_VISIBILITY_PRESET hidden)
 function(weft_test_tuner_plugin what src)
@@ -35,18 +35,20 @@ function(weft_test_tuner_plugin what src)
   target_link_options(nccl-tuner-${what} PRIVATE -Wl,-z,defs)
 endfunction()
 weft_test_tuner_plugin(reftuner tuner_good.c)
-foreach(v 2 3 4)
+foreach(v 2 3 4 5)
   weft_test_tuner_plugin(reftuner-v${v} tuner_v${v}only.c)
 endforeach()
 foreach(what ignoredcells nullinit nullget initfails getfails raises allocates slow badchannels nan
-        zerocrash v2badindex)
+        zerocrash v2badindex badchunk)
   weft_test_tuner_plugin(broken-${what} tuner_${what}.c)
 endforeach()
 
 # weft_conformance_test(NAME n PLUGIN file [ARGS a|b] [EXPECT_FAIL x,y] [EXPECT_PASS …]
-#                       [EXPECT_REASON name=text,…] [ALL_PASS] [TIMEOUT s] [SUITE net|tuner])
+#                       [EXPECT_INCONCLUSIVE …] [EXPECT_SKIP …] [EXPECT_REASON name=text,…]
+#                       [EXPECT_OUTPUT text|text] [EXPECT_EXIT n] [ALL_PASS] [TIMEOUT s]
+#                       [SUITE net|tuner] [ENV "A=1;B=2"])
 function(weft_conformance_test)
-  cmake_parse_arguments(C "ALL_PASS" "NAME;PLUGIN;ARGS;EXPECT_FAIL;EXPECT_PASS;EXPECT_REASON;TIMEOUT;SUITE" "" ${ARGN})
+  cmake_parse_arguments(C "ALL_PASS" "NAME;PLUGIN;ARGS;EXPECT_FAIL;EXPECT_PASS;EXPECT_INCONCLUSIVE;EXPECT_SKIP;EXPECT_REASON;EXPECT_OUTPUT;EXPECT_EXIT;TIMEOUT;SUITE;ENV" "" ${ARGN})
   if(NOT C_SUITE)
     set(C_SUITE net)
   endif()
@@ -58,9 +60,11 @@ function(weft_conformance_test)
     "-DARGS=${C_ARGS}" -DJSON=${PROJECT_BINARY_DIR}/tests/plugins/${C_NAME}.json
     "-DEXPECT_FAIL=${C_EXPECT_FAIL}" "-DEXPECT_PASS=${C_EXPECT_PASS}"
     "-DEXPECT_REASON=${C_EXPECT_REASON}" -DALL_PASS=${C_ALL_PASS}
+    "-DEXPECT_INCONCLUSIVE=${C_EXPECT_INCONCLUSIVE}" "-DEXPECT_SKIP=${C_EXPECT_SKIP}"
+    "-DEXPECT_OUTPUT=${C_EXPECT_OUTPUT}" "-DEXPECT_EXIT=${C_EXPECT_EXIT}"
     -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scripts/expect_conformance.cmake)
   set_tests_properties(${C_NAME} PROPERTIES LABELS plugin TIMEOUT ${C_TIMEOUT}
-    ENVIRONMENT "NCCL_DEBUG=WARN")
+    ENVIRONMENT "NCCL_DEBUG=WARN;${C_ENV}")
 endfunction()
 
 # ---- plugins that must pass ----
@@ -98,8 +102,10 @@ weft_conformance_test(NAME conformance_flags_null_isend PLUGIN ${B}-nullisend.so
   EXPECT_REASON "net_v11_table_has_name_and_mandatory_entries=isend is NULL")
 weft_conformance_test(NAME conformance_flags_init_failure PLUGIN ${B}-initfails.so
   ARGS "--filter|net_init*,net_devices*,net_message_of_1_byte*"
-  EXPECT_FAIL net_init_with_logger_succeeds,net_devices_reports_at_least_one,net_message_of_1_byte_arrives_intact
-  EXPECT_REASON "net_init_with_logger_succeeds=init returned")
+  EXPECT_FAIL net_init_with_logger_succeeds
+  EXPECT_SKIP net_devices_reports_at_least_one,net_message_of_1_byte_arrives_intact
+  EXPECT_REASON "net_init_with_logger_succeeds=init returned,net_devices_reports_at_least_one=does not get through init"
+  EXPECT_OUTPUT "    plugin: WARN broken-initfails: no device here")
 weft_conformance_test(NAME conformance_flags_isend_crash PLUGIN ${B}-isendcrash.so
   ARGS "--filter|net_message_of_1_byte*,net_connect_and_accept_complete_in_bounded_polls"
   EXPECT_FAIL net_message_of_1_byte_arrives_intact,net_connect_and_accept_complete_in_bounded_polls
@@ -129,6 +135,11 @@ weft_conformance_test(NAME conformance_flags_bad_properties PLUGIN ${B}-badprops
   ARGS "--filter|net_properties_are_sane*"
   EXPECT_FAIL net_properties_are_sane_for_the_version
   EXPECT_REASON "net_properties_are_sane_for_the_version=speed 0")
+weft_conformance_test(NAME conformance_flags_bad_rail_id PLUGIN ${B}-badrail.so
+  ARGS "--filter|net_v12*,net_properties*,net_init*"
+  EXPECT_FAIL net_properties_are_sane_for_the_version
+  EXPECT_PASS net_v12_table_has_name_and_mandatory_entries,net_init_with_logger_succeeds
+  EXPECT_REASON "net_properties_are_sane_for_the_version=railId -5")
 weft_conformance_test(NAME conformance_flags_hang_on_dead_peer PLUGIN ${B}-deadpeer.so
   ARGS "--filter|net_sender_exit*,net_receiver_exit*|--timeout|15"
   EXPECT_FAIL net_sender_exit_mid_transfer_fails_receiver_test,net_receiver_exit_mid_transfer_fails_sender_test
@@ -145,7 +156,7 @@ weft_conformance_test(NAME conformance_flags_crash_on_load PLUGIN ${B}-ctorcrash
 # ---- tuners ----
 weft_conformance_test(NAME conformance_tuner_reftuner_passes SUITE tuner
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner.so ALL_PASS
-  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_v5_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v2_choice_is_a_valid_supported_index)
+  EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_v5_table_has_name_and_entries,tuner_v6_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v2_choice_is_a_valid_supported_index,tuner_v6_getchunksize_answers_are_positive_and_stable)
 weft_conformance_test(NAME conformance_flags_tuner_writing_ignored_cells SUITE tuner
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-broken-ignoredcells.so
   EXPECT_FAIL tuner_cost_table_keeps_ignored_cells_and_sane_channels
@@ -159,7 +170,7 @@ weft_conformance_test(NAME conformance_flags_tuner_null_getcollinfo SUITE tuner
 weft_conformance_test(NAME conformance_flags_tuner_init_failure SUITE tuner
   PLUGIN ${T}-initfails.so
   EXPECT_FAIL tuner_init_and_teardown_work_across_shapes,tuner_cost_table_keeps_ignored_cells_and_sane_channels
-  EXPECT_PASS tuner_v5_table_has_name_and_entries
+  EXPECT_INCONCLUSIVE tuner_v5_table_has_name_and_entries
   EXPECT_REASON "tuner_init_and_teardown_work_across_shapes=nNodes 1) returned 2")
 weft_conformance_test(NAME conformance_flags_tuner_getcollinfo_error SUITE tuner
   PLUGIN ${T}-getfails.so
@@ -197,7 +208,12 @@ weft_conformance_test(NAME conformance_flags_tuner_v2_bad_index SUITE tuner
   PLUGIN ${T}-v2badindex.so
   EXPECT_FAIL tuner_v2_choice_is_a_valid_supported_index
   EXPECT_REASON "tuner_v2_choice_is_a_valid_supported_index=chose algorithm 42")
-foreach(v 2 3 4)
+weft_conformance_test(NAME conformance_flags_tuner_zero_chunk SUITE tuner
+  PLUGIN ${T}-badchunk.so
+  EXPECT_FAIL tuner_v6_getchunksize_answers_are_positive_and_stable
+  EXPECT_PASS tuner_v6_table_has_name_and_entries,tuner_cost_table_keeps_ignored_cells_and_sane_channels,tuner_v6_getchunksize_is_fast_and_does_not_allocate
+  EXPECT_REASON "tuner_v6_getchunksize_answers_are_positive_and_stable=answered 0 bytes")
+foreach(v 2 3 4 5)
   weft_conformance_test(NAME conformance_tuner_reftuner_v${v}_passes SUITE tuner
     PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner-v${v}.so ALL_PASS
     EXPECT_PASS tuner_v${v}_table_has_name_and_entries)
@@ -228,3 +244,15 @@ weft_conformance_test(NAME conformance_flags_tuner_null_init SUITE tuner
   EXPECT_FAIL tuner_v4_table_has_name_and_entries
   EXPECT_PASS tuner_v2_table_has_name_and_entries,tuner_init_and_teardown_work_across_shapes
   EXPECT_REASON "tuner_v4_table_has_name_and_entries=init is NULL")
+
+# Plugins that behave like the ones deployed in the field (tests/plugins/field/).
+include(${CMAKE_CURRENT_LIST_DIR}/field/field.cmake)
+# The version report: which table weft and each NCCL release would load, for libraries whose
+# exports are known (weft's socket net v6..v12, weft's tuner v2..v6, reftuner-v4 alone, the env
+# plugin v1/v2).
+add_test(NAME conformance_versions_report COMMAND ${CMAKE_COMMAND}
+  -DCONF=$<TARGET_FILE:weft-conformance>
+  "-DLIBS=$<TARGET_FILE:nccl-net-weft-socket>;$<TARGET_FILE:nccl-tuner-weft>;${WEFT_TEST_PLUGIN_DIR}/libnccl-tuner-reftuner-v4.so;$<TARGET_FILE:nccl-env-weft>"
+  "-DEXPECT=0|exports v6 v7 v8 v9 v10 v11 v12\\|;0|weft +ncclNetPlugin_v12;0|NCCL 2.19 +ncclNetPlugin_v7;0|NCCL 2.24-2.25 +ncclNetPlugin_v9;0|NCCL 2.28-2.29 +ncclNetPlugin_v11;0|NCCL 2.30 +ncclNetPlugin_v12;1|weft +ncclTunerPlugin_v6;1|NCCL 2.19-2.20 +none;1|NCCL 2.21 +ncclTunerPlugin_v2;1|NCCL 2.28-2.29 +ncclTunerPlugin_v5;2|NCCL 2.22-2.23 +none;2|NCCL 2.30 +ncclTunerPlugin_v4;3|env plugin .weft-policy.: exports v1 v2;3|NCCL 2.19-2.28.3 +none;3|NCCL 2.28.7-2.30.4 +ncclEnvPlugin_v1;3|NCCL 2.30.7 +ncclEnvPlugin_v2"
+  -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_versions.cmake)
+set_tests_properties(conformance_versions_report PROPERTIES LABELS "unit;plugin" TIMEOUT 60)

@@ -36,3 +36,32 @@ add_test(NAME policy_two_hosts_netns
 set_tests_properties(policy_two_hosts_netns PROPERTIES LABELS "netns;policy" TIMEOUT 180
   SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
   ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+
+# The env plugin (plugins/env-policy) loaded as NCCL loads it, against the bad corpus too.
+weft_add_test(NAME policy_env_plugin SOURCES ${WEFT_POLICY_TESTS}/policy_env_plugin.c
+  LABELS "unit;plugin;policy" TIMEOUT 120
+  ARGS $<TARGET_FILE_DIR:nccl-env-weft> ${WEFT_POLICY_TESTS}/bad $<TARGET_FILE:weft-policy>)
+add_dependencies(policy_env_plugin nccl-env-weft weft-policy)
+
+# weft's core reading settings through an env plugin: a stand-in third-party plugin built
+# three ways (v2, v1, failing init) into build/tests/plugins.
+foreach(v testv2 testv1 testfail)
+  add_library(nccl-env-${v} SHARED ${WEFT_POLICY_TESTS}/env_testplug.c)
+  set_target_properties(nccl-env-${v} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests/plugins)
+  target_link_options(nccl-env-${v} PRIVATE -Wl,-z,defs)
+endforeach()
+target_compile_definitions(nccl-env-testv1 PRIVATE ENV_TEST_V1)
+target_compile_definitions(nccl-env-testfail PRIVATE ENV_TEST_INITFAIL)
+weft_add_test(NAME policy_env_plugin_in_core SOURCES ${WEFT_POLICY_TESTS}/policy_env_core.c
+  LABELS "unit;plugin;policy" TIMEOUT 120 ARGS ${PROJECT_BINARY_DIR}/tests/plugins)
+add_dependencies(policy_env_plugin_in_core nccl-env-testv2 nccl-env-testv1 nccl-env-testfail
+  nccl-env-weft)
+
+# Stock NCCL (PyTorch's) with libnccl-env-weft.so: GPU machines with torch only (label gpu);
+# skipped elsewhere.
+add_test(NAME policy_env_plugin_stock_nccl
+  COMMAND sh ${WEFT_POLICY_TESTS}/stock_nccl_env_plugin.sh $<TARGET_FILE:nccl-env-weft>
+          $<TARGET_FILE:nccl-net-weft-socket>)
+set_tests_properties(policy_env_plugin_stock_nccl PROPERTIES LABELS "gpu;policy" TIMEOUT 300
+  SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu)

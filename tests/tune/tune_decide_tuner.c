@@ -1,4 +1,4 @@
-/* tune_decide with a tuner (in-process fakes of the v5 view, no library): a usable answer wins
+/* tune_decide with a tuner (in-process fakes of the v6 view, no library): a usable answer wins
  * and is flagged; its channel count is honoured, clamped to the communicator's; every unusable
  * answer (error return, a write into an ignored cell, NaN, nothing usable left, a negative
  * channel count) leaves the model's choice and is WARNed once per communicator however often
@@ -48,7 +48,7 @@ static ncclResult_t fake_fini(void* ctx) {
   (void)ctx;
   return ncclSuccess;
 }
-static const ncclTuner_v5_t fake_api = {"fake", fake_init, fake_get, fake_fini};
+static const ncclTuner_v6_t fake_api = {"fake", fake_init, fake_get, fake_fini, NULL};
 
 static char logpath[64];
 
@@ -59,6 +59,17 @@ static int warn_lines(void) {
   int n = 0;
   while (fgets(line, sizeof line, f))
     if (strstr(line, " WARN ")) n++;
+  fclose(f);
+  return n;
+}
+
+static int log_lines(const char* text) {
+  FILE* f = fopen(logpath, "r");
+  if (!f) return 0;
+  char line[2048];
+  int n = 0;
+  while (fgets(line, sizeof line, f))
+    if (strstr(line, text)) n++;
   fclose(f);
   return n;
 }
@@ -227,6 +238,27 @@ int main(void) {
   EXPECT_RES(tune_decide(NULL, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d), ncclInternalError);
   EXPECT_RES(tune_decide(&t, &all, ncclFuncSend, 4096, 1, 0, 1, &d), ncclInvalidArgument);
   default_choice_cases(&all);
+
+  /* A count above the communicator's: honoured up to it, and said once per communicator (INFO,
+   * naming both counts), however many decisions clamp it. */
+  setenv("NCCL_DEBUG", "INFO", 1);
+  setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
+  weft_log_reset();
+  for (int comm = 1; comm <= 2; comm++) {
+    fresh(&t, &tu, 3);
+    kind = F_BIGCH;
+    for (int rep = 0; rep < 6; rep++) {
+      EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, (size_t)(64u << 20) + rep, 1, 0, 1, &d));
+      EXPECT(d.nchannels == 3);
+    }
+    EXPECT_EQ_INT(log_lines("asked for 1000 channels"), comm);
+    EXPECT_EQ_INT(log_lines("this communicator has 3, so it gets 3"), comm);
+  }
+  kind = F_GOOD; /* 1 channel asked, 3 there: no note */
+  fresh(&t, &tu, 3);
+  EXPECT_OK(tune_decide(&t, &all, ncclFuncAllReduce, 4096, 1, 0, 1, &d));
+  EXPECT(d.nchannels == 1);
+  EXPECT_EQ_INT(log_lines("asked for"), 2);
   unlink(logpath);
   return 0;
 }

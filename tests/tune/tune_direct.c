@@ -146,7 +146,7 @@ static ncclResult_t fake_fini(void* ctx) {
   (void)ctx;
   return ncclSuccess;
 }
-static const ncclTuner_v5_t fake_api = {"fake", fake_init, fake_get, fake_fini};
+static const ncclTuner_v6_t fake_api = {"fake", fake_init, fake_get, fake_fini, NULL};
 
 static void tuner_slots(void) {
   weft_tune_facts f;

@@ -203,7 +203,7 @@ static ncclResult_t fake_fini(void* ctx) {
   (void)ctx;
   return ncclSuccess;
 }
-static const ncclTuner_v5_t fake_api = {"log-test", fake_init, get_coll_info, fake_fini};
+static const ncclTuner_v6_t fake_api = {"log-test", fake_init, get_coll_info, fake_fini, NULL};
 
 static void tuner_slots(void) {
   weft_tune_facts f;

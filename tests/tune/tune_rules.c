@@ -2,7 +2,8 @@
  * bad file is refused with the message its first line names ("# expect: TEXT"), NCCL's CSV
  * keeps working (wildcards, bad lines skipped), and applying a rule does what the header says:
  * one cell becomes 0, a set rules the others out, cells marked NCCL_ALGO_PROTO_IGNORE are never
- * written, a rule that names nothing usable is passed over, first match wins.
+ * written, a rule that names nothing usable is passed over, first match wins; the v6 chunk
+ * answer comes from the first rule that applies to the operation, algorithm and protocol.
  *
  * Usage: tune_rules RULES_DIR (tests/tune/rules, with good/ and bad/). */
 #include <dirent.h>
@@ -215,6 +216,63 @@ static void semantics(const char* dir) {
   tuner_rules_free(&r);
 }
 
+/* tuner_rules_chunk against a reference written from the header's rule, on random queries. */
+static void chunks(void) {
+  const char* y =
+      "rules:\n"
+      "  - collective: allreduce\n"
+      "    bytes: [0, 64K]\n"
+      "    algorithm: ring\n"
+      "    protocol: ll\n"
+      "    chunk: 32K\n"
+      "  - collective: [allreduce, broadcast]\n"
+      "    nodes: [2, 8]\n"
+      "    algorithm: tree\n"
+      "  - collective: allreduce\n"
+      "    algorithm: [ring, tree]\n"
+      "    chunk: 1M\n"
+      "  - channels: 2\n"
+      "    chunk: 128K\n";
+  tuner_rules r;
+  policy_errors e;
+  memset(&e, 0, sizeof e);
+  EXPECT_EQ_INT(tuner_rules_load_yaml("chunks.yaml", y, strlen(y), &r, &e), 4);
+  EXPECT(r.rules[0].chunk == 32768 && r.rules[1].chunk == 0 && r.rules[2].chunk == 1u << 20);
+  uint64_t rng = test_seed(6);
+  for (int i = 0; i < 20000; i++) {
+    int coll = (int)(test_rand(&rng) % 6) - 1; /* -1 .. 4 */
+    size_t nbytes = (size_t)1 << (test_rand(&rng) % 24);
+    size_t nnodes = 1 + test_rand(&rng) % 12;
+    int algo = (int)(test_rand(&rng) % (NCCL_NUM_ALGORITHMS + 1)) - (i % 97 == 0);
+    int proto = (int)(test_rand(&rng) % (NCCL_NUM_PROTOCOLS + 1));
+    int ok = algo >= 0 && algo < NCCL_NUM_ALGORITHMS && proto < NCCL_NUM_PROTOCOLS && coll >= 0;
+    uint64_t want = 0; /* 0: untouched */
+    if (ok) {
+      if (coll == ncclFuncAllReduce && nbytes <= 65536 && algo == NCCL_ALGO_RING &&
+          proto == NCCL_PROTO_LL)
+        want = 32768;
+      else if ((coll == ncclFuncAllReduce || coll == ncclFuncBroadcast) && nnodes >= 2 &&
+               nnodes <= 8 && algo == NCCL_ALGO_TREE)
+        want = 0; /* the first rule that applies sets no chunk */
+      else if (coll == ncclFuncAllReduce && (algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE))
+        want = 1u << 20;
+      else
+        want = 131072;
+    }
+    uint64_t got = 7;
+    const tuner_rule* hit =
+        tuner_rules_chunk(&r, coll, nbytes, 8, nnodes, algo, proto, &got);
+    if ((want == 0) != (hit == NULL) || (want && got != want) || (!want && got != 7)) {
+      fprintf(stderr, "chunk(coll %d, %zu bytes, %zu nodes, algo %d, proto %d): got %llu "
+              "(rule %d), want %llu\n", coll, nbytes, nnodes, algo, proto,
+              (unsigned long long)got, hit ? (int)(hit - r.rules) : -1,
+              (unsigned long long)want);
+      exit(1);
+    }
+  }
+  tuner_rules_free(&r);
+}
+
 static void bytes_parsing(void) {
   uint64_t v;
   EXPECT(tuner_parse_bytes("0", &v) == 0 && v == 0);
@@ -243,6 +301,7 @@ int main(int argc, char** argv) {
   snprintf(dir, sizeof dir, "%s/bad", argv[1]);
   check_dir(dir, 0);
   semantics(argv[1]);
+  chunks();
   bytes_parsing();
   return 0;
 }

@@ -76,6 +76,7 @@ static const tcase cases[] = {
     {"reftuner_v2", "reftuner-v2", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"reftuner_v3", "reftuner-v3", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"reftuner_v4", "reftuner-v4", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
+    {"reftuner_v5", "reftuner-v5", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"weft_yaml", "weft", NULL, "yaml", NULL, 0, "Ring/LL,Ring/LL,Tree/Simple,Tree/Simple", NULL, 0, NULL, NULL},
     {"weft_yaml_direct", "weft", NULL, "direct", NULL, 0,
      "OneShot/LL,OneShot/LL,TwoShot/Simple,Ring/Simple", NULL, 0, NULL, NULL},

@@ -1,5 +1,7 @@
-/* Parameters: environment > policy > NCCL_CONF_FILE > /etc/nccl.conf > default; bad values
- * keep the default; the table has no duplicate names. */
+/* Parameters: environment > NCCL_CONF_FILE > /etc/nccl.conf > env plugin > policy > default
+ * (stock NCCL's order with an env plugin); bad values keep the default; the table has no
+ * duplicate names. The env plugin is stood in for by a source function, as core/plugin
+ * registers it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,18 @@
 
 #include "testutil.h"
 #include "util/param.h"
+
+static int plugin_value;
+static char plugin_buf[32];
+
+/* Answers the environment first, then NCCL_MIN_NCHANNELS itself, into one reused buffer. */
+static const char* fake_plugin_get(const char* name) {
+  const char* v = getenv(name);
+  if (v) return v;
+  if (strcmp(name, "NCCL_MIN_NCHANNELS")) return NULL;
+  snprintf(plugin_buf, sizeof plugin_buf, "%d", plugin_value);
+  return plugin_buf;
+}
 
 int main(void) {
   test_require_weft_lib();
@@ -34,6 +48,8 @@ int main(void) {
   unsetenv("NCCL_MAX_NCHANNELS");
   unsetenv("WEFT_TIMEOUT_MS");
   unsetenv("NCCL_LL_BUFFSIZE");
+  unsetenv("NCCL_MIN_NCHANNELS");
+  unsetenv("NCCL_P2P_LEVEL");
 
   EXPECT_EQ_INT(param_int(WEFT_PARAM_BUFFSIZE), buff);
   EXPECT_EQ_INT(param_int(WEFT_PARAM_P2P_DISABLE), 1);
@@ -46,12 +62,36 @@ int main(void) {
   EXPECT_EQ_INT(param_int(WEFT_PARAM_TIMEOUT_MS), 600000);
   EXPECT_EQ_INT(param_int(WEFT_PARAM_LL_BUFFSIZE), 524288);
 
-  /* The policy overrides a conf-file value but not the user's environment. */
-  EXPECT_EQ_INT(param_apply_policy("NCCL_BUFFSIZE", "131072"), 1);
-  EXPECT_EQ_INT(param_int(WEFT_PARAM_BUFFSIZE), 131072);
-  EXPECT_EQ_INT(param_source_of("NCCL_BUFFSIZE"), WEFT_SRC_POLICY);
+  /* The policy overrides neither a conf-file value nor the environment; it sets what nothing
+   * set, and a later policy value replaces an earlier one. */
+  EXPECT_EQ_INT(param_apply_policy("NCCL_BUFFSIZE", "131072"), 0);
+  EXPECT_EQ_INT(param_int(WEFT_PARAM_BUFFSIZE), buff);
+  EXPECT_EQ_INT(param_source_of("NCCL_BUFFSIZE"), WEFT_SRC_CONF_USER);
   EXPECT_EQ_INT(param_apply_policy("NCCL_SHM_DISABLE", "0"), 0);
   EXPECT_EQ_INT(param_int(WEFT_PARAM_SHM_DISABLE), 1);
+  int ll = 65536 * (2 + (int)(test_rand(&rng) % 50));
+  char llv[32];
+  snprintf(llv, sizeof llv, "%d", ll);
+  EXPECT_EQ_INT(param_apply_policy("NCCL_LL_BUFFSIZE", "131072"), 1);
+  EXPECT_EQ_INT(param_apply_policy("NCCL_LL_BUFFSIZE", llv), 1);
+  EXPECT_EQ_INT(param_int(WEFT_PARAM_LL_BUFFSIZE), ll);
+  EXPECT_EQ_INT(param_source_of("NCCL_LL_BUFFSIZE"), WEFT_SRC_POLICY);
+
+  /* An env plugin: asked after the environment and the conf files (it sees them first, as
+   * NCCL's plugins do through getenv), ahead of the policy; its strings are copied. */
+  plugin_value = 1 + (int)(test_rand(&rng) % 16);
+  param_set_env_source(fake_plugin_get);
+  EXPECT_EQ_INT(param_int(WEFT_PARAM_MIN_NCHANNELS), plugin_value);
+  EXPECT_EQ_INT(param_source_of("NCCL_MIN_NCHANNELS"), WEFT_SRC_ENV_PLUGIN);
+  const char* first = param_str(WEFT_PARAM_MIN_NCHANNELS);
+  EXPECT(first != plugin_buf);
+  snprintf(plugin_buf, sizeof plugin_buf, "%s", "garbage"); /* the plugin reuses its buffer */
+  EXPECT_EQ_INT(atoi(first), plugin_value);
+  EXPECT_EQ_INT(param_int(WEFT_PARAM_SHM_DISABLE), 1);    /* environment */
+  EXPECT_EQ_INT(param_int(WEFT_PARAM_BUFFSIZE), buff);    /* conf file */
+  EXPECT_EQ_INT(param_apply_policy("NCCL_MIN_NCHANNELS", "2"), 0);
+  EXPECT_EQ_INT(param_apply_policy("NCCL_P2P_LEVEL", "PIX"), 1);
+  param_set_env_source(NULL);
 
   /* Integer grammar: base 0, whole string. */
   int64_t v;

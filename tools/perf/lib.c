@@ -108,6 +108,12 @@ int perf_default_lib_path(char* buf, size_t len) {
   char* slash = strrchr(exe, '/');
   if (!slash) return -1;
   *slash = '\0';
+#ifdef WEFT_PERF_INSTALLED_LIB
+  /* Installed (cmake/install.cmake): LIBDIR/weft/libnccl.so.2, tried first so that an installed
+   * weft-perf never picks up another NCCL that happens to sit in ../lib. */
+  int wi = snprintf(buf, len, "%s/%s", exe, WEFT_PERF_INSTALLED_LIB);
+  if (wi > 0 && (size_t)wi < len && access(buf, R_OK) == 0) return 0;
+#endif
   int w = snprintf(buf, len, "%s/../lib/libnccl.so.2", exe);
   return w > 0 && (size_t)w < len ? 0 : -1;
 }

@@ -63,8 +63,9 @@ struct perf_nccl {
                                     float*);
 };
 
-/* The library weft-perf uses when --lib is not given: ../lib/libnccl.so.2 relative to the
- * directory of the running executable. Writes the path into buf; 0 on success. */
+/* The library weft-perf uses when --lib is not given, relative to the directory of the running
+ * executable: the installed LIBDIR/weft/libnccl.so.2 when it exists, else ../lib/libnccl.so.2
+ * (the build tree). Writes the path into buf; 0 on success. */
 int perf_default_lib_path(char* buf, size_t len);
 
 /* dlopen()s path (NULL: the default above) and resolves every entry. 0 on success, else

@@ -356,11 +356,7 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
       !p->regs)
     goto out;
   int local_proc = s->local_proc >= 0 ? s->local_proc : proc;
-  /* More ranks than GPUs: ranks share them round-robin (weft allows it, for correctness runs
-   * on one GPU; stock NCCL refuses two ranks on one device at init). */
-  int ndev = 0;
-  if (!s->be->is_host && (s->be->device_count(&ndev) || ndev < 1)) ndev = 1 << 30;
-  for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : (local_proc * n + i) % ndev;
+  for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : local_proc * n + i;
 
   if (p->o->root >= p->nranks) {
     if (p->is_root_proc)
@@ -382,6 +378,11 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     perf_rank_error(p, "%s backend: %s", p->be->name, p->be->error());
     goto out;
   }
+  /* More ranks than GPUs: ranks share them round-robin (weft allows it, for correctness runs
+   * on one GPU; stock NCCL refuses two ranks on one device at init). */
+  int ndev = 0;
+  if (!p->be->is_host && !p->be->device_count(&ndev) && ndev > 0)
+    for (int i = 0; i < n; i++) p->devs[i] %= ndev;
   if (init_comms(p)) goto out;
   if (!p->ch) { /* launcher environments: exchanges go through the library */
     p->ch = perf_chan_nccl(p->lib, p->be, p->comms, p->streams, p->devs, n, nprocs);

@@ -1,6 +1,6 @@
 /* Applying a choice: every item goes through param_apply_policy, which sets it into the
- * environment (so plugins reading getenv see it too) unless the user's environment set the
- * name, which wins. Settings are process-wide; a process whose communicators resolve to
+ * environment (so plugins reading getenv see it too) unless the environment, a conf file or the
+ * env plugin set the name, which wins (util/param.h has the order). Settings are process-wide; a process whose communicators resolve to
  * different clusters gets a WARN, since a later cluster does not unset what an earlier one set. */
 #include <pthread.h>
 #include <stdio.h>
@@ -44,9 +44,14 @@ int policy_apply(const weft_policy* p, int cluster) {
       INFO(NCCL_ENV, "policy: %s=%s (%s of '%s', %s:%d)", it->name, it->value, it->from, name,
            p->path, it->line);
     } else {
-      const char* env = getenv(it->name);
-      INFO(NCCL_ENV, "policy: %s=%s set in the environment wins over '%s' %s=%s (%s:%d)",
-           it->name, env ? env : "", name, it->name, it->value, p->path, it->line);
+      const char* v = param_value(it->name);
+      weft_param_source s = param_source_of(it->name);
+      const char* where = s == WEFT_SRC_ENV_PLUGIN ? "answered by the env plugin"
+                          : s == WEFT_SRC_CONF_ETC ? "set in /etc/nccl.conf"
+                          : s == WEFT_SRC_CONF_USER ? "set in the user's nccl.conf"
+                                                    : "set in the environment";
+      INFO(NCCL_ENV, "policy: %s=%s %s wins over '%s' %s=%s (%s:%d)", it->name, v ? v : "",
+           where, name, it->name, it->value, p->path, it->line);
     }
   }
   return applied;

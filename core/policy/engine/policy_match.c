@@ -183,3 +183,33 @@ void policy_choose(const weft_policy* p, const policy_facts* f, policy_choice* o
   snprintf(out->why, sizeof out->why, "%s",
            p->nclusters ? "no cluster matched" : "the file lists no clusters");
 }
+
+void policy_choose_local(const weft_policy* p, const policy_facts* f, policy_choice* out) {
+  out->cluster = -1;
+  out->decided = 1;
+  out->why[0] = '\0';
+  char why[400];
+  size_t used = 0;
+  for (int i = 0; i < p->nclusters; i++) {
+    policy_tri r = policy_eval_cluster(p, i, f, why, sizeof why);
+    if (r == POLICY_NO) continue;
+    if (r == POLICY_UNKNOWN) {
+      /* Noted, then passed over; the first few fit in why. */
+      if (used < sizeof out->why / 2) {
+        int n = snprintf(out->why + used, sizeof out->why - used,
+                         "%scluster '%s' does not match without a communicator (%s)",
+                         used ? "; " : "", p->clusters[i].name, why);
+        if (n > 0) used += (size_t)n;
+        if (used >= sizeof out->why) used = sizeof out->why - 1;
+      }
+      continue;
+    }
+    out->cluster = i;
+    if (used) snprintf(out->why + used, sizeof out->why - used, "; then matched: %s", why);
+    else snprintf(out->why, sizeof out->why, "%s", why);
+    return;
+  }
+  if (used) return;
+  snprintf(out->why, sizeof out->why, "%s",
+           p->nclusters ? "no cluster matched" : "the file lists no clusters");
+}

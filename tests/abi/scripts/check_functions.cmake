@@ -1,7 +1,7 @@
 # abi_declares_every_nccl_function (run with cmake -P):
 #   -DWEFT_NCCL_H=<weft's abi/nccl.h>   -DNVIDIA_NCCL_H=<NVIDIA's nccl.h, may not exist>
-# Checks that weft's header declares (1) the 52 functions libnccl 2.28 exports (reference
-# nccl-internals §2), each with its pncclX twin, and (2) every function NVIDIA's nccl.h declares,
+# Checks that weft's header declares (1) the 52 functions libnccl 2.28 exports (`nm -D
+# libnccl.so.2.28.*`), each with its pncclX twin, and (2) every function NVIDIA's nccl.h declares,
 # plus the host functions of its nccl_device headers, when those are installed.
 
 cmake_minimum_required(VERSION 3.25)

@@ -472,3 +472,5 @@ ncclResult_t refnet_closeListen(void* listenComm) {
   free(l);
   return ncclSuccess;
 }
+
+int refnet_comm_fd(void* comm) { return ((refnet_comm*)comm)->fd; }

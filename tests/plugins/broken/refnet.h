@@ -45,6 +45,9 @@ ncclResult_t refnet_isend_sized(void* sendComm, void* data, size_t payload, size
 /* What a pending request is: 1 for a receive (posted sizes copied to posted, n to *n), 0 for a
  * send, -1 for an unknown pointer. */
 int refnet_request_info(void* request, int* n, size_t* posted);
+/* The TCP socket of a send or receive comm (a wrapper may pass its own bytes back on it: refnet
+ * never reads on a send comm nor writes on a receive comm). */
+int refnet_comm_fd(void* comm);
 
 #define REFNET_V11_ENTRIES                                                                    \
   .init = refnet_init, .devices = refnet_devices, .getProperties = refnet_getProperties,     \

@@ -59,3 +59,13 @@ ncclResult_t reftuner_get_v3(void* ctx, ncclFunc_t coll, size_t nBytes, int numP
                              float** table, int numAlgo, int numProto, int* nCh) {
   return reftuner_get_v4(ctx, coll, nBytes, numPipeOps, table, numAlgo, numProto, 0, nCh);
 }
+
+ncclResult_t reftuner_chunk(void* ctx, ncclFunc_t coll, size_t nBytes, int algo, int proto,
+                            int nChannels, size_t* chunkSize) {
+  (void)coll, (void)nChannels;
+  if (ctx == NULL || chunkSize == NULL) return ncclInvalidArgument;
+  if (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_SIMPLE && nBytes > (1u << 20) &&
+      *chunkSize <= ((size_t)1 << 30))
+    *chunkSize *= 2;
+  return ncclSuccess;
+}

@@ -1,6 +1,6 @@
-/* reftuner: a small, correct tuner exporting ncclTunerPlugin_v2..v5 (test-only). It prefers
+/* reftuner: a small, correct tuner exporting ncclTunerPlugin_v2..v6 (test-only). It prefers
  * RING/SIMPLE above 64 KiB and TREE/LL below, among the cells the core left usable, and asks
- * for 4 channels. Broken tuners wrap its entries, breaking one thing:
+ * for 4 channels; v6's getChunkSize doubles the core's chunk for RING/SIMPLE above 1 MiB. Broken tuners wrap its entries, breaking one thing:
  *   REFTUNER_EXPORT_V5(ncclTunerPlugin_v5, "broken-x", .getCollInfo = my_get) */
 #ifndef WEFT_TEST_REFTUNER_H
 #define WEFT_TEST_REFTUNER_H
@@ -18,6 +18,8 @@ ncclResult_t reftuner_get_v3(void* ctx, ncclFunc_t coll, size_t nBytes, int numP
 ncclResult_t reftuner_get_v4(void* ctx, ncclFunc_t coll, size_t nBytes, int numPipeOps,
                              float** table, int numAlgo, int numProto, int regBuff, int* nCh);
 ncclResult_t reftuner_fini(void* ctx);
+ncclResult_t reftuner_chunk(void* ctx, ncclFunc_t coll, size_t nBytes, int algo, int proto,
+                            int nChannels, size_t* chunkSize);
 
 #define REFTUNER_EXPORT(sym, type, plugin_name, ...)                                     \
   _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Woverride-init\"")  \
@@ -36,5 +38,10 @@ ncclResult_t reftuner_fini(void* ctx);
 #define REFTUNER_EXPORT_V5(sym, plugin_name, ...)                                          \
   REFTUNER_EXPORT(sym, ncclTuner_v5_t, plugin_name, .init = reftuner_init_v5,              \
                   .getCollInfo = reftuner_get_v4, .finalize = reftuner_fini, __VA_ARGS__)
+
+#define REFTUNER_EXPORT_V6(sym, plugin_name, ...)                                          \
+  REFTUNER_EXPORT(sym, ncclTuner_v6_t, plugin_name, .init = reftuner_init_v5,              \
+                  .getCollInfo = reftuner_get_v4, .finalize = reftuner_fini,               \
+                  .getChunkSize = reftuner_chunk, __VA_ARGS__)
 
 #endif

@@ -1,6 +1,6 @@
 # Stock NCCL's conventions for libnccl-tuner-weft.so (cmake -P, LIB=the library): the file name
-# is libnccl-tuner-<name>.so, and it exports exactly the tables NCCL 2.21 .. 2.28 probe,
-# ncclTunerPlugin_v2 .. _v5, as data, plus weft's documented extension weftTunerAlgorithms (data:
+# is libnccl-tuner-<name>.so, and it exports exactly the tables NCCL 2.21 .. 2.30 probe,
+# ncclTunerPlugin_v2 .. _v6, as data, plus weft's documented extension weftTunerAlgorithms (data:
 # the rows of weft's cost tables it understands, weft.h), and nothing else (no other weft or
 # libyaml symbol leaks into the process that loads it).
 find_program(NM nm REQUIRED)
@@ -18,19 +18,19 @@ foreach(line ${lines})
   if(line MATCHES "^[0-9a-f]+ ([A-Za-z]) (.+)$")
     set(kind ${CMAKE_MATCH_1})
     set(sym ${CMAKE_MATCH_2})
-    if(sym MATCHES "^ncclTunerPlugin_v[2-5]$" AND kind MATCHES "^[DR]$")
+    if(sym MATCHES "^ncclTunerPlugin_v[2-6]$" AND kind MATCHES "^[DR]$")
       list(APPEND found ${sym})
     elseif(sym STREQUAL "weftTunerAlgorithms" AND kind MATCHES "^[DR]$")
       set(weft_ext 1)
     else()
-      message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v5 and "
+      message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v6 and "
         "weftTunerAlgorithms may be")
     endif()
   endif()
 endforeach()
 list(SORT found)
-if(NOT found STREQUAL "ncclTunerPlugin_v2;ncclTunerPlugin_v3;ncclTunerPlugin_v4;ncclTunerPlugin_v5")
-  message(FATAL_ERROR "${file} exports [${found}], expected ncclTunerPlugin_v2..v5")
+if(NOT found STREQUAL "ncclTunerPlugin_v2;ncclTunerPlugin_v3;ncclTunerPlugin_v4;ncclTunerPlugin_v5;ncclTunerPlugin_v6")
+  message(FATAL_ERROR "${file} exports [${found}], expected ncclTunerPlugin_v2..v6")
 endif()
 if(NOT weft_ext)
   message(FATAL_ERROR "${file} does not export weftTunerAlgorithms (weft.h's extension)")

@@ -1,8 +1,13 @@
-/* The one kernel a one-rank communicator runs: dst[i] = scalar * src[i] in the datatype's own
- * arithmetic (dev_types.cuh's premul, the same rounding as the collectives' PreMulSum), for
- * the one-rank path of plan/plan_local.c. The scalar is the datatype's own bytes, or read on
- * the GPU from scalar_ptr when the op was made with ncclScalarDevice (so a captured graph reads
- * the value current at replay). dst may equal src. */
+/* The kernels of the one-rank path (plan/plan_local.c).
+ *
+ * weft_dev_scale: dst[i] = scalar * src[i] in the datatype's own arithmetic (dev_types.cuh's
+ * premul, the same rounding as the collectives' PreMulSum). The scalar is the datatype's own
+ * bytes, or read on the GPU from scalar_ptr when the op was made with ncclScalarDevice (so a
+ * captured graph reads the value current at replay). dst may equal src.
+ *
+ * weft_dev_copy: a plain SM copy, 16-byte loads four deep, for the one case where it beats the
+ * copy engine: very large copies inside a CUDA graph, whose memcpy nodes run at ~1.4 TB/s on an
+ * H200 against ~2 TB/s for this kernel (docs/perf-notes.md). Both pointers 16-byte aligned. */
 #include <cuda_runtime.h>
 
 #include "device/dev_types.cuh"
@@ -55,4 +60,33 @@ extern "C" int weft_dev_scale(int dtype, void* dst, const void* src, size_t n, u
     case DT_E5M2: return launch_scale<DT_E5M2>(dst, src, n, scalar, scalar_ptr, st);
     default: return (int)cudaErrorInvalidValue;
   }
+}
+
+__global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, size_t n,
+                            unsigned char* __restrict__ tdst, const unsigned char* __restrict__ tsrc,
+                            unsigned tail) {
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+    dst[i] = a;
+    dst[i + stride] = b;
+    dst[i + 2 * stride] = c;
+    dst[i + 3 * stride] = d;
+  }
+  for (; i < n; i += stride) dst[i] = src[i];
+  if (blockIdx.x == 0 && threadIdx.x < tail) tdst[threadIdx.x] = tsrc[threadIdx.x];
+}
+
+extern "C" int weft_dev_copy(void* dst, const void* src, size_t bytes, void* stream) {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    sms = 132;
+  size_t n = bytes / 16;
+  unsigned tail = (unsigned)(bytes % 16);
+  copy_kernel<<<(unsigned)(2 * sms), 512, 0, (cudaStream_t)stream>>>(
+      (uint4*)dst, (const uint4*)src, n, (unsigned char*)dst + 16 * n,
+      (const unsigned char*)src + 16 * n, tail);
+  return (int)cudaGetLastError();
 }

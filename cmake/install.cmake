@@ -1,0 +1,143 @@
+# What `cmake --install` puts where (GNUInstallDirs; CMAKE_INSTALL_PREFIX and DESTDIR honoured),
+# by component, one component per Debian package (cmake/package.cmake):
+#
+#   runtime    libweft.so.<soversion>; weft's libnccl.so.2 in the private LIBDIR/weft/ (never on
+#              the loader path unless the admin opts in: docs/install.md); the socket net plugin,
+#              the tuner and the env plugin in LIBDIR, where stock NCCL and weft both dlopen them;
+#              a disabled ld.so.conf.d snippet under DATADIR/weft/
+#   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
+#   tools      weft-perf, weft-conformance, weft-policy; the documentation (DOCDIR)
+#   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version),
+#              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
+#              (old-ABI net tables over a v11 plugin), the CMake package (LIBDIR/cmake/weft:
+#              weft::weft, weft::nccl, weft::plugin_abi, weft::net_export) and pkg-config files
+#              (weft, weft-nccl, weft-plugin-abi, weft-net-export)
+#
+# Nothing here installs a default-name libnccl-net.so, libnccl-tuner.so or libnccl-env.so: any
+# stock-NCCL job on the host would load it. Included last by the top-level CMakeLists.txt; it
+# only refers to targets the other folders define.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(WEFT_INSTALL_PRIVATE_LIBDIR ${CMAKE_INSTALL_LIBDIR}/weft)
+set(WEFT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
+set(WEFT_INSTALL_PCDIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+set(WEFT_INSTALL_INCLUDEDIR ${CMAKE_INSTALL_INCLUDEDIR}/weft)
+set(WEFT_SOVERSION ${PROJECT_VERSION_MAJOR})
+
+# weft_install_configured(<template> <destination dir> <name> <component>): the template, with
+# its @VARIABLES@ replaced now and @WEFT_PREFIX@ replaced at install time by the prefix installed
+# to (`cmake --install --prefix`, cpack's CPACK_PACKAGING_INSTALL_PREFIX), into DESTDIR.
+function(weft_install_configured template dest name component)
+  set(WEFT_PREFIX "@WEFT_PREFIX@")
+  set(stage ${PROJECT_BINARY_DIR}/install/${name}.in)
+  configure_file(${template} ${stage} @ONLY)
+  install(CODE "set(WEFT_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    set(_out \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${dest}/${name}\")
+    message(STATUS \"Installing: \${_out}\")
+    configure_file(\"${stage}\" \"\${_out}\" @ONLY)" COMPONENT ${component})
+endfunction()
+
+# ---- libraries ----------------------------------------------------------------------------
+set_target_properties(weft PROPERTIES VERSION ${PROJECT_VERSION} SOVERSION ${WEFT_SOVERSION})
+# Consumers include <nccl.h> (and <weft.h>) from INCLUDEDIR/weft.
+foreach(lib weft nccl)
+  target_include_directories(${lib} INTERFACE $<INSTALL_INTERFACE:${WEFT_INSTALL_INCLUDEDIR}>)
+endforeach()
+install(TARGETS weft EXPORT weftTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
+    NAMELINK_COMPONENT dev)
+install(TARGETS nccl EXPORT weftTargets
+  LIBRARY DESTINATION ${WEFT_INSTALL_PRIVATE_LIBDIR} COMPONENT runtime
+    NAMELINK_COMPONENT dev)
+
+# Header-only target for plugin authors: the ABI headers, nothing to link.
+add_library(weft_plugin_abi INTERFACE)
+set_target_properties(weft_plugin_abi PROPERTIES EXPORT_NAME plugin_abi)
+target_include_directories(weft_plugin_abi INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/abi> $<INSTALL_INTERFACE:${WEFT_INSTALL_INCLUDEDIR}>)
+install(TARGETS weft_plugin_abi EXPORT weftTargets)
+
+# The old-ABI net exports weft's own plugins link (plugins/common), for plugins outside weft:
+# implement ncclNetPlugin_v11, link weft::net_export, and ncclNetPlugin_v10 … _v6 come with it.
+# The archive is linked whole (nothing in a plugin refers to those tables); weft::net_export
+# says so itself, so a consumer only names it.
+set_target_properties(weft_net_export PROPERTIES OUTPUT_NAME weft-net-export
+  EXPORT_NAME net_export_archive)
+add_library(weft_net_export_whole INTERFACE)
+set_target_properties(weft_net_export_whole PROPERTIES EXPORT_NAME net_export)
+target_link_libraries(weft_net_export_whole INTERFACE weft_plugin_abi Threads::Threads
+  "$<LINK_LIBRARY:WHOLE_ARCHIVE,$<BUILD_INTERFACE:weft_net_export>$<INSTALL_INTERFACE:weft::net_export_archive>>")
+install(TARGETS weft_net_export weft_net_export_whole EXPORT weftTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+install(FILES ${PROJECT_SOURCE_DIR}/plugins/common/net_export.h
+  DESTINATION ${WEFT_INSTALL_INCLUDEDIR} RENAME weft_net_export.h COMPONENT dev)
+
+# ---- plugins ------------------------------------------------------------------------------
+# weft_install_plugin(<component> <target>): the plugin, when it was built.
+function(weft_install_plugin component t)
+  if(TARGET ${t})
+    install(TARGETS ${t} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${component}
+      NAMELINK_SKIP)
+    set_property(GLOBAL APPEND PROPERTY WEFT_INSTALLED_PLUGINS ${component}:${t})
+  endif()
+endfunction()
+weft_install_plugin(runtime nccl-net-weft-socket)
+weft_install_plugin(runtime nccl-tuner-weft)
+weft_install_plugin(runtime nccl-env-weft)
+weft_install_plugin(plugin_ib nccl-net-weft-ib)
+weft_install_plugin(plugin_ofi nccl-net-weft-ofi)
+
+# The loader-path opt-in, shipped where ld.so does not read it (docs/install.md).
+if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+  set(WEFT_LDCONF_DIR ${CMAKE_INSTALL_LIBDIR}/weft)
+else()
+  set(WEFT_LDCONF_DIR "@WEFT_PREFIX@/${CMAKE_INSTALL_LIBDIR}/weft")
+endif()
+weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/00-weft-nccl.conf.in
+  ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d 00-weft-nccl.conf runtime)
+
+# ---- tools and docs -----------------------------------------------------------------------
+foreach(t weft-perf weft-conformance weft-policy)
+  if(TARGET ${t})
+    install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+  endif()
+endforeach()
+# weft-perf finds the library under test at ../LIBDIR/weft/libnccl.so.2 from its own directory.
+file(RELATIVE_PATH WEFT_PERF_REL_LIB ${CMAKE_INSTALL_FULL_BINDIR}
+  ${CMAKE_INSTALL_FULL_LIBDIR}/weft/libnccl.so.2)
+target_compile_definitions(weft-perf PRIVATE WEFT_PERF_INSTALLED_LIB="${WEFT_PERF_REL_LIB}")
+
+file(GLOB WEFT_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES ${WEFT_DOCS} ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+  ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT tools)
+
+# ---- headers ------------------------------------------------------------------------------
+# abi/ as it is: nccl.h, nccl_common.h, weft.h and every plugin kind's umbrella header with its
+# frozen per-version headers (net/, tuner/, …), so relative includes keep working.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/abi/ DESTINATION ${WEFT_INSTALL_INCLUDEDIR}
+  COMPONENT dev FILES_MATCHING PATTERN "*.h")
+
+# ---- CMake package ------------------------------------------------------------------------
+install(EXPORT weftTargets NAMESPACE weft:: DESTINATION ${WEFT_INSTALL_CMAKEDIR} COMPONENT dev)
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/weftConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/install/weftConfig.cmake INSTALL_DESTINATION ${WEFT_INSTALL_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/install/weftConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/install/weftConfig.cmake
+  ${PROJECT_BINARY_DIR}/install/weftConfigVersion.cmake
+  DESTINATION ${WEFT_INSTALL_CMAKEDIR} COMPONENT dev)
+
+# ---- pkg-config ---------------------------------------------------------------------------
+# Paths as ${prefix}/… where they are under the prefix, so `pkg-config --define-prefix` works.
+foreach(d LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE ${CMAKE_INSTALL_${d}})
+    set(WEFT_PC_${d} ${CMAKE_INSTALL_${d}})
+  else()
+    set(WEFT_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
+  endif()
+endforeach()
+foreach(pc weft weft-nccl weft-plugin-abi weft-net-export)
+  weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/pkgconfig/${pc}.pc.in ${WEFT_INSTALL_PCDIR}
+    ${pc}.pc dev)
+endforeach()

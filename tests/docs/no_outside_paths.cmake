@@ -1,0 +1,30 @@
+# Fails when a file of the project refers to a path outside the repository (cmake -P, SRC): the
+# design notes and research the project started from are not shipped, so code, tests and docs
+# point at docs/ instead. Looks at every text file under the project's folders and at the
+# top-level files.
+set(dirs .ci abi cmake conformance core docs examples plugins scripts tests tools)
+set(files)
+foreach(d ${dirs})
+  file(GLOB_RECURSE f LIST_DIRECTORIES false ${SRC}/${d}/*)
+  list(APPEND files ${f})
+endforeach()
+file(GLOB top LIST_DIRECTORIES false ${SRC}/*)
+list(APPEND files ${top})
+# Spelled in pieces so that this file does not match itself.
+set(shared "shared")
+set(bad "")
+foreach(f ${files})
+  if(f MATCHES "/\\.git(/|$)|\\.(png|gz|a|so|o)$" OR f STREQUAL CMAKE_CURRENT_LIST_FILE)
+    continue()
+  endif()
+  file(STRINGS ${f} lines REGEX "(\\.\\./${shared}/|/work/|${shared}/reference|nccl-intern[a]ls|DESIGN[.]md|reference §)")
+  foreach(l ${lines})
+    file(RELATIVE_PATH rel ${SRC} ${f})
+    string(APPEND bad "  ${rel}: ${l}\n")
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "files refer to paths outside the repository:\n${bad}")
+endif()
+list(LENGTH files n)
+message("${n} files checked: no path outside the repository")
