@@ -119,6 +119,7 @@ struct weft_plan {
   weft_user_op* uops;
   int nuops;
   uint32_t uop_salt;
+  unsigned algo_named[WEFT_NUM_COLL_FUNCS]; /* algorithms NCCL_DEBUG=INFO named once (bits) */
 };
 
 /* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state. */

@@ -162,6 +162,20 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   return ncclSuccess;
 }
 
+/* NCCL_DEBUG=INFO names the algorithm a collective runs the first time it runs it on this
+ * communicator (NCCL_DEBUG_SUBSYS=TUNING logs every decision with its table). */
+static void name_first_use(struct ncclComm* comm, const weft_op* op) {
+  struct weft_plan* p = comm->plan;
+  if (!is_coll(op->func) || op->nchannels == 0 || op->algo < 0 || op->algo >= 32) return;
+  unsigned bit = 1u << op->algo;
+  if (p->algo_named[op->func] & bit) return;
+  p->algo_named[op->func] |= bit;
+  INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
+       "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
+       comm->rank, plan_func_name(op->func), tune_algo_name(op->algo), tune_proto_name(op->proto),
+       op->count * op->elem);
+}
+
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {
   struct weft_plan* p = comm->plan;
   *queued = 0;
@@ -198,6 +212,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
     free(op);
     return res;
   }
+  name_first_use(comm, op);
   if (p->pending_tail)
     p->pending_tail->next = op;
   else
