@@ -172,8 +172,8 @@ static void name_first_use(struct ncclComm* comm, const weft_op* op) {
   p->algo_named[op->func] |= bit;
   INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
        "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
-       comm->rank, plan_func_name(op->func), tune_algo_name(op->algo), tune_proto_name(op->proto),
-       op->count * op->elem);
+       comm->rank, plan_func_name(op->func), tune_algo_name_for(op->func, op->algo),
+       tune_proto_name(op->proto), op->count * op->elem);
 }
 
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {
