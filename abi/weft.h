@@ -50,14 +50,19 @@ ncclResult_t weftCommGetMode(ncclComm_t comm, int* isDevice);
 ncclResult_t weftCommOobAllGather(ncclComm_t comm, const void* sendbuf, void* recvbuf,
                                   size_t bytes);
 
-/* weft's algorithms beyond NCCL's seven (NCCL_ALGO names OneShot and TwoShot): their ids in
- * weft's cost tables, after NCCL_ALGO_PAT. */
+/* weft's algorithms beyond NCCL's seven (NCCL_ALGO names OneShot, TwoShot, RecDoubling,
+ * Rabenseifner, Binomial): their ids in weft's cost tables, after NCCL_ALGO_PAT. The log-step
+ * AllGather (Bruck) and ReduceScatter (RecHalving) are NCCL_ALGO_PAT's row. */
 #define WEFT_ALGO_ONESHOT 7
 #define WEFT_ALGO_TWOSHOT 8
-#define WEFT_NUM_ALGORITHMS 9
-/* Tuner plugins: a library that exports `const int weftTunerAlgorithms = WEFT_NUM_ALGORITHMS;`
- * gets getCollInfo tables of WEFT_NUM_ALGORITHMS rows (numAlgo says so) from weft, so it can
- * cost OneShot and TwoShot too; stock NCCL ignores the symbol and passes its seven rows. A
+#define WEFT_ALGO_RECDOUBLING 9
+#define WEFT_ALGO_RABENSEIFNER 10
+#define WEFT_ALGO_BINOMIAL 11
+#define WEFT_NUM_ALGORITHMS 12
+/* Tuner plugins: a library that exports `const int weftTunerAlgorithms = N;` (NCCL's 7 <
+ * N <= WEFT_NUM_ALGORITHMS; 9 was this header's value before the log algorithms) gets
+ * getCollInfo tables of N rows (numAlgo says so) from weft, so it can cost weft's algorithms
+ * too; stock NCCL ignores the symbol and passes its seven rows. A
  * tuner without it sees NCCL's seven rows only: a table it edits picks among them, a table it
  * leaves untouched leaves the choice, weft's algorithms included, to weft. */
 #define WEFT_TUNER_ALGORITHMS_SYMBOL "weftTunerAlgorithms"

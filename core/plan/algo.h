@@ -25,11 +25,14 @@
  * Send / Recv: a chain of sends (receives) of `chunk` elements through the peer's FIFO.
  * OneShot and TwoShot (direct: every rank talks to every other, at most WEFT_DIRECT_MAX_RANKS):
  *   algo_direct.h.
+ * RecDoubling, Rabenseifner (AllReduce), the log-step AllGather (Bruck) and ReduceScatter
+ *   (RecHalving) under NCCL's PAT id, Binomial Broadcast/Reduce: algo_log.h.
  *
  * Connection roles (indices into a work item's connections): ring and p2p [0] receive from
  * prev/peer, [1] send to next/peer; tree [0] send up, [1..3] receive from child i, [4] receive
  * from up, [5..7] send to child i; direct [d-1] receive from and [8+d-1] send to the rank d
- * places after this one (rank + d mod nranks, d = 1 .. nranks-1).
+ * places after this one (rank + d mod nranks, d = 1 .. nranks-1); log [k] from and [8+k] to
+ * the peer at distance 2^k, [7] / [15] from / to the fold partner (algo_log.h).
  *
  * A reduction combines its inputs left to right: the receive slots in the order listed, with
  * the local src entering after the first src_at of them (0: first). Every builtin operator is
@@ -55,7 +58,14 @@
  * cost table has no row for them (tune/). */
 #define WEFT_ALGO_ONESHOT_ID 7
 #define WEFT_ALGO_TWOSHOT_ID 8
-#define WEFT_NUM_ALGORITHMS 9
+/* The logarithmic-latency algorithms (algo_log.h); AllGather and ReduceScatter's log-step ones
+ * run under NCCL's PAT id (NCCL's own log-step algorithm for them), named Bruck and RecHalving. */
+#define WEFT_ALGO_RECDOUBLING_ID 9
+#define WEFT_ALGO_RABENSEIFNER_ID 10
+#define WEFT_ALGO_BINOMIAL_ID 11
+#define WEFT_ALGO_PAT_ID 6 /* NCCL_ALGO_PAT */
+#define WEFT_NUM_ALGORITHMS 12
+#define WEFT_LOG_MAX_RANKS 128 /* log algorithms: 7 distances and the fold partner a direction */
 
 /* ncclFunc_t values, repeated so that kernels need not include nccl.h's host declarations. */
 enum {
@@ -125,6 +135,8 @@ WEFT_HD uint64_t algo_ring_steps_per_loop(int func, int n) {
 
 /* npc[] from the rest of the description (set by the planner once chunk and part are known). */
 WEFT_HD void algo_direct_count_steps(weft_algo* a);
+WEFT_HD void algo_log_count_steps(weft_algo* a);
+WEFT_HD int algo_is_log(int algo);
 
 WEFT_HD void algo_count_steps(weft_algo* a) {
   a->npc[0] = a->npc[1] = 0;
@@ -134,6 +146,10 @@ WEFT_HD void algo_count_steps(weft_algo* a) {
   }
   if (a->algo == WEFT_ALGO_ONESHOT_ID || a->algo == WEFT_ALGO_TWOSHOT_ID) {
     algo_direct_count_steps(a);
+    return;
+  }
+  if (algo_is_log(a->algo) && a->nranks > 1) {
+    algo_log_count_steps(a);
     return;
   }
   if (a->func == WEFT_FN_ALLREDUCE && a->algo == WEFT_ALGO_TREE_ID) {
@@ -330,6 +346,7 @@ WEFT_HD int algo_p2p(const weft_algo* w, uint64_t pc, weft_prim* p) {
 }
 
 #include "plan/algo_direct.h"
+#include "plan/algo_log.h"
 
 /* Step pc of stream s: fills *p and returns 1, or 0 when pc is past the end. */
 WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p) {
@@ -342,6 +359,7 @@ WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p)
   p->src_at = 0;
   if (w->algo == WEFT_ALGO_ONESHOT_ID || w->algo == WEFT_ALGO_TWOSHOT_ID)
     return algo_direct_prim(w, stream, pc, p);
+  if (algo_is_log(w->algo) && w->nranks > 1) return algo_log_prim(w, pc, p);
   switch (w->func) {
     case WEFT_FN_SEND:
     case WEFT_FN_RECV: return algo_p2p(w, pc, p);

@@ -173,6 +173,10 @@ void plan_ring_setup(weft_work* w);
 void plan_tree_setup(weft_work* w);
 /* OneShot / TwoShot (2 .. WEFT_DIRECT_MAX_RANKS ranks): a connection to every peer. */
 void plan_direct_setup(weft_work* w);
+/* RecDoubling, Rabenseifner, PAT (log-step AllGather/ReduceScatter), Binomial (plan_log.c):
+ * 1 when algo runs func on nranks ranks (2 .. WEFT_LOG_MAX_RANKS); the setup. */
+int plan_log_fits(int algo, int func, int nranks);
+ncclResult_t plan_log_setup(weft_work* w);
 
 const char* plan_func_name(int func);
 

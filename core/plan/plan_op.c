@@ -96,7 +96,7 @@ ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
 /* Direct algorithms connect every pair on each channel they use: a few channels saturate the
  * links (tune/'s cap, applied again to a tuner's count). */
 static int direct_channels(int algo, int nch) {
-  int direct = algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID;
+  int direct = algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID || algo_is_log(algo);
   return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
 }
 
@@ -172,8 +172,8 @@ static void name_first_use(struct ncclComm* comm, const weft_op* op) {
   p->algo_named[op->func] |= bit;
   INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
        "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
-       comm->rank, plan_func_name(op->func), tune_algo_name(op->algo), tune_proto_name(op->proto),
-       op->count * op->elem);
+       comm->rank, plan_func_name(op->func), tune_algo_name_for(op->func, op->algo),
+       tune_proto_name(op->proto), op->count * op->elem);
 }
 
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {
@@ -338,7 +338,7 @@ static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_w
   if (roles == 0) return;
   INFO(NCCL_TUNING, "rank %d: %s seq %llu runs %s/%s on %d channel(s) (%d work item(s))",
        comm->rank, plan_func_name(op->func), (unsigned long long)op->seq,
-       tune_algo_name(w->alg.algo), tune_proto_name(proto), op->nchannels, n);
+       tune_algo_name_for(op->func, w->alg.algo), tune_proto_name(proto), op->nchannels, n);
 }
 
 static ncclResult_t build(comm_launch* cl, weft_launch* L) {

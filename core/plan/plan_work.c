@@ -19,6 +19,10 @@ _Static_assert(WEFT_ALGO_ONESHOT_ID >= NCCL_NUM_ALGORITHMS && WEFT_NUM_ALGORITHM
 _Static_assert(WEFT_ALGO_ONESHOT == WEFT_ALGO_ONESHOT_ID &&
                    WEFT_ALGO_TWOSHOT == WEFT_ALGO_TWOSHOT_ID,
                "weft.h and algo.h agree on the ids");
+_Static_assert(WEFT_ALGO_RECDOUBLING == WEFT_ALGO_RECDOUBLING_ID &&
+                   WEFT_ALGO_RABENSEIFNER == WEFT_ALGO_RABENSEIFNER_ID &&
+                   WEFT_ALGO_BINOMIAL == WEFT_ALGO_BINOMIAL_ID && WEFT_ALGO_PAT_ID == NCCL_ALGO_PAT,
+               "weft.h, nccl.h and algo.h agree on the log algorithms' ids");
 
 ncclResult_t plan_work_setup(weft_work* w) {
   const weft_op* op = w->op;
@@ -86,6 +90,15 @@ ncclResult_t plan_work_setup(weft_work* w) {
           return ncclInternalError;
         }
         plan_direct_setup(w);
+        break;
+      }
+      if (algo_is_log(op->algo) && comm->nranks > 1) {
+        if (!plan_log_fits(op->algo, op->func, comm->nranks)) {
+          WARN("rank %d: %s cannot run %s on %d ranks", comm->rank,
+               tune_algo_name_for(op->func, op->algo), plan_func_name(op->func), comm->nranks);
+          return ncclInternalError;
+        }
+        WEFT_CHECK(plan_log_setup(w));
         break;
       }
       a->algo = NCCL_ALGO_RING;

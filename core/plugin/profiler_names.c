@@ -11,8 +11,10 @@ static const char* const dtypes[ncclNumTypes] = {
     "ncclInt8",    "ncclUint8",   "ncclInt32",      "ncclUint32",     "ncclInt64",
     "ncclUint64",  "ncclFloat16", "ncclFloat32",    "ncclFloat64",    "ncclBfloat16",
     "ncclFloat8e4m3", "ncclFloat8e5m2"};
-static const char* const algos[NCCL_NUM_ALGORITHMS] = {
-    "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+/* NCCL's seven, then weft's own in NCCL's spelling (plan/algo.h numbers them after NCCL's). */
+static const char* const algos[] = {"TREE",    "RING",        "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                    "NVLS",    "NVLS_TREE",   "PAT",            "ONESHOT",
+                                    "TWOSHOT", "RECDOUBLING", "RABENSEIFNER",   "BINOMIAL"};
 static const char* const protos[NCCL_NUM_PROTOCOLS] = {"LL", "LL128", "SIMPLE"};
 
 #define NAME_OF(table, i) \

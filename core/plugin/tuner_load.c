@@ -126,8 +126,9 @@ static int probe(void* dl, char* why, size_t len) {
     const char* name = *(const char* const*)raw;
     snprintf(reg.name, sizeof reg.name, "%s", name ? name : "?");
     const int* rows = dlsym(dl, WEFT_TUNER_ALGORITHMS_SYMBOL);
-    reg.algo_rows =
-        rows && *rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS : NCCL_NUM_ALGORITHMS;
+    reg.algo_rows = rows && *rows > NCCL_NUM_ALGORITHMS && *rows <= WEFT_NUM_ALGORITHMS
+                        ? *rows
+                        : NCCL_NUM_ALGORITHMS;
     return 1;
   }
   return 0;

@@ -69,6 +69,10 @@ weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* ke
 /* Device mode: the base of that table (every transport_dev_conn points into it; NULL before
  * the first connection or in host mode). */
 weft_dev_conn* transport_dev_table(struct ncclComm* comm);
+/* The connections this rank has made so far (each algorithm's, lazily, as its work first
+ * needs them) and the bytes of their FIFOs here (control block + WEFT_NSTEPS slots each);
+ * NCCL_DEBUG_SUBSYS=INIT logs both with every new connection. */
+void transport_memory(struct ncclComm* comm, int* nconn, size_t* fifo_bytes);
 /* 1 when any connection goes through the net (the proxy then has work). */
 int transport_uses_net(struct ncclComm* comm);
 

@@ -46,6 +46,8 @@ struct weft_transport {
   tconn** table; /* WEFT_CONN_NKINDS * nchannels * nranks * 2 (dir) * 3 (proto) */
   size_t ntable;
   int nnet;      /* connections over the net */
+  int nconn;        /* connections made (every algorithm's, made lazily: transport_memory) */
+  size_t fifo_bytes; /* their FIFOs on this rank: control block + WEFT_NSTEPS slots each */
   /* Device mode: one weft_dev_conn per table entry (device memory, allocated by the first
    * connect) and the private non-blocking stream that fills them. */
   int device;

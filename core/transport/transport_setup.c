@@ -129,6 +129,12 @@ weft_dev_conn* transport_dev_table(struct ncclComm* comm) {
   return comm->transport ? comm->transport->dev_table : NULL;
 }
 
+void transport_memory(struct ncclComm* comm, int* nconn, size_t* fifo_bytes) {
+  struct weft_transport* t = comm->transport;
+  *nconn = t ? t->nconn : 0;
+  *fifo_bytes = t ? t->fifo_bytes : 0;
+}
+
 int transport_uses_net(struct ncclComm* comm) {
   return comm->transport && comm->transport->nnet > 0;
 }
@@ -306,11 +312,14 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
       t->nnet++;
     }
     todo[i]->connected = 1; /* from here on the proxy may use it: never undone below */
+    t->nconn++;
+    t->fifo_bytes += conn_mem_bytes(todo[i]->conn.step_bytes);
     if (weft_log_enabled(NCCL_LOG_INFO, NCCL_INIT)) {
       char what[96], how[96];
       describe(todo[i], what, sizeof what);
-      INFO(NCCL_INIT, "rank %d: connected %s via %s", comm->rank, what,
-           transport_name(comm, todo[i], how, sizeof how));
+      INFO(NCCL_INIT, "rank %d: connected %s via %s (%d connection(s), %zu KiB of FIFOs)",
+           comm->rank, what, transport_name(comm, todo[i], how, sizeof how), t->nconn,
+           t->fifo_bytes >> 10);
     }
   }
   free(todo);

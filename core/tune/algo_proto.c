@@ -5,8 +5,10 @@
  * it holds, or with a leading '^' every name except those. Empty entries and empty elements
  * (";;", ",,") are skipped; an entry with a prefix but no names is an error.
  *
- * Algorithms are NCCL's seven and weft's direct ones, OneShot and TwoShot (so "^Ring" allows
- * them too, as NCCL's "^Ring" allows every other algorithm it has).
+ * Algorithms are NCCL's seven, weft's direct ones (OneShot, TwoShot) and its logarithmic ones
+ * (RecDoubling, Rabenseifner, Binomial; so "^Ring" allows them too, as NCCL's "^Ring" allows
+ * every other algorithm it has). Bruck and RecHalving are other names of PAT, whose row holds
+ * the log-step AllGather (Bruck) and ReduceScatter (RecHalving).
  *
  * The choice itself is tune_decide.c's (cost model in tune_model*.c). */
 #include "tune/algo_proto.h"
@@ -21,13 +23,24 @@
 /* NCCL's seven, then weft's own (plan/algo.h numbers them after NCCL's). */
 static const char* const algo_names[WEFT_NUM_ALGORITHMS] = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT",
-    "OneShot", "TwoShot"};
+    "OneShot", "TwoShot", "RecDoubling", "Rabenseifner", "Binomial"};
+/* Other names of an algorithm id (NCCL_ALGO accepts them; logs use tune_algo_name_for). */
+static const struct {
+  const char* name;
+  int algo;
+} algo_aliases[] = {{"Bruck", WEFT_ALGO_PAT_ID}, {"RecHalving", WEFT_ALGO_PAT_ID}};
 static const char* const proto_names[NCCL_NUM_PROTOCOLS] = {"LL", "LL128", "Simple"};
 static const char* const func_names[WEFT_NUM_COLL_FUNCS] = {
     "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 
 const char* tune_algo_name(int algo) {
   return (algo >= 0 && algo < WEFT_NUM_ALGORITHMS) ? algo_names[algo] : "Unknown";
+}
+
+const char* tune_algo_name_for(int func, int algo) {
+  if (algo == WEFT_ALGO_PAT_ID && func == ncclFuncAllGather) return "PAT(Bruck)";
+  if (algo == WEFT_ALGO_PAT_ID && func == ncclFuncReduceScatter) return "PAT(RecHalving)";
+  return tune_algo_name(algo);
 }
 
 const char* tune_proto_name(int proto) {
@@ -72,6 +85,9 @@ static ncclResult_t parse_elems(const char* var, const char* spec, char* list,
     tok = trim(tok);
     if (*tok == '\0') continue;
     int i = lookup(names, n, tok);
+    size_t naliases = names == algo_names ? sizeof algo_aliases / sizeof *algo_aliases : 0;
+    for (size_t k = 0; i < 0 && k < naliases; k++)
+      if (strcasecmp(algo_aliases[k].name, tok) == 0) i = algo_aliases[k].algo;
     if (i < 0) {
       WARN("%s=\"%s\": unknown name \"%s\"", var, spec, tok);
       return ncclInvalidUsage;

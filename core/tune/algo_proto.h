@@ -5,7 +5,9 @@
  * function prefix (it then applies to every collective); a leading '^' in an element list
  * negates it (everything except…); names are case-insensitive. Functions: Broadcast, Reduce,
  * AllGather, ReduceScatter, AllReduce. Algorithms: Tree, Ring, CollNetDirect, CollNetChain,
- * NVLS, NVLSTree, PAT (NCCL's), OneShot, TwoShot (weft's direct algorithms). Protocols: LL,
+ * NVLS, NVLSTree, PAT (NCCL's), OneShot, TwoShot (weft's direct algorithms), RecDoubling,
+ * Rabenseifner, Binomial (weft's logarithmic ones; Bruck and RecHalving name PAT, which is
+ * where the log-step AllGather and ReduceScatter run). Protocols: LL,
  * LL128, Simple. An unknown name is ncclInvalidUsage with a WARN naming the token. The choice
  * among what the masks allow is tune.h's. */
 #ifndef WEFT_TUNE_ALGO_PROTO_H
@@ -43,6 +45,9 @@ typedef struct {
 } weft_choice;
 
 const char* tune_algo_name(int algo);
+/* The name logs give algo running func: PAT(Bruck) / PAT(RecHalving) for the log-step
+ * AllGather / ReduceScatter, else tune_algo_name. */
+const char* tune_algo_name_for(int func, int algo);
 const char* tune_proto_name(int proto);
 /* "Broadcast" … "AllReduce" for ncclFunc 0..4, "Unknown" otherwise. */
 const char* tune_func_name(int func);

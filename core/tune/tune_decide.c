@@ -78,9 +78,12 @@ static ncclResult_t nothing_left(const weft_algo_proto_mask* mask, const weft_ex
   tune_format_mask(cp, sizeof cp, caps->protos, 1);
   const char* direct = nranks > WEFT_DIRECT_MAX_RANKS ? " (OneShot and TwoShot on at most 8 ranks)"
                                                        : "";
+  const char* log = nranks > WEFT_LOG_MAX_RANKS ? " (RecDoubling, Rabenseifner, Binomial and PAT on "
+                                                  "at most 128 ranks)"
+                                                : "";
   WARN("%s: no algorithm/protocol left: NCCL_ALGO allows %s, NCCL_PROTO allows %s; this "
-       "executor runs %s with %s%s",
-       tune_func_name(func), ma, mp, ca, cp, direct);
+       "executor runs %s with %s%s%s",
+       tune_func_name(func), ma, mp, ca, cp, direct, log);
   return ncclInvalidUsage;
 }
 
@@ -130,8 +133,10 @@ static int ask_tuner(weft_tune* t, ncclFunc_t func, size_t nbytes, int pipe_ops,
   const char* fn = tune_func_name(func);
   memcpy(table, model, sizeof(float) * WEFT_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS);
   *nch = 0;
-  /* NCCL's seven rows, or weft's nine for a tuner that asked for them (plugin/tuner.h). */
-  int rows = tu->algo_rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS : NCCL_NUM_ALGORITHMS;
+  /* NCCL's seven rows, or the rows of weft's a tuner asked for (plugin/tuner.h). */
+  int rows = tu->algo_rows > NCCL_NUM_ALGORITHMS && tu->algo_rows <= WEFT_NUM_ALGORITHMS
+                 ? tu->algo_rows
+                 : NCCL_NUM_ALGORITHMS;
   ncclResult_t res = tu->api->getCollInfo(tu->ctx, func, nbytes, pipe_ops, (float**)(void*)table,
                                           rows, NCCL_NUM_PROTOCOLS, reg_buff, nch);
   if (res != ncclSuccess) {
@@ -178,13 +183,14 @@ static void log_decision(const weft_tune* t, ncclFunc_t func, size_t nbytes,
   for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       if (!(d->table[a][p] >= 0) || off >= sizeof costs) continue;
-      int w = snprintf(costs + off, sizeof costs - off, " %s/%s %.1f", tune_algo_name(a),
+      int w = snprintf(costs + off, sizeof costs - off, " %s/%s %.1f", tune_algo_name_for(func, a),
                        tune_proto_name(p), (double)d->table[a][p]);
       if (w > 0) off += (size_t)w;
     }
   INFO(NCCL_TUNING, "rank %d: %s %zu bytes -> %s/%s %d channel(s), predicted %.1f us%s%s%s%s "
        "(model us:%s)",
-       t->rank, tune_func_name(func), nbytes, tune_algo_name(d->algo), tune_proto_name(d->proto),
+       t->rank, tune_func_name(func), nbytes, tune_algo_name_for(func, d->algo),
+       tune_proto_name(d->proto),
        d->nchannels, d->predicted_us, d->by_default && !d->by_tuner ? ", executor's rule" : "",
        d->by_tuner ? ", chosen by tuner " : "",
        d->by_tuner ? t->tuner->name : "", d->tuner_fallback ? ", tuner answer unusable" : "",
@@ -227,8 +233,10 @@ ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, nc
       /* An untouched table means "no opinion": the model's (or the default's) choice stands,
        * weft's own algorithms included. A tuner that edits only NCCL's rows picks among them:
        * the rows it did not see are out of its choice. */
-      int rows = t->tuner->algo_rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS
-                                                            : NCCL_NUM_ALGORITHMS;
+      int rows = t->tuner->algo_rows > NCCL_NUM_ALGORITHMS &&
+                         t->tuner->algo_rows <= WEFT_NUM_ALGORITHMS
+                     ? t->tuner->algo_rows
+                     : NCCL_NUM_ALGORITHMS;
       int edited = memcmp(tuned, d.table, sizeof tuned) != 0;
       for (int a = rows; a < WEFT_NUM_ALGORITHMS && edited; a++)
         for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) tuned[a][p] = NCCL_ALGO_PROTO_IGNORE;

@@ -10,25 +10,27 @@
 
 unsigned tune_func_algos(ncclFunc_t func) {
   const unsigned ring = 1u << NCCL_ALGO_RING, one = 1u << WEFT_ALGO_ONESHOT_ID;
+  const unsigned log_ar = (1u << WEFT_ALGO_RECDOUBLING_ID) | (1u << WEFT_ALGO_RABENSEIFNER_ID);
   switch (func) {
     case ncclFuncAllReduce:
       return ring | (1u << NCCL_ALGO_TREE) | (1u << NCCL_ALGO_COLLNET_DIRECT) |
              (1u << NCCL_ALGO_COLLNET_CHAIN) | (1u << NCCL_ALGO_NVLS) |
-             (1u << NCCL_ALGO_NVLS_TREE) | one | (1u << WEFT_ALGO_TWOSHOT_ID);
+             (1u << NCCL_ALGO_NVLS_TREE) | one | (1u << WEFT_ALGO_TWOSHOT_ID) | log_ar;
     case ncclFuncAllGather:
     case ncclFuncReduceScatter:
       return ring | (1u << NCCL_ALGO_COLLNET_DIRECT) | (1u << NCCL_ALGO_NVLS) |
              (1u << NCCL_ALGO_PAT) | one;
     case ncclFuncBroadcast:
     case ncclFuncReduce:
-      return ring | one;
+      return ring | one | (1u << WEFT_ALGO_BINOMIAL_ID);
     default:
       return 0;
   }
 }
 
 unsigned tune_algo_protos(int algo) {
-  if (algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE || tune_is_direct(algo))
+  if (algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE || tune_is_direct(algo) ||
+      tune_is_log(algo))
     return (1u << NCCL_NUM_PROTOCOLS) - 1;
   return 1u << NCCL_PROTO_SIMPLE;
 }
@@ -80,6 +82,7 @@ void tune_model_init(weft_tune_model* m, const weft_tune_facts* f,
   else
     tune_model_init_device(m);
   tune_model_init_direct(m);
+  tune_model_init_log(m);
 }
 
 /* Bytes below which a channel is not worth its start-up, per protocol (device: NCCL's per-thread
@@ -94,7 +97,8 @@ int tune_model_channels(const weft_tune_model* m, ncclFunc_t func, int algo, int
                         size_t nbytes) {
   (void)func;
   int max = m->f.max_channels < 1 ? 1 : m->f.max_channels;
-  if (tune_is_direct(algo) && max > WEFT_DIRECT_MAX_CHANNELS) max = WEFT_DIRECT_MAX_CHANNELS;
+  if ((tune_is_direct(algo) || tune_is_log(algo)) && max > WEFT_DIRECT_MAX_CHANNELS)
+    max = WEFT_DIRECT_MAX_CHANNELS;
   if (proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return 1;
   size_t per = min_bytes_per_channel(m, proto);
   size_t want = nbytes / per;
@@ -112,7 +116,8 @@ double tune_model_time(const weft_tune_model* m, ncclFunc_t func, int algo, int 
   if (pipe_ops < 1) pipe_ops = 1;
   /* NCCL: a ring pays its latency per aggregated op, the others once per 10. */
   double lat_count =
-      algo == NCCL_ALGO_RING || tune_is_direct(algo) ? pipe_ops : ceil(pipe_ops / 10.0);
+      algo == NCCL_ALGO_RING || tune_is_direct(algo) || tune_is_log(algo) ? pipe_ops
+                                                                          : ceil(pipe_ops / 10.0);
   if (m->f.nranks == 1) return lat * lat_count; /* nothing moves */
   double bytes = (double)nbytes * m->wire[func][algo][proto];
   return lat * lat_count + (m->f.host ? tune_host_xfer_us(m, func, algo, proto, bytes, nch)

@@ -9,6 +9,9 @@ void tune_model_init_host(weft_tune_model* m);
 void tune_model_init_device(weft_tune_model* m);
 /* OneShot/TwoShot rows for either parameter set, from the Ring rows already derived. */
 void tune_model_init_direct(weft_tune_model* m);
+/* RecDoubling, Rabenseifner, PAT (log-step AllGather/ReduceScatter), Binomial: host rows only
+ * (tune_model_log.c); the device executor does not run them. */
+void tune_model_init_log(weft_tune_model* m);
 double tune_host_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                          double bytes, int nch);
 double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
@@ -31,6 +34,11 @@ static inline int tune_ring_steps(ncclFunc_t func, int n) {
 
 static inline int tune_is_direct(int algo) {
   return algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID;
+}
+
+static inline int tune_is_log(int algo) {
+  return algo == WEFT_ALGO_RECDOUBLING_ID || algo == WEFT_ALGO_RABENSEIFNER_ID ||
+         algo == WEFT_ALGO_BINOMIAL_ID || algo == WEFT_ALGO_PAT_ID;
 }
 
 #endif

@@ -5,7 +5,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* weft's extension (weft.h): cost tables with rows for OneShot and TwoShot too. */
+/* weft's extension (weft.h): cost tables with rows for weft's own algorithms too. */
 EXPORT const int weftTunerAlgorithms = WEFT_NUM_ALGORITHMS;
 
 EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {"weft", weft_tuner_init_v5, weft_tuner_get_v4,

@@ -9,7 +9,7 @@ const char* const tuner_coll_names[TUNER_NUM_COLLS] = {"broadcast", "reduce", "a
                                                        "reducescatter", "allreduce"};
 const char* const tuner_algo_names[TUNER_NUM_ALGOS] = {
     "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat",
-    "oneshot", "twoshot"};
+    "oneshot", "twoshot", "recdoubling", "rabenseifner", "binomial"};
 const char* const tuner_proto_names[NCCL_NUM_PROTOCOLS] = {"ll", "ll128", "simple"};
 
 /* a and b equal ignoring case, '_' and '-'. */

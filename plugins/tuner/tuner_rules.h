@@ -20,9 +20,10 @@
 #include "nccl_tuner.h"
 #include "policy/policy.h" /* policy_errors: positioned error messages */
 
-/* Algorithms: NCCL's seven, then weft's OneShot and TwoShot (weft.h), whose rows a table has
- * only when weft passes nine (the weftTunerAlgorithms extension; stock NCCL passes seven). */
-enum { TUNER_MAX_RULES = 4096, TUNER_MAX_CHANNELS = 64, TUNER_NUM_COLLS = 5, TUNER_NUM_ALGOS = 9 };
+/* Algorithms: NCCL's seven, then weft's OneShot, TwoShot, RecDoubling, Rabenseifner, Binomial
+ * (weft.h), whose rows a table has only when weft passes twelve (the weftTunerAlgorithms
+ * extension; stock NCCL passes seven). */
+enum { TUNER_MAX_RULES = 4096, TUNER_MAX_CHANNELS = 64, TUNER_NUM_COLLS = 5, TUNER_NUM_ALGOS = 12 };
 #define TUNER_MAX_CHUNK (1ull << 30) /* bytes; a chunk larger than any buffer is a typo */
 
 typedef struct {

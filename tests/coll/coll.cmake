@@ -65,6 +65,7 @@ weft_coll_matrix(6ranks_net     --ranks 6 --transport net --extra 150)
 weft_coll_matrix(7ranks_shm     --ranks 7 --transport shm --extra 100)
 weft_coll_matrix(8ranks_shm     --ranks 8 --transport shm --extra 100)
 weft_coll_matrix(8ranks_net     --ranks 8 --transport net --extra 100)
+weft_coll_matrix(9ranks_shm     --ranks 9 --transport shm --extra 50)
 # AlltoAll, Gather, Scatter: skipped (77) while the library does not offer them.
 weft_coll_matrix(a2a_gather_scatter_1rank      --ranks 1 --transport shm --colls extra)
 weft_coll_matrix(a2a_gather_scatter_3ranks_shm --ranks 3 --transport shm --colls extra --extra 100)
@@ -80,6 +81,12 @@ foreach(g end_without_start send_before_recv_large alltoall_grouped thousand_sma
     SKIP_RETURN_CODE 77
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
 endforeach()
+
+# The log algorithms' connections: lazy, bounded, counted (tests/coll/scripts/log_conns.sh).
+add_test(NAME coll_log_algorithms_connect_boundedly
+  COMMAND sh ${_coll_dir}/scripts/log_conns.sh $<TARGET_FILE:coll_matrix>)
+set_tests_properties(coll_log_algorithms_connect_boundedly PROPERTIES LABELS "mp;coll"
+  TIMEOUT 300 ENVIRONMENT "WEFT_TEST_SEED=0x10c5")
 
 # A rank that finishes first must not unlink a shared-memory segment its peer has yet to open
 # (transport_shm.c waits for the sender to attach): an 8-rank Gather sets up point-to-point

@@ -15,7 +15,9 @@ const char* const coll_kind_name[COLL_NUM] = {"AllReduce", "Reduce",   "Broadcas
 const char* const coll_op_name[OP_NUM] = {"sum", "prod", "max", "min", "avg", "premulsum", "custom"};
 const char* const coll_size_name[SIZE_NUM] = {"0", "1", "7", "1M+3", "48M"};
 const char* const coll_transport_name[TR_NUM] = {"shm", "net"};
-const char* const coll_algo_name[ALGO_NUM] = {"Ring", "Tree", "OneShot", "TwoShot"};
+const char* const coll_algo_name[ALGO_NUM] = {"Ring",         "Tree",  "OneShot",
+                                              "TwoShot",      "RecDoubling", "Rabenseifner",
+                                              "Bruck",        "RecHalving",  "Binomial"};
 const char* const coll_proto_name[PROTO_NUM] = {"Simple", "LL"};
 
 static const char* const type_names[COLL_NUM_TYPES] = {
@@ -49,6 +51,12 @@ int coll_algo_fits(coll_algo a, coll_kind c, int nranks) {
       return nranks <= COLL_DIRECT_MAX_RANKS &&
              (c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_BROADCAST ||
               c == COLL_ALLGATHER || c == COLL_REDUCESCATTER);
+    case ALGO_RECDOUBLING:
+    case ALGO_RABENSEIFNER: return c == COLL_ALLREDUCE && nranks <= COLL_LOG_MAX_RANKS;
+    case ALGO_BRUCK: return c == COLL_ALLGATHER && nranks <= COLL_LOG_MAX_RANKS;
+    case ALGO_RECHALVING: return c == COLL_REDUCESCATTER && nranks <= COLL_LOG_MAX_RANKS;
+    case ALGO_BINOMIAL:
+      return (c == COLL_BROADCAST || c == COLL_REDUCE) && nranks <= COLL_LOG_MAX_RANKS;
     default: return 0;
   }
 }
@@ -154,10 +162,12 @@ int coll_case_parse(const char* s, coll_case* out) {
 }
 
 const char* const coll_case_form =
-    "nranks/shm|net/Ring|Tree|OneShot|TwoShot/Simple|LL/collective/type/op|none/0|1|7|1M+3|48M/"
-    "inplace|outofplace/rootN (Tree and TwoShot only for AllReduce, OneShot for AllReduce, "
-    "Reduce, Broadcast, AllGather and ReduceScatter on up to 8 ranks, an op only for "
-    "AllReduce, Reduce and ReduceScatter)";
+    "nranks/shm|net/Ring|Tree|OneShot|TwoShot|RecDoubling|Rabenseifner|Bruck|RecHalving|Binomial/"
+    "Simple|LL/collective/type/op|none/0|1|7|1M+3|48M/"
+    "inplace|outofplace/rootN (Tree, TwoShot, RecDoubling and Rabenseifner only for AllReduce, "
+    "OneShot for AllReduce, Reduce, Broadcast, AllGather and ReduceScatter on up to 8 ranks, "
+    "Bruck for AllGather, RecHalving for ReduceScatter, Binomial for Broadcast and Reduce, an op "
+    "only for AllReduce, Reduce and ReduceScatter)";
 
 uint64_t coll_case_key(uint64_t seed, const coll_case* c) {
   char s[COLL_CASE_STR];
@@ -328,9 +338,9 @@ void coll_sample(const coll_space* sp, uint64_t seed, coll_case_list* out) {
       w = ANY, w.type = ty, w.op = op;
       cover(&l, sp, &rng, w);
     }
-  /* The direct algorithms forced: every collective they run x every datatype and op, in place
-   * and out of place. */
-  for (int al = ALGO_ONESHOT; al <= ALGO_TWOSHOT; al++)
+  /* The direct and logarithmic algorithms forced: every collective they run x every datatype and
+   * op, in place and out of place. */
+  for (int al = ALGO_ONESHOT; al < ALGO_NUM; al++)
     for (int co = 0; co < COLL_NUM; co++) {
       if (!(sp->colls & (1u << co)) || !coll_algo_fits((coll_algo)al, (coll_kind)co, sp->nranks))
         continue;

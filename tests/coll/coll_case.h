@@ -53,9 +53,23 @@ typedef enum {
 
 typedef enum { SIZE_0, SIZE_1, SIZE_7, SIZE_1M3, SIZE_48M, SIZE_NUM } coll_size;
 typedef enum { TR_SHM, TR_NET, TR_NUM } coll_transport;
-/* Tree and TwoShot run AllReduce only; OneShot the five collectives (on up to 8 ranks). */
-typedef enum { ALGO_RING, ALGO_TREE, ALGO_ONESHOT, ALGO_TWOSHOT, ALGO_NUM } coll_algo;
+/* Tree and TwoShot run AllReduce only; OneShot the five collectives (on up to 8 ranks); the
+ * logarithmic algorithms (up to 128 ranks): RecDoubling and Rabenseifner AllReduce, Bruck
+ * AllGather, RecHalving ReduceScatter, Binomial Broadcast and Reduce. */
+typedef enum {
+  ALGO_RING,
+  ALGO_TREE,
+  ALGO_ONESHOT,
+  ALGO_TWOSHOT,
+  ALGO_RECDOUBLING,
+  ALGO_RABENSEIFNER,
+  ALGO_BRUCK,
+  ALGO_RECHALVING,
+  ALGO_BINOMIAL,
+  ALGO_NUM
+} coll_algo;
 #define COLL_DIRECT_MAX_RANKS 8
+#define COLL_LOG_MAX_RANKS 128
 typedef enum { PROTO_SIMPLE, PROTO_LL, PROTO_NUM } coll_proto;
 
 typedef struct {
@@ -89,7 +103,8 @@ int coll_has_inplace(coll_kind c);
 /* 1 for Reduce, Broadcast, Gather, Scatter (root) and SendRecv (shift). */
 int coll_has_root(coll_kind c);
 /* 1 when algo can run collective c on nranks (Ring: everything; Tree, TwoShot: AllReduce;
- * OneShot: AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, up to 8 ranks). */
+ * OneShot: AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, up to 8 ranks; the
+ * logarithmic ones as coll_algo lists them). */
 int coll_algo_fits(coll_algo a, coll_kind c, int nranks);
 /* 1 when the case is a valid point of the matrix (the algorithm fits the collective, op only
  * for reductions, in place only where the API defines it, root within the ranks, ...). */
@@ -142,7 +157,8 @@ void coll_full_matrix(const coll_space* sp, uint64_t seed, coll_case_list* out);
  * collectives in the space: every collective x every datatype; every reduction collective x every
  * op; every datatype x every op (over the reduction collectives); every collective x sizes 0, 1,
  * 7, 1M+3; every collective x both protocols; in place and out of place for every collective
- * that has both; AllReduce x every algorithm x Simple/LL; with OneShot and TwoShot forced, every
+ * that has both; AllReduce x every algorithm x Simple/LL; with every algorithm but Ring forced
+ * (OneShot, TwoShot, RecDoubling, Rabenseifner, Bruck, RecHalving, Binomial), every
  * collective they run x every datatype, every reduction they run x every op, in place and out
  * of place; every root (shift) of every rooted collective; with big, a 48M AllReduce and a 48M Broadcast or AllGather. Then `extra` random
  * cases (sizes up to 1M+3). Ordered by configuration (algorithm, protocol). */

@@ -413,9 +413,10 @@ static void sampler_coverage(void) {
             for (int o = 0; o < OP_NUM; o++) CHECK(to[t][o], "%s x %s", coll_type_name((ncclDataType_t)t), coll_op_name[o]);
         if ((sp.colls >> COLL_ALLREDUCE) & 1)
           for (int a = 0; a < ALGO_NUM; a++)
-            for (int p = 0; p < PROTO_NUM; p++) CHECK(ap[a][p], "AllReduce %s/%s", coll_algo_name[a], coll_proto_name[p]);
+            for (int p = 0; p < PROTO_NUM && coll_algo_fits((coll_algo)a, COLL_ALLREDUCE, n); p++)
+              CHECK(ap[a][p], "AllReduce %s/%s", coll_algo_name[a], coll_proto_name[p]);
         if (sp.big && ((sp.colls >> COLL_ALLREDUCE) & 1)) CHECK(has_big_ar, "48M AllReduce");
-        for (int a = ALGO_ONESHOT; a <= ALGO_TWOSHOT; a++)
+        for (int a = ALGO_ONESHOT; a < ALGO_NUM; a++)
           for (int c = 0; c < COLL_NUM; c++) {
             if (!((sp.colls >> c) & 1) || !coll_algo_fits((coll_algo)a, (coll_kind)c, n)) continue;
             for (int t = 0; t < COLL_NUM_TYPES; t++)

@@ -115,7 +115,9 @@ static void check_tree(const ref_summary* s, int rank) {
         if (ncoll == 2) EXPECT_EQ_INT(e->root, 1);
         if (ncoll == 3) EXPECT_EQ_INT(e->root, 0);
         EXPECT(e->nchannels >= 1);
-        EXPECT(strcmp(e->algo, "RING") == 0 || strcmp(e->algo, "TREE") == 0);
+        EXPECT(strcmp(e->algo, "RING") == 0 || strcmp(e->algo, "TREE") == 0 ||
+               strcmp(e->algo, "RECDOUBLING") == 0 || strcmp(e->algo, "RABENSEIFNER") == 0 ||
+               strcmp(e->algo, "BINOMIAL") == 0 || strcmp(e->algo, "PAT") == 0);
         EXPECT(strcmp(e->proto, "LL") == 0 || strcmp(e->proto, "LL128") == 0 ||
                strcmp(e->proto, "SIMPLE") == 0);
         EXPECT(strcmp(e->dtype, v == 1 ? "7" : "ncclFloat32") == 0);

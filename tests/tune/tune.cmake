@@ -3,6 +3,7 @@ set(WEFT_TUNE_MODEL_SOURCES
   ${PROJECT_SOURCE_DIR}/core/tune/algo_proto.c ${PROJECT_SOURCE_DIR}/core/tune/tune_model.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_host.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_direct.c
+  ${PROJECT_SOURCE_DIR}/core/tune/tune_model_log.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_device.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_constants.c ${PROJECT_SOURCE_DIR}/core/tune/tune_decide.c)
 weft_add_test(NAME tune_algo_proto_grammar_matches_nccl
@@ -28,6 +29,11 @@ foreach(c "oneshot_9ranks;OneShot" "twoshot_allgather;TwoShot")
   set_tests_properties(tune_direct_forced_${_case} PROPERTIES LABELS "mp" TIMEOUT 150
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_ALGO=${_algo}")
 endforeach()
+# The same refusal for a log algorithm forced on a collective it does not implement (Binomial
+# is a Broadcast/Reduce); the AllReduce then runs on the model's choice and is exact.
+add_test(NAME tune_log_forced_binomial_allgather COMMAND tune_direct_mp twoshot_allgather)
+set_tests_properties(tune_log_forced_binomial_allgather PROPERTIES LABELS "mp" TIMEOUT 150
+  ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_ALGO=AllGather:Binomial")
 if(TARGET weft_tuner_rules)
   weft_add_test(NAME tune_rules_yaml_and_csv_load_and_apply
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_rules.c LIBS weft_tuner_rules LABELS unit
@@ -75,3 +81,5 @@ add_test(NAME tune_explain_table_and_plot
     ${PROJECT_BINARY_DIR}/tests/tune_explain)
 set_tests_properties(tune_explain_table_and_plot PROPERTIES LABELS mp TIMEOUT 120
   ENVIRONMENT "NCCL_DEBUG=WARN")
+weft_add_test(NAME tune_log_algorithms_names_model_and_tuner_slots
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_log.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)

@@ -131,7 +131,7 @@ int main(void) {
       }
       se->rows[se->n++] = (struct perf_explain_row){(size_t)8 << (2 * k), 1, 1, 2, 1,
                                                     10.0 + k * k * 40.0 * (s + 1),
-                                                    12.0 + k * k * 38.0 * (s + 1)};
+                                                    12.0 + k * k * 38.0 * (s + 1), 4};
     }
   EXPECT(perf_explain_png(&e, path, "TEST PLOT") == 0);
   buf = read_all(path, &len);

@@ -17,7 +17,7 @@
 #define NT (1u << NCCL_ALGO_NVLS_TREE)
 #define PAT (1u << NCCL_ALGO_PAT)
 #define NCCL7 0x7fu /* NCCL's seven algorithms */
-#define ALLA 0x1ffu /* and weft's OneShot, TwoShot */
+#define ALLA 0xfffu /* and weft's OneShot, TwoShot, RecDoubling, Rabenseifner, Binomial */
 #define LL (1u << NCCL_PROTO_LL)
 #define L128 (1u << NCCL_PROTO_LL128)
 #define S (1u << NCCL_PROTO_SIMPLE)

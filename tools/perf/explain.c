@@ -4,10 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* NCCL's seven, then weft's own (weft.h: WEFT_ALGO_ONESHOT, WEFT_ALGO_TWOSHOT). */
-static const char* const algo_names[] = {"Tree", "Ring",     "CollNetDirect", "CollNetChain",
-                                         "NVLS", "NVLSTree", "PAT",           "OneShot",
-                                         "TwoShot"};
+/* NCCL's seven, then weft's own (weft.h: WEFT_ALGO_ONESHOT .. WEFT_ALGO_BINOMIAL). */
+static const char* const algo_names[] = {"Tree",        "Ring",         "CollNetDirect",
+                                         "CollNetChain", "NVLS",        "NVLSTree",
+                                         "PAT",          "OneShot",     "TwoShot",
+                                         "RecDoubling",  "Rabenseifner", "Binomial"};
+
+/* weft runs the log-step AllGather (Bruck) and ReduceScatter (RecHalving) in PAT's row. */
+static const char* algo_label(const struct perf_explain_row* r) {
+  if (r->algo == 6 && r->func == 2) return "Bruck";
+  if (r->algo == 6 && r->func == 3) return "RecHalving";
+  return algo_names[r->algo];
+}
 #define NALGO ((int)(sizeof algo_names / sizeof algo_names[0]))
 static const char* const proto_names[] = {"LL", "LL128", "Simple"};
 
@@ -60,6 +68,7 @@ void perf_explain_add(struct perf_explain* e, const struct perf_nccl* lib, ncclC
   r->measured_us = measured_us;
   r->predicted_us = -1;
   int func = nccl_func(coll);
+  r->func = func;
   float us = -1;
   if (func >= 0 && lib->weftCommTuneQuery(comm, func, count, type, &r->algo, &r->proto, &r->nch,
                                           &us) == ncclSuccess) {
@@ -78,7 +87,7 @@ void perf_explain_print(FILE* out, const struct perf_explain* e, const struct pe
     fprintf(out, "#   %s has no weftCommTuneQuery: decisions and predictions unknown\n",
             lib->path);
   if (e->failed) fprintf(out, "#   (out of memory: some rows were dropped)\n");
-  fprintf(out, "# %10s  %9s  %8s  %8s  %13s  %12s  %9s\n", "size", "algorithm", "protocol",
+  fprintf(out, "# %10s  %12s  %8s  %8s  %13s  %12s  %9s\n", "size", "algorithm", "protocol",
           "channels", "predicted(us)", "measured(us)", "meas/pred");
   for (int i = 0; i < s->n; i++) {
     const struct perf_explain_row* r = &s->rows[i];
@@ -86,8 +95,8 @@ void perf_explain_print(FILE* out, const struct perf_explain* e, const struct pe
     if (r->predicted_us >= 0) snprintf(pred, sizeof pred, "%.2f", r->predicted_us);
     if (r->predicted_us > 0) snprintf(ratio, sizeof ratio, "%.2f", r->measured_us / r->predicted_us);
     if (r->known) snprintf(nch, sizeof nch, "%d", r->nch);
-    fprintf(out, "  %10zu  %9s  %8s  %8s  %13s  %12.2f  %9s\n", r->size,
-            r->known ? algo_names[r->algo] : "-", r->known ? proto_names[r->proto] : "-", nch,
+    fprintf(out, "  %10zu  %12s  %8s  %8s  %13s  %12.2f  %9s\n", r->size,
+            r->known ? algo_label(r) : "-", r->known ? proto_names[r->proto] : "-", nch,
             pred, r->measured_us, ratio);
   }
   fprintf(out, "#\n");

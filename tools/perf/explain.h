@@ -18,6 +18,7 @@ struct perf_explain_row {
   int algo, proto, nch;
   double predicted_us; /* < 0: unknown */
   double measured_us;  /* out-of-place time */
+  int func;            /* ncclFunc_t queried (-1: none) */
 };
 
 struct perf_explain_series {

@@ -14,7 +14,7 @@ awk '
   /^# explain: all_reduce float sum, 2 ranks/ { ex = 1; next }
   ex && /^ +[0-9]/ {
     rows++
-    if ($2 !~ /^(Ring|Tree)$/ || $3 !~ /^(LL|Simple)$/ || $4 < 1 || $5 <= 0 || $6 <= 0) bad = bad "\n" $0
+    if ($2 !~ /^(Ring|Tree|RecDoubling|Rabenseifner)$/ || $3 !~ /^(LL|Simple)$/ || $4 < 1 || $5 <= 0 || $6 <= 0) bad = bad "\n" $0
   }
   END {
     if (rows != 6) { print "expected 6 explain rows, got " rows; exit 1 }
@@ -23,6 +23,18 @@ awk '
 grep -q "plot of predicted vs measured written to $png" "$out/explain.txt"
 test -s "$png"
 head -c 8 "$png" | od -An -c | grep -q 'P   N   G'
+# A forced logarithmic algorithm is named as what runs (AllGather's log-step one as Bruck).
+NCCL_ALGO=Rabenseifner WEFT_DEVICE=host "$perf" all_reduce -np 3 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 \
+  --explain > "$out/explain_rab.txt"
+NCCL_ALGO=allgather:Bruck WEFT_DEVICE=host "$perf" all_gather -np 3 -b 8 -e 64K -f 8 -n 2 -w 1 \
+  -c 1 --explain > "$out/explain_bruck.txt"
+for f in rab:Rabenseifner bruck:Bruck; do
+  awk -v want="${f#*:}" '
+    /^# explain: / { ex = 1; next }
+    ex && /^ +[0-9]/ { rows++; if ($2 != want) bad = bad "\n" $0 }
+    END { if (rows != 5 || bad != "") { print "rows not naming " want ":" bad; exit 1 } }' \
+    "$out/explain_${f%%:*}.txt" || { cat "$out/explain_${f%%:*}.txt"; exit 1; }
+done
 # A forced direct algorithm is named as what runs.
 NCCL_ALGO=OneShot WEFT_DEVICE=host "$perf" all_reduce -np 2 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 \
   --explain > "$out/explain_oneshot.txt"
