@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/comm_hang.h"
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -93,6 +94,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
                                  &comm->bootstrap),
                   res, fail);
+  WEFT_CHECK_GOTO(comm_hang_attach(comm), res, fail);
   comm->peers = calloc((size_t)comm->nranks, sizeof *comm->peers);
   if (!comm->peers) {
     WARN("rank %d: out of memory for %d rank infos", comm->rank, comm->nranks);
@@ -102,6 +104,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(fill_rank_info(comm, &comm->peers[comm->rank]), res, fail);
   WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, comm->peers, sizeof *comm->peers), res,
                   fail);
+  comm_hang_unlink(comm); /* every rank has mapped the board by now */
   WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
@@ -162,6 +165,7 @@ void comm_join_init(struct ncclComm* comm) {
 
 void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
+  comm_hang_detach(comm);     /* the peers' reports see this rank gone */
   comm_datapath_fini(comm);
   tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);

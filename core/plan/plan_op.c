@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/comm_hang.h"
 #include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
@@ -485,6 +486,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
   }
   if (res != ncclSuccess) goto done;
+  for (int i = 0; i < n; i++) comm_hang_note_launch(comms[i], cls[i].ops, cls[i].needs_prep);
 
   int nprep = 0;
   for (int i = 0; i < n; i++) nprep += cls[i].needs_prep;
@@ -511,6 +513,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     }
   }
   for (int i = 0; i < n; i++) commit(&cls[i]);
+  for (int i = 0; i < n; i++) comm_hang_note_run(comms[i]);
 
 #ifdef WEFT_HAVE_CUDA
   if (comms[0]->mode == WEFT_MODE_DEVICE) {
@@ -546,6 +549,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     }
   }
 done:
+  for (int i = 0; i < n; i++) comm_hang_note_done(comms[i], res);
   for (int i = 0; i < n; i++) free_launch(&cls[i]);
   /* The last touch of each comm: an abort waiting in plan_wait_idle may free it next. */
   for (int i = 0; i < n; i++) __atomic_sub_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
