@@ -44,7 +44,8 @@ enum {
   BS_VERDICT_OK = 1,            /* next = the listener of rank+1 */
   BS_VERDICT_TIMEOUT = 2,       /* ranges list the ranks that never checked in */
   BS_VERDICT_DUPLICATE = 3,     /* this rank had already checked in */
-  BS_VERDICT_NRANKS = 4         /* nranks differs from the first check-in (root_nranks) */
+  BS_VERDICT_NRANKS = 4,        /* nranks differs from the first check-in (root_nranks) */
+  BS_VERDICT_CLAIMED = 5        /* two parties claimed one rank (a bs_claim in the ranges) */
 };
 
 typedef struct {
@@ -62,6 +63,16 @@ _Static_assert(sizeof(bs_verdict) == 56, "bs_verdict is a fixed wire format");
 typedef struct {
   int32_t first, last;
 } bs_range;
+
+/* CLAIMED: the init fails for every rank; carried in the ranges that follow the verdict. */
+typedef struct {
+  int32_t rank, pad;
+  weft_sockaddr first, second; /* the listeners both claimants announced */
+  weft_sockaddr second_from;   /* where the second claim came from */
+  uint32_t pad2;
+} bs_claim;
+#define BS_CLAIM_RANGES ((sizeof(bs_claim) + sizeof(bs_range) - 1) / sizeof(bs_range))
+_Static_assert(BS_CLAIM_RANGES <= BS_MAX_RANGES, "a claim fits in the verdict's ranges");
 
 typedef struct {
   uint32_t op; /* BS_OP_* */

@@ -36,6 +36,8 @@ typedef struct {
   unsigned char* present;
   weft_sockaddr* addrs;
   bs_pending_set pending;
+  int claimed;    /* two parties claimed one rank: every check-in gets the CLAIMED verdict */
+  bs_claim claim;
 } root_state;
 
 static int live_roots;
@@ -86,6 +88,18 @@ static void reject(root_state* s, const bs_hello* h, uint32_t status) {
   send_verdict(s, h->rank, h->nranks, &h->addr, &v, NULL, ROOT_CONNECT_MS);
 }
 
+static void send_claimed(root_state* s, int rank, const weft_sockaddr* to) {
+  bs_verdict v;
+  bs_range ranges[BS_CLAIM_RANGES];
+  memset(&v, 0, sizeof v);
+  memset(ranges, 0, sizeof ranges);
+  v.status = BS_VERDICT_CLAIMED;
+  v.root_nranks = s->nranks;
+  v.nranges = (uint32_t)BS_CLAIM_RANGES;
+  memcpy(ranges, &s->claim, sizeof s->claim);
+  send_verdict(s, rank, s->nranks, to, &v, ranges, ROOT_CONNECT_MS);
+}
+
 static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from) {
   root_state* s = ctx;
   char a[WEFT_SOCKADDR_STRLEN];
@@ -117,10 +131,27 @@ static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr*
     reject(s, h, BS_VERDICT_NRANKS);
     return 0;
   }
-  if (s->present[h->rank]) {
-    WARN("%s: rank %d checked in twice (from %s): rejected", s->name, h->rank,
-         socket_addr_str(from, a, sizeof a));
-    reject(s, h, BS_VERDICT_DUPLICATE);
+  if (s->present[h->rank] && !s->claimed) {
+    char b1[WEFT_SOCKADDR_STRLEN], b2[WEFT_SOCKADDR_STRLEN];
+    s->claimed = 1;
+    memset(&s->claim, 0, sizeof s->claim);
+    s->claim.rank = h->rank;
+    s->claim.first = s->addrs[h->rank];
+    s->claim.second = h->addr;
+    s->claim.second_from = *from;
+    WARN("%s: rank %d was claimed twice: first by the process listening on %s, then by the "
+         "one listening on %s (connecting from %s); the init fails for every rank (a "
+         "misconfigured launcher, or someone else who knows this NCCL_COMM_ID: set "
+         "WEFT_COMM_SECRET)",
+         s->name, h->rank, socket_addr_str(&s->claim.first, b1, sizeof b1),
+         socket_addr_str(&s->claim.second, b2, sizeof b2), socket_addr_str(from, a, sizeof a));
+    for (int r = 0; r < s->nranks; r++)
+      if (s->present[r]) send_claimed(s, r, &s->addrs[r]);
+    send_claimed(s, h->rank, &h->addr);
+    return 0;
+  }
+  if (s->claimed) { /* a rank that comes later hears it at once */
+    send_claimed(s, h->rank, &h->addr);
     return 0;
   }
   s->present[h->rank] = 1;
@@ -186,7 +217,10 @@ static void* root_main(void* arg) {
     }
     uint64_t deadline = s->nranks > 0 ? s->deadline : s->idle_deadline;
     if (now >= deadline) {
-      if (s->nranks > 0)
+      if (s->claimed)
+        INFO(NCCL_BOOTSTRAP, "%s: closing after the double claim of rank %d", s->name,
+             s->claim.rank);
+      else if (s->nranks > 0)
         deliver_timeout(s);
       else
         INFO(NCCL_BOOTSTRAP, "%s: no rank checked in within %lld ms; closing", s->name,
