@@ -44,7 +44,7 @@ ncclResult_t bootstrap_get_unique_id(ncclUniqueId* out) {
     WEFT_CHECK(bs_random(&id.magic, sizeof id.magic));
   } while (id.magic == 0 || id.magic == WEFT_COMM_ID_MAGIC);
   WEFT_CHECK(bs_random(&id.secret, sizeof id.secret));
-  WEFT_CHECK(start_root(&id, &addrs[0]));
+  WEFT_CHECK(bs_root_add_shared(&id, &addrs[0]));
   char a[WEFT_SOCKADDR_STRLEN];
   INFO(NCCL_BOOTSTRAP, "bootstrap: unique id root listening on %s (%s)",
        socket_addr_str(&id.addr, a, sizeof a), names[0]);

@@ -127,7 +127,8 @@ void bs_pending_accept(bs_pending_set* s, int listen_fd, const char* who);
 /* Fill pfd[0..n) for the pending set; returns n. */
 int bs_pending_pollfds(const bs_pending_set* s, struct pollfd* pfd);
 /* After poll: read what arrived, hand complete hellos to fn, drop failed or expired ones.
- * pfd is what bs_pending_pollfds filled (NULL: just try every entry). */
+ * pfd is what bs_pending_pollfds filled (NULL: just try every entry). magic 0 (no id has it):
+ * fn checks each hello's magic and secret itself (bs_hello_check), the rest is checked here. */
 void bs_pending_advance(bs_pending_set* s, const struct pollfd* pfd, uint64_t magic,
                         uint64_t secret, const char* who, bs_hello_fn fn, void* ctx);
 /* Earliest deadline in the set (UINT64_MAX when empty). */
@@ -138,8 +139,10 @@ void bs_pending_close_all(bs_pending_set* s);
 
 /* Serve one init on listen_fd (owned by the root from now on) in a detached thread. */
 ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd);
-/* Root threads of this process that have not finished (tests). */
-int bs_root_threads_live(void);
+/* Serve id's init on the process's shared root server (started on bind_addr when none runs);
+ * sets id->addr to the server's address. */
+ncclResult_t bs_root_add_shared(weft_bootstrap_id* id, const weft_sockaddr* bind_addr);
+int bs_root_threads_live(void); /* roots still serving an id (tests; the name predates the shared server) */
 
 /* ---- the per-rank state (bootstrap_init.c, bootstrap_loop.c, coll, p2p) ---- */
 

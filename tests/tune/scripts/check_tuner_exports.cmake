@@ -19,6 +19,8 @@ foreach(line ${lines})
     set(sym ${CMAKE_MATCH_2})
     if(sym MATCHES "^ncclTunerPlugin_v[2-6]$" AND kind MATCHES "^[DR]$")
       list(APPEND found ${sym})
+    elseif(sym MATCHES "^_+(odr_asan|asan|tsan|ubsan|lsan|sancov)")
+      # what a sanitizer build's instrumentation adds (WEFT_SANITIZE); not the plugin's own
     else()
       message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v6 may be")
     endif()
