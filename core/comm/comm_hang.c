@@ -63,6 +63,8 @@ struct weft_hang {
   int shared; /* board is the shm segment (else private memory: own slot only) */
   char name[64];
   uint64_t auto_launch; /* launch already reported by the timer */
+  int check_colls;
+  int ready; /* atomic: init is complete (peers, plan): the watchdog may read the comm */
 };
 
 static hang_slot* me(struct ncclComm* comm) { return &comm->hang->board->slot[comm->rank]; }
@@ -108,19 +110,23 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   __atomic_compare_exchange_n(&b->magic, &zero, BOARD_MAGIC, 0, __ATOMIC_ACQ_REL,
                               __ATOMIC_RELAXED);
   ST(b->nranks, comm->nranks);
-  comm->hang = h;
-  hang_slot* s = me(comm);
+  hang_slot* s = &b->slot[comm->rank];
   ST(s->seen_req, LD(b->req));
   ST(s->wait_peer, -1);
   ST(s->since_ms, clock_ms());
   ST(s->pid, (int32_t)getpid());
   __atomic_store_n(&s->state, SLOT_LIVE, __ATOMIC_RELEASE);
+  __atomic_store_n(&comm->hang, h, __ATOMIC_RELEASE);
   comm_hang_watch_add();
   return ncclSuccess;
 }
 
-void comm_hang_unlink(struct ncclComm* comm) {
-  if (comm->hang && comm->hang->shared) shm_unlink(comm->hang->name); /* ENOENT: done already */
+void comm_hang_ready(struct ncclComm* comm) {
+  struct weft_hang* h = comm->hang;
+  if (!h) return;
+  if (h->shared) shm_unlink(h->name); /* ENOENT: another rank did */
+  h->check_colls = comm->plan && comm->plan->check_colls;
+  __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
 }
 
 void comm_hang_detach(struct ncclComm* comm) {
@@ -266,7 +272,7 @@ static void rank_line(struct ncclComm* comm, int r, uint64_t now, char* buf, siz
   char what[160];
   if (LD(s->phase) == PHASE_SETUP) {
     snprintf(what, sizeof what, "connection setup%s",
-             comm->plan && comm->plan->check_colls ? " or the WEFT_CHECK_COLLECTIVES exchange" : "");
+             comm->hang->check_colls ? " or the WEFT_CHECK_COLLECTIVES exchange" : "");
   } else if (waits >= 0) {
     uint64_t wms = LD(s->wait_ms);
     snprintf(what, sizeof what, "%s rank %d (channel %d, %s, step %llu) for %.1f s",
@@ -436,8 +442,8 @@ ncclResult_t comm_hang_report_now(struct ncclComm* comm) {
 }
 
 void comm_hang_poll(struct ncclComm* comm, uint64_t now, int hang_ms, int signalled) {
-  struct weft_hang* h = comm->hang;
-  if (!h) return;
+  struct weft_hang* h = __atomic_load_n(&comm->hang, __ATOMIC_ACQUIRE);
+  if (!h || !__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return;
   hang_board* b = h->board;
   hang_slot* s = me(comm);
   if (signalled && now - LD(b->req_ms) > 1000) request(comm, -1);

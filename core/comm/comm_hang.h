@@ -14,8 +14,9 @@ struct weft_op;
 /* Map (creating if first) this communicator's board and mark this rank live; starts the
  * watchdog with the first communicator of the process. Before the init's allgather. */
 ncclResult_t comm_hang_attach(struct ncclComm* comm);
-/* Remove the board's name once every rank has mapped it (after the init allgather). */
-void comm_hang_unlink(struct ncclComm* comm);
+/* At the end of a successful init: remove the board's name (every rank has mapped it by the
+ * init allgather) and let the watchdog read this communicator. */
+void comm_hang_ready(struct ncclComm* comm);
 /* Mark this rank destroyed (or aborted) and unmap; stops the watchdog with the last comm. */
 void comm_hang_detach(struct ncclComm* comm);
 

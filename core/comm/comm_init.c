@@ -104,7 +104,6 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(fill_rank_info(comm, &comm->peers[comm->rank]), res, fail);
   WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, comm->peers, sizeof *comm->peers), res,
                   fail);
-  comm_hang_unlink(comm); /* every rank has mapped the board by now */
   WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
@@ -114,6 +113,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
        (unsigned long long)comm->comm_hash);
+  comm_hang_ready(comm); /* every rank has mapped the board (the allgather); the watchdog may look */
   __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
   return ncclSuccess;
