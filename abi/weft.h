@@ -58,6 +58,18 @@ ncclResult_t weftCommOobAllGather(ncclComm_t comm, const void* sendbuf, void* re
  * WEFT_HANG_REPORT_MS (automatic report) and WEFT_HANG_SIGNAL=1 (SIGUSR1) log the same. */
 ncclResult_t weftCommHangReport(ncclComm_t comm);
 
+/* weft's algorithms beyond NCCL's seven (NCCL_ALGO names OneShot and TwoShot): their ids in
+ * weft's cost tables, after NCCL_ALGO_PAT. */
+#define WEFT_ALGO_ONESHOT 7
+#define WEFT_ALGO_TWOSHOT 8
+#define WEFT_NUM_ALGORITHMS 9
+/* Tuner plugins: a library that exports `const int weftTunerAlgorithms = WEFT_NUM_ALGORITHMS;`
+ * gets getCollInfo tables of WEFT_NUM_ALGORITHMS rows (numAlgo says so) from weft, so it can
+ * cost OneShot and TwoShot too; stock NCCL ignores the symbol and passes its seven rows. A
+ * tuner without it sees NCCL's seven rows only: a table it edits picks among them, a table it
+ * leaves untouched leaves the choice, weft's algorithms included, to weft. */
+#define WEFT_TUNER_ALGORITHMS_SYMBOL "weftTunerAlgorithms"
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,7 +47,9 @@ enum {
 /* One work item: one op's share of one channel (or one point-to-point transfer's). */
 typedef struct {
   weft_algo alg;
-  weft_dev_conn* conns[8]; /* by role (algo.h), NULL when unused */
+  /* By role (algo.h): 1 + the connection's index in the communicator's table of weft_dev_conn
+   * (weft_dev_comm.conns), 0 when unused. Indices, not pointers: 16 roles in the bytes of 8. */
+  uint32_t conns[WEFT_ALGO_MAX_CONNS];
   int32_t dtype;           /* ncclDataType_t */
   int32_t redop;           /* WEFT_DRED_* */
   int32_t proto;           /* NCCL_PROTO_* */
@@ -58,6 +60,7 @@ typedef struct {
 
 /* Shared by every launch of a communicator: abort and error words (host-mapped). */
 typedef struct {
+  weft_dev_conn* conns;          /* the communicator's table of connections (device memory) */
   volatile uint32_t* abort_flag; /* set by the host on ncclCommAbort */
   volatile uint32_t* error;      /* set by a kernel: 1 = a wait timed out, 2 = aborted */
   uint64_t timeout_ns;           /* bound on one wait (WEFT_TIMEOUT_MS) */

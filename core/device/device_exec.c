@@ -62,6 +62,10 @@ typedef struct {
 } dev_guard;
 static cudaError_t guard_enter(dev_guard* g, int dev) {
   if (cudaGetDevice(&g->saved) != cudaSuccess) g->saved = -1;
+  if (g->saved == dev) {
+    g->saved = -1; /* already current: nothing to set, nothing to put back */
+    return cudaSuccess;
+  }
   return cudaSetDevice(dev);
 }
 static void guard_leave(const dev_guard* g) {
@@ -250,10 +254,12 @@ static ncclResult_t fill_work(struct ncclComm* comm, const weft_work* w, weft_de
   const weft_op* op = w->op;
   memset(dw, 0, sizeof *dw);
   dw->alg = w->alg;
+  weft_dev_conn* table = transport_dev_table(comm);
   for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
     if (w->keys[k].peer < 0) continue;
-    dw->conns[k] = transport_dev_conn(comm, &w->keys[k]);
-    if (!dw->conns[k]) {
+    weft_dev_conn* dc = transport_dev_conn(comm, &w->keys[k]);
+    if (dc) dw->conns[k] = (uint32_t)(dc - table) + 1;
+    if (!dc) {
       WARN("rank %d: %s: connection to rank %d (channel %d) has no device side", comm->rank,
            plan_func_name(op->func), w->keys[k].peer, w->keys[k].channel);
       return ncclInternalError;
@@ -314,6 +320,7 @@ static ncclResult_t launch_one(struct ncclComm* comm, struct weft_device* d,
                                weft_work* const* ws, int n, int kernel, cudaStream_t stream) {
   if (n == 0) return ncclSuccess;
   weft_dev_launch* L = d->launch;
+  L->comm.conns = transport_dev_table(comm);
   L->comm.abort_flag = d->words_dev;
   L->comm.error = d->words_dev + 1;
   L->comm.timeout_ns = (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS) * 1000000ull;

@@ -30,14 +30,15 @@
 static_assert(sizeof(weft_dev_launch) <= 32000, "a launch fits the kernel parameter space");
 
 /* A block's view of the connections of the work item it runs. */
+#define NC WEFT_ALGO_MAX_CONNS
 struct ConnState {
-  weft_fifo_ctrl* ctrl[8];
-  char* buff[8];
-  uint64_t step_bytes[8];
-  uint64_t step[8];
-  uint64_t head[8]; /* last head seen (send side) */
-  int32_t flags[8];
-  int32_t host_mem[8];
+  weft_fifo_ctrl* ctrl[NC];
+  char* buff[NC];
+  uint64_t step_bytes[NC];
+  uint64_t step[NC];
+  uint64_t head[NC]; /* last head seen (send side) */
+  int32_t flags[NC];
+  int32_t host_mem[NC];
   weft_prim prim;  /* the step: thread 0 works it out, every thread reads it after wait_step */
   int wait_failed; /* set by thread 0 in wait_step, read after its barrier */
   int data_failed; /* set while data moves (LL reads), read after post_step's barrier */
@@ -143,12 +144,13 @@ template <int DT, int OP> static __device__ __forceinline__ uint4 combine_pack(u
   return make_uint4((uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32));
 }
 
-/* ins[0] is the local source when src0 (pre applies to it), every other input is a receive
- * slot (read volatile: a peer GPU or the host wrote it). */
+/* ins[] in reduction order (algo.h); ins[srci] is the local source (pre applies to it; -1:
+ * none), every other input is a receive slot (read volatile: a peer GPU or the host wrote it). */
 template <int DT, int OP>
-static __device__ void simple_move(const char* const* ins, int nin, int src0, char* const* outs,
+static __device__ void simple_move(const char* const* ins, int nin, int srci, char* const* outs,
                                    int nout, size_t bytes, int pre, int post_n,
                                    const Red<DT>& r) {
+  const int src0 = srci == 0;
   typedef typename Ty<DT>::T T;
   uintptr_t align = 0;
   for (int i = 0; i < nin; i++) align |= (uintptr_t)ins[i];
@@ -170,10 +172,22 @@ static __device__ void simple_move(const char* const* ins, int nin, int src0, ch
       }
       for (int k = 1; k < nin; k++) {
         uint4 in[UNROLL];
+        if (k == srci) {
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) {
-          size_t i = base + (size_t)u * NT;
-          if (i < npack) in[u] = ld_volatile_16((const uint4*)ins[k] + i);
+          for (int u = 0; u < UNROLL; u++) {
+            size_t i = base + (size_t)u * NT;
+            if (i < npack) in[u] = ((const uint4*)ins[k])[i];
+          }
+          if (pre) {
+#pragma unroll
+            for (int u = 0; u < UNROLL; u++) in[u] = pre_pack<DT>(in[u], r);
+          }
+        } else {
+#pragma unroll
+          for (int u = 0; u < UNROLL; u++) {
+            size_t i = base + (size_t)u * NT;
+            if (i < npack) in[u] = ld_volatile_16((const uint4*)ins[k] + i);
+          }
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) acc[u] = combine_pack<DT, OP>(acc[u], in[u]);
@@ -197,7 +211,14 @@ static __device__ void simple_move(const char* const* ins, int nin, int src0, ch
   for (size_t e = done / esz + threadIdx.x; e < bytes / esz; e += NT) {
     T v = src0 ? ((const T*)ins[0])[e] : ((const volatile T*)ins[0])[e];
     if (src0 && pre) v = Ty<DT>::premul(v, r.scalar);
-    for (int k = 1; k < nin; k++) v = combine<DT, OP>(v, ((const volatile T*)ins[k])[e]);
+    for (int k = 1; k < nin; k++) {
+      if (k != srci) {
+        v = combine<DT, OP>(v, ((const volatile T*)ins[k])[e]);
+        continue;
+      }
+      T x = ((const T*)ins[k])[e];
+      v = combine<DT, OP>(v, pre ? Ty<DT>::premul(x, r.scalar) : x);
+    }
     if (post_n) v = Ty<DT>::postdiv(v, post_n);
     for (int o = 0; o < nout; o++) ((T*)outs[o])[e] = v;
   }
@@ -211,19 +232,20 @@ static __device__ int simple_step(ConnState& s, const weft_prim& ps, size_t elem
   size_t bytes = p.nelem * elem;
   const char* ins[1 + WEFT_PRIM_MAX_PEERS];
   char* outs[1 + WEFT_PRIM_MAX_PEERS];
-  int nin = 0, nout = 0, src0 = p.src != NULL;
-  if (p.src) ins[nin++] = p.src;
+  int nin = 0, nout = 0, srci = -1;
   for (int i = 0; i < p.nrecv; i++) {
+    if (p.src && i == p.src_at) ins[srci = nin++] = p.src;
     int k = p.recv[i];
     ins[nin++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
+  if (p.src && srci < 0) ins[srci = nin++] = p.src;
   if (p.dst) outs[nout++] = p.dst;
   for (int i = 0; i < p.nsend; i++) {
     int k = p.send[i];
     outs[nout++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
   if (nin > 0 && bytes > 0)
-    simple_move<DT, OP>(ins, nin, src0, outs, nout, bytes, p.pre && r.pre, p.post ? r.post_n : 0,
+    simple_move<DT, OP>(ins, nin, srci, outs, nout, bytes, p.pre && r.pre, p.post ? r.post_n : 0,
                         r);
   return post_step(s, p, bytes, PROTO_SIMPLE);
 }
@@ -270,12 +292,12 @@ static __device__ int ll_step(ConnState& s, const weft_prim& ps, size_t elem, co
   int pre = p.pre && r.pre, post_n = p.post ? r.post_n : 0;
   for (size_t l = threadIdx.x; l < nlines; l += blockDim.x) {
     size_t off = l * 8, n = off < bytes ? bytes - off : 0;
-    uint64_t acc = 0;
+    uint64_t acc = 0, sv = 0;
     int have = 0;
     if (p.src) {
-      acc = load8(p.src + off, n, 0);
-      if (pre) acc = premul_word<DT>(acc, r.scalar);
-      have = 1;
+      sv = load8(p.src + off, n, 0);
+      if (pre) sv = premul_word<DT>(sv, r.scalar);
+      if (p.src_at == 0) acc = sv, have = 1;
     }
     for (int i = 0; i < p.nrecv; i++) {
       int k = p.recv[i];
@@ -287,6 +309,7 @@ static __device__ int ll_step(ConnState& s, const weft_prim& ps, size_t elem, co
       }
       acc = have ? combine_word<DT, OP>(acc, v) : v;
       have = 1;
+      if (p.src && i + 1 == p.src_at) acc = combine_word<DT, OP>(acc, sv); /* its place */
     }
     if (post_n) acc = postdiv_word<DT>(acc, post_n);
     if (p.dst && n) store8(p.dst + off, n, acc);
@@ -322,16 +345,16 @@ static __device__ int ll128_step(ConnState& s, const weft_prim& ps, size_t elem,
     size_t n0 = active && off < bytes ? (bytes - off < 8 ? bytes - off : 8) : 0;
     size_t n1 = !flagger && active && off + 8 < bytes ? (bytes - off - 8 < 8 ? bytes - off - 8 : 8)
                                                        : 0;
-    uint64_t a0 = 0, a1 = 0;
+    uint64_t a0 = 0, a1 = 0, s0 = 0, s1 = 0;
     int have = 0;
     if (p.src) {
-      a0 = load8(p.src + off, n0, 0);
-      a1 = load8(p.src + off + 8, n1, 0);
+      s0 = load8(p.src + off, n0, 0);
+      s1 = load8(p.src + off + 8, n1, 0);
       if (pre) {
-        a0 = premul_word<DT>(a0, r.scalar);
-        a1 = premul_word<DT>(a1, r.scalar);
+        s0 = premul_word<DT>(s0, r.scalar);
+        s1 = premul_word<DT>(s1, r.scalar);
       }
-      have = 1;
+      if (p.src_at == 0) a0 = s0, a1 = s1, have = 1;
     }
     for (int i = 0; i < p.nrecv; i++) {
       int k = p.recv[i];
@@ -355,6 +378,10 @@ static __device__ int ll128_step(ConnState& s, const weft_prim& ps, size_t elem,
       a0 = have ? combine_word<DT, OP>(a0, v0) : v0;
       if (!flagger) a1 = have ? combine_word<DT, OP>(a1, v1) : v1;
       have = 1;
+      if (p.src && i + 1 == p.src_at) { /* the local source at its place */
+        a0 = combine_word<DT, OP>(a0, s0);
+        if (!flagger) a1 = combine_word<DT, OP>(a1, s1);
+      }
     }
     if (post_n) {
       a0 = postdiv_word<DT>(a0, post_n);
@@ -381,12 +408,13 @@ static __device__ int ll128_step(ConnState& s, const weft_prim& ps, size_t elem,
 template <int DT, int OP>
 static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_dev_comm& c) {
   typedef typename Ty<DT>::T T;
-  /* One thread per connection role: the eight loads overlap instead of queueing. */
+  /* One thread per connection role: the loads overlap instead of queueing. */
   if (threadIdx.x == 0) s.wait_failed = s.data_failed = 0;
-  if (threadIdx.x < 8) {
+  if (threadIdx.x < NC) {
     int k = threadIdx.x;
-    weft_dev_conn* d = w.conns[k];
-    if (d) {
+    uint32_t ix = w.conns[k];
+    if (ix) {
+      const weft_dev_conn* d = c.conns + (ix - 1);
       s.ctrl[k] = d->ctrl;
       s.buff[k] = d->buff;
       s.step_bytes[k] = d->step_bytes;
@@ -427,9 +455,10 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
     }
   }
   __syncthreads();
-  if (threadIdx.x < 8 && w.conns[threadIdx.x]) {
-    w.conns[threadIdx.x]->step = s.step[threadIdx.x];
-    w.conns[threadIdx.x]->head_seen = s.head[threadIdx.x];
+  if (threadIdx.x < NC && w.conns[threadIdx.x]) {
+    weft_dev_conn* d = c.conns + (w.conns[threadIdx.x] - 1);
+    d->step = s.step[threadIdx.x];
+    d->head_seen = s.head[threadIdx.x];
   }
   __syncthreads();
   return failed;

@@ -170,24 +170,37 @@ static void combine(const weft_op* op, const weft_prim* p, char* out, const step
     }
     return;
   }
-  /* A reduction has at least two inputs; a local src enters it (once) with its pre-op. */
-  const char* acc = x->in[0];
-  int next = 1;
-  if (x->src) {
+  /* A reduction has at least two inputs, combined left to right: the receive slots in order,
+   * with the local src (its pre-op applied once) after the first src_at of them. */
+  const char* seq[WEFT_PRIM_MAX_PEERS + 1];
+  int nin = 0, si = -1;
+  for (int i = 0; i < p->nrecv; i++) {
+    if (x->src && i == p->src_at) seq[si = nin++] = x->src;
+    seq[nin++] = x->in[i];
+  }
+  if (x->src && si < 0) seq[si = nin++] = x->src;
+  if (nin < 2) { /* nothing to combine with: a copy */
+    weft_prim q = *p;
+    q.reduce = 0;
+    combine(op, &q, out, x, n);
+    return;
+  }
+  /* The first two inputs are one commutative combination; the src among them is prepared. */
+  if (si == 0 || si == 1) {
     if (pre)
-      host_reduce_prepare(r, out, x->in[0], x->src, n);
+      host_reduce_prepare(r, out, seq[1 - si], x->src, n);
     else
-      host_reduce(r, out, x->in[0], x->src, n);
-    acc = out;
+      host_reduce(r, out, seq[1 - si], x->src, n);
+  } else {
+    host_reduce(r, out, seq[0], seq[1], n);
   }
-  for (int i = next; i < p->nrecv; i++) {
-    host_reduce(r, out, x->in[i], acc, n);
-    acc = out;
+  for (int k = 2; k < nin; k++) {
+    if (k == si && pre)
+      host_reduce_prepare(r, out, out, x->src, n);
+    else
+      host_reduce(r, out, seq[k], out, n);
   }
-  if (post)
-    host_finish(r, out, acc, n);
-  else if (acc != out)
-    memmove(out, acc, bytes);
+  if (post) host_finish(r, out, out, n);
 }
 
 /* Bytes combined at a time when the result also goes to other outputs: small enough that the
@@ -198,6 +211,22 @@ static void combine(const weft_op* op, const weft_prim* p, char* out, const step
 static void combine_and_copy(const weft_op* op, const weft_prim* p, char* out,
                              const step_inputs* x, char* const* extra, int nextra) {
   size_t e = op->elem, n = p->nelem;
+  /* A src that enters after the second input would be overwritten by the partial results
+   * before it is read when it is out itself (in place): combine a block at a time elsewhere. */
+  if (p->reduce && x->src == out && p->src_at >= 2) {
+    char bounce[COPY_BLOCK_BYTES];
+    size_t blk = COPY_BLOCK_BYTES / e;
+    for (size_t off = 0; off < n; off += blk) {
+      size_t k = n - off < blk ? n - off : blk;
+      step_inputs y;
+      for (int i = 0; i < p->nrecv; i++) y.in[i] = x->in[i] + off * e;
+      y.src = x->src + off * e;
+      combine(op, p, bounce, &y, k);
+      memcpy(out + off * e, bounce, k * e);
+      for (int j = 0; j < nextra; j++) memcpy(extra[j] + off * e, bounce, k * e);
+    }
+    return;
+  }
   if (nextra == 0) {
     combine(op, p, out, x, n);
     return;

@@ -23,10 +23,19 @@
  *         recv(up → dst).
  *   Only the root's down step i waits for its up step i (it sends the result computed there).
  * Send / Recv: a chain of sends (receives) of `chunk` elements through the peer's FIFO.
+ * OneShot and TwoShot (direct: every rank talks to every other, at most WEFT_DIRECT_MAX_RANKS):
+ *   algo_direct.h.
  *
  * Connection roles (indices into a work item's connections): ring and p2p [0] receive from
  * prev/peer, [1] send to next/peer; tree [0] send up, [1..3] receive from child i, [4] receive
- * from up, [5..7] send to child i. */
+ * from up, [5..7] send to child i; direct [d-1] receive from and [8+d-1] send to the rank d
+ * places after this one (rank + d mod nranks, d = 1 .. nranks-1).
+ *
+ * A reduction combines its inputs left to right: the receive slots in the order listed, with
+ * the local src entering after the first src_at of them (0: first). Every builtin operator is
+ * commutative for two operands, so only the order from the third input on matters; the direct
+ * algorithms list peers in rank order and put src at the rank's own place, so every rank that
+ * reduces the same element reduces it in the same order (bit-identical results). */
 #ifndef WEFT_PLAN_ALGO_H
 #define WEFT_PLAN_ALGO_H
 
@@ -36,9 +45,17 @@
 #include "graph/ring_order.h"
 #include "util/hd.h"
 
-#define WEFT_PRIM_MAX_PEERS 3 /* tree: up to 3 children */
+#define WEFT_DIRECT_MAX_RANKS 8 /* OneShot/TwoShot: every peer in one step */
+#define WEFT_PRIM_MAX_PEERS (WEFT_DIRECT_MAX_RANKS - 1) /* tree: 3 children; direct: n-1 */
+#define WEFT_ALGO_MAX_CONNS 16                          /* roles of one work item */
+#define WEFT_DIRECT_SEND_ROLE0 8                        /* direct: first send role */
 #define WEFT_ALGO_RING_ID 1   /* NCCL_ALGO_RING */
 #define WEFT_ALGO_TREE_ID 0   /* NCCL_ALGO_TREE */
+/* weft's own algorithms, numbered after NCCL's seven (NCCL_NUM_ALGORITHMS): a tuner plugin's
+ * cost table has no row for them (tune/). */
+#define WEFT_ALGO_ONESHOT_ID 7
+#define WEFT_ALGO_TWOSHOT_ID 8
+#define WEFT_NUM_ALGORITHMS 9
 
 /* ncclFunc_t values, repeated so that kernels need not include nccl.h's host declarations. */
 enum {
@@ -62,6 +79,7 @@ typedef struct {
   int reduce; /* reduce the inputs; else copy the single input */
   int pre;    /* src enters a reduction: apply the op's pre-op (PreMulSum) */
   int post;   /* the output is final: apply the op's post-op (SumPostDiv) */
+  int src_at; /* reduction order: src enters after the first src_at receive slots */
 } weft_prim;
 
 /* What the steps of one work item depend on. */
@@ -106,10 +124,16 @@ WEFT_HD uint64_t algo_ring_steps_per_loop(int func, int n) {
 }
 
 /* npc[] from the rest of the description (set by the planner once chunk and part are known). */
+WEFT_HD void algo_direct_count_steps(weft_algo* a);
+
 WEFT_HD void algo_count_steps(weft_algo* a) {
   a->npc[0] = a->npc[1] = 0;
   if (a->func == WEFT_FN_SEND || a->func == WEFT_FN_RECV) {
     a->npc[0] = algo_divup(a->part_count, a->chunk);
+    return;
+  }
+  if (a->algo == WEFT_ALGO_ONESHOT_ID || a->algo == WEFT_ALGO_TWOSHOT_ID) {
+    algo_direct_count_steps(a);
     return;
   }
   if (a->func == WEFT_FN_ALLREDUCE && a->algo == WEFT_ALGO_TREE_ID) {
@@ -305,6 +329,8 @@ WEFT_HD int algo_p2p(const weft_algo* w, uint64_t pc, weft_prim* p) {
   return 1;
 }
 
+#include "plan/algo_direct.h"
+
 /* Step pc of stream s: fills *p and returns 1, or 0 when pc is past the end. */
 WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p) {
   if (pc >= w->npc[stream]) return 0;
@@ -313,6 +339,9 @@ WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p)
   p->dst = 0;
   p->nelem = 0;
   p->reduce = p->pre = p->post = 0;
+  p->src_at = 0;
+  if (w->algo == WEFT_ALGO_ONESHOT_ID || w->algo == WEFT_ALGO_TWOSHOT_ID)
+    return algo_direct_prim(w, stream, pc, p);
   switch (w->func) {
     case WEFT_FN_SEND:
     case WEFT_FN_RECV: return algo_p2p(w, pc, p);

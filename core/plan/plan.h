@@ -46,7 +46,7 @@ typedef struct weft_op {
   void* stream;              /* cudaStream_t of the call (device mode) */
 } weft_op;
 
-#define WEFT_WORK_MAX_CONNS 8
+#define WEFT_WORK_MAX_CONNS WEFT_ALGO_MAX_CONNS
 
 struct weft_launch;
 
@@ -69,9 +69,9 @@ typedef struct weft_work {
   weft_algo alg;               /* what the steps depend on (algo.h) */
   weft_ring ring;
   weft_tree tree;
-  /* Connections by role (NULL: unused). Ring and p2p: [0] receive from prev/peer, [1] send to
-   * next/peer. Tree: [0] send up, [1..3] receive from child i, [4] receive from up, [5..7] send
-   * to child i. */
+  /* Connections by role (NULL: unused), as algo.h lists them: ring and p2p [0] receive from
+   * prev/peer, [1] send to next/peer; tree [0] up, [1..3] from children, [4] from up, [5..7] to
+   * children; direct [d-1] from and [8+d-1] to the rank d places on. */
   weft_conn* conns[WEFT_WORK_MAX_CONNS];
   weft_conn_key keys[WEFT_WORK_MAX_CONNS];
   uint64_t tickets[WEFT_WORK_MAX_CONNS];
@@ -161,12 +161,14 @@ ncclResult_t plan_redop_resolve(struct ncclComm* comm, ncclRedOp_t op, ncclDataT
 /* Compare the collectives of this launch (ops, nops) with every rank's. */
 ncclResult_t plan_check_collectives(struct ncclComm* comm, const weft_op* const* ops, int nops);
 
-/* ---- algorithms (plan_work.c, plan_ring.c, plan_tree.c) ---- */
+/* ---- algorithms (plan_work.c, plan_ring.c, plan_tree.c, plan_direct.c) ---- */
 /* Fill w's streams, chunk and the keys of the connections it needs (w->keys by role; a role
  * it does not use has peer -1). w->op, comm, channel, part_* are set by the caller. */
 ncclResult_t plan_work_setup(weft_work* w);
 void plan_ring_setup(weft_work* w);
 void plan_tree_setup(weft_work* w);
+/* OneShot / TwoShot (2 .. WEFT_DIRECT_MAX_RANKS ranks): a connection to every peer. */
+void plan_direct_setup(weft_work* w);
 
 const char* plan_func_name(int func);
 

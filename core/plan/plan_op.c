@@ -41,17 +41,37 @@ static int is_marker(int func) {
 
 /* Device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in for
  * the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
- * 512 KiB where every peer is peer-to-peer, Simple beyond; the ring unless NCCL_ALGO asks for
- * the tree; a channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the
- * communicator's. A tuner plugin sees the model's table and overrides the rule by editing it
- * or by setting a channel count (tune_decide_from). */
+ * 512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
+ * where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a channel
+ * per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's (direct
+ * algorithms: up to WEFT_DIRECT_MAX_CHANNELS). A tuner plugin sees the model's table and
+ * overrides the rule by editing it or by setting a channel count (tune_decide_from). */
 #define DEVICE_LL_MAX_BYTES 65536
 #define DEVICE_LL128_MAX_BYTES (512u * 1024u)
+/* AllReduce up to this size runs OneShot (one link crossing instead of 2(n-1) ring steps) on
+ * 2..WEFT_DIRECT_MAX_RANKS ranks that all reach each other peer-to-peer. */
+#define DEVICE_ONESHOT_MAX_BYTES 65536
+
+/* The algorithm of the device rule: OneShot for small AllReduce where it may run, else the
+ * ring; what NCCL_ALGO leaves when it excludes the ring (OneShot, TwoShot, then Tree). */
+static int device_rule_algo(struct ncclComm* comm, int func, size_t nbytes, unsigned algos) {
+  const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
+  unsigned usable = algos & tune_func_algos((ncclFunc_t)func);
+  if (comm->nranks > WEFT_DIRECT_MAX_RANKS) usable &= ~(one | two);
+  if (func == ncclFuncAllReduce && (usable & one) && comm->nranks > 1 &&
+      nbytes <= DEVICE_ONESHOT_MAX_BYTES && transport_all_p2p(comm))
+    return WEFT_ALGO_ONESHOT_ID;
+  if (usable & (1u << NCCL_ALGO_RING)) return NCCL_ALGO_RING;
+  if (usable & one) return WEFT_ALGO_ONESHOT_ID;
+  if (usable & two) return WEFT_ALGO_TWOSHOT_ID;
+  return NCCL_ALGO_TREE;
+}
+
 ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
                               weft_default_choice* r) {
   struct weft_plan* p = comm->plan;
   unsigned algos = p->mask.algo[func], protos = p->mask.proto[func];
-  r->algo = (algos & (1u << NCCL_ALGO_RING)) ? NCCL_ALGO_RING : NCCL_ALGO_TREE;
+  r->algo = device_rule_algo(comm, func, nbytes, algos);
   if (!(algos & (1u << r->algo))) {
     WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", comm->rank,
          plan_func_name(func));
@@ -74,6 +94,13 @@ ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
   return ncclSuccess;
 }
 
+/* Direct algorithms connect every pair on each channel they use: a few channels saturate the
+ * links (tune/'s cap, applied again to a tuner's count). */
+static int direct_channels(int algo, int nch) {
+  int direct = algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID;
+  return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
+}
+
 static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
   weft_default_choice r;
   WEFT_CHECK(plan_device_rule(comm, op->func, nbytes, &r));
@@ -86,14 +113,15 @@ static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nby
     op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > comm->plan->nchannels
                                                ? comm->plan->nchannels
                                                : d.nchannels);
+    op->nchannels = direct_channels(op->algo, op->nchannels);
     return ncclSuccess;
   }
   op->algo = r.algo;
   op->proto = r.proto;
-  op->nchannels = r.nchannels[r.proto];
+  op->nchannels = direct_channels(op->algo, r.nchannels[r.proto]);
   INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
-       plan_func_name(op->func), nbytes, op->algo == NCCL_ALGO_RING ? "Ring" : "Tree",
-       tune_proto_name(op->proto), op->nchannels);
+       plan_func_name(op->func), nbytes, tune_algo_name(op->algo), tune_proto_name(op->proto),
+       op->nchannels);
   return ncclSuccess;
 }
 
@@ -131,6 +159,7 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   op->algo = d.algo;
   op->proto = d.proto;
   op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > p->nchannels ? p->nchannels : d.nchannels);
+  op->nchannels = direct_channels(op->algo, op->nchannels);
   return ncclSuccess;
 }
 
@@ -277,9 +306,9 @@ static ncclResult_t self_copies(struct ncclComm* comm, weft_op* ops) {
   return ncclSuccess;
 }
 
-/* NCCL_DEBUG_SUBSYS=TUNING: what an op's work items run, read from the work itself (the FIFOs
- * its first item uses: a ring uses only the prev/next roles, a tree the up/down ones), so a test
- * can see that a decision reached the executor. */
+/* NCCL_DEBUG_SUBSYS=TUNING: what an op's work items run, read from the work itself (the
+ * generator its first item runs and the FIFOs it uses), so a test can see that a decision
+ * reached the executor. */
 static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_work* w, int n) {
   if (!is_coll(op->func) || n == 0 || !weft_log_enabled(NCCL_LOG_INFO, NCCL_TUNING)) return;
   unsigned roles = 0;
@@ -292,7 +321,7 @@ static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_w
   if (roles == 0) return;
   INFO(NCCL_TUNING, "rank %d: %s seq %llu runs %s/%s on %d channel(s) (%d work item(s))",
        comm->rank, plan_func_name(op->func), (unsigned long long)op->seq,
-       (roles & ~3u) ? "Tree" : "Ring", tune_proto_name(proto), op->nchannels, n);
+       tune_algo_name(w->alg.algo), tune_proto_name(proto), op->nchannels, n);
 }
 
 static ncclResult_t build(comm_launch* cl, weft_launch* L) {

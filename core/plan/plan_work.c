@@ -6,6 +6,7 @@
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "util/check.h"
+#include "weft.h"
 
 _Static_assert((int)WEFT_FN_SEND == (int)ncclFuncSend && (int)WEFT_FN_RECV == (int)ncclFuncRecv &&
                    (int)WEFT_FN_ALLREDUCE == (int)ncclFuncAllReduce &&
@@ -13,6 +14,11 @@ _Static_assert((int)WEFT_FN_SEND == (int)ncclFuncSend && (int)WEFT_FN_RECV == (i
                "algo.h repeats ncclFunc_t");
 _Static_assert(WEFT_ALGO_RING_ID == NCCL_ALGO_RING && WEFT_ALGO_TREE_ID == NCCL_ALGO_TREE,
                "algo.h repeats the algorithm ids");
+_Static_assert(WEFT_ALGO_ONESHOT_ID >= NCCL_NUM_ALGORITHMS && WEFT_NUM_ALGORITHMS <= 32,
+               "weft's algorithms follow NCCL's and fit a mask");
+_Static_assert(WEFT_ALGO_ONESHOT == WEFT_ALGO_ONESHOT_ID &&
+                   WEFT_ALGO_TWOSHOT == WEFT_ALGO_TWOSHOT_ID,
+               "weft.h and algo.h agree on the ids");
 
 ncclResult_t plan_work_setup(weft_work* w) {
   const weft_op* op = w->op;
@@ -71,6 +77,17 @@ ncclResult_t plan_work_setup(weft_work* w) {
       }
       /* fall through */
     default:
+      if ((op->algo == WEFT_ALGO_ONESHOT_ID || op->algo == WEFT_ALGO_TWOSHOT_ID) &&
+          comm->nranks > 1) {
+        if (comm->nranks > WEFT_DIRECT_MAX_RANKS ||
+            (op->algo == WEFT_ALGO_TWOSHOT_ID && op->func != ncclFuncAllReduce)) {
+          WARN("rank %d: %s cannot run %s on %d ranks", comm->rank, tune_algo_name(op->algo),
+               plan_func_name(op->func), comm->nranks);
+          return ncclInternalError;
+        }
+        plan_direct_setup(w);
+        break;
+      }
       a->algo = NCCL_ALGO_RING;
       plan_ring_setup(w);
       break;

@@ -29,6 +29,8 @@ typedef struct weft_tuner {
   const char* name;          /* the plugin's name */
   const char* path;          /* the file it came from */
   int version;               /* the ABI version the library exports, 2..6 */
+  int algo_rows;             /* rows of the cost tables it gets: NCCL_NUM_ALGORITHMS, or
+                              * WEFT_NUM_ALGORITHMS when it exports weftTunerAlgorithms (weft.h) */
 } weft_tuner;
 
 /* Open the process's tuner library (first call) and run its init for a new communicator.

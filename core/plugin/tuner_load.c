@@ -16,6 +16,7 @@
 #include "plugin/tuner.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "weft.h"
 
 #define TUNER_SPEC_MAX 256
 #define TUNER_DEFAULT_LIBRARY "libnccl-tuner.so"
@@ -31,6 +32,7 @@ static struct {
   char path[PATH_MAX];
   char name[64];
   int version;
+  int algo_rows;            /* weft.h's weftTunerAlgorithms, or NCCL's seven */
   const void* raw;          /* the library's exported table */
   int complete;             /* view built from raw, after the first init */
   char broken[PATH_MAX];    /* a library whose table stayed incomplete after init: not again */
@@ -174,6 +176,9 @@ static int probe(void* dl, char* why, size_t len) {
     reg.complete = 0;
     const char* name = *(const char* const*)raw;
     snprintf(reg.name, sizeof reg.name, "%s", name ? name : "?");
+    const int* rows = dlsym(dl, WEFT_TUNER_ALGORITHMS_SYMBOL);
+    reg.algo_rows =
+        rows && *rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS : NCCL_NUM_ALGORITHMS;
     return 1;
   }
   return 0;
@@ -327,7 +332,7 @@ ncclResult_t tuner_open_for_comm(uint64_t comm_id, size_t nranks, size_t nnodes,
     *constants = mine;
   }
   reg.users++;
-  *t = (weft_tuner){&reg.view, ctx, reg.name, reg.path, reg.version};
+  *t = (weft_tuner){&reg.view, ctx, reg.name, reg.path, reg.version, reg.algo_rows};
   pthread_mutex_unlock(&reg.lock);
   INFO(NCCL_INIT | NCCL_TUNING, "TUNER/Plugin: %s (v%d) tunes comm 0x%llx (%zu ranks, %zu nodes)",
        t->name, t->version, (unsigned long long)comm_id, nranks, nnodes);

@@ -66,6 +66,9 @@ int transport_kind_of(struct ncclComm* comm, const weft_conn_key* key);
  * connected or in host mode. */
 typedef struct weft_dev_conn weft_dev_conn;
 weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* key);
+/* Device mode: the base of that table (every transport_dev_conn points into it; NULL before
+ * the first connection or in host mode). */
+weft_dev_conn* transport_dev_table(struct ncclComm* comm);
 /* 1 when any connection goes through the net (the proxy then has work). */
 int transport_uses_net(struct ncclComm* comm);
 

@@ -125,6 +125,10 @@ weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* ke
   return c && c->connected ? comm->transport->dev_table + i : NULL;
 }
 
+weft_dev_conn* transport_dev_table(struct ncclComm* comm) {
+  return comm->transport ? comm->transport->dev_table : NULL;
+}
+
 int transport_uses_net(struct ncclComm* comm) {
   return comm->transport && comm->transport->nnet > 0;
 }

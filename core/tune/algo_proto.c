@@ -5,6 +5,9 @@
  * it holds, or with a leading '^' every name except those. Empty entries and empty elements
  * (";;", ",,") are skipped; an entry with a prefix but no names is an error.
  *
+ * Algorithms are NCCL's seven and weft's direct ones, OneShot and TwoShot (so "^Ring" allows
+ * them too, as NCCL's "^Ring" allows every other algorithm it has).
+ *
  * The choice itself is tune_decide.c's (cost model in tune_model*.c). */
 #include "tune/algo_proto.h"
 
@@ -15,14 +18,16 @@
 
 #include "util/log.h"
 
-static const char* const algo_names[NCCL_NUM_ALGORITHMS] = {
-    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+/* NCCL's seven, then weft's own (plan/algo.h numbers them after NCCL's). */
+static const char* const algo_names[WEFT_NUM_ALGORITHMS] = {
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT",
+    "OneShot", "TwoShot"};
 static const char* const proto_names[NCCL_NUM_PROTOCOLS] = {"LL", "LL128", "Simple"};
 static const char* const func_names[WEFT_NUM_COLL_FUNCS] = {
     "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
 
 const char* tune_algo_name(int algo) {
-  return (algo >= 0 && algo < NCCL_NUM_ALGORITHMS) ? algo_names[algo] : "Unknown";
+  return (algo >= 0 && algo < WEFT_NUM_ALGORITHMS) ? algo_names[algo] : "Unknown";
 }
 
 const char* tune_proto_name(int proto) {
@@ -137,7 +142,7 @@ static ncclResult_t parse_spec(const char* var, const char* spec, const char* co
 ncclResult_t tune_parse_masks(const char* algo_spec, const char* proto_spec,
                               weft_algo_proto_mask* out) {
   weft_algo_proto_mask m;
-  ncclResult_t r = parse_spec("NCCL_ALGO", algo_spec, algo_names, NCCL_NUM_ALGORITHMS, m.algo);
+  ncclResult_t r = parse_spec("NCCL_ALGO", algo_spec, algo_names, WEFT_NUM_ALGORITHMS, m.algo);
   if (r != ncclSuccess) return r;
   r = parse_spec("NCCL_PROTO", proto_spec, proto_names, NCCL_NUM_PROTOCOLS, m.proto);
   if (r != ncclSuccess) return r;
@@ -149,7 +154,7 @@ ncclResult_t tune_parse_masks(const char* algo_spec, const char* proto_spec,
 
 void tune_format_mask(char* buf, size_t len, unsigned bits, int protos) {
   const char* const* names = protos ? proto_names : algo_names;
-  int n = protos ? NCCL_NUM_PROTOCOLS : NCCL_NUM_ALGORITHMS;
+  int n = protos ? NCCL_NUM_PROTOCOLS : WEFT_NUM_ALGORITHMS;
   size_t off = 0;
   if (len == 0) return;
   buf[0] = '\0';

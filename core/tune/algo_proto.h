@@ -5,14 +5,16 @@
  * function prefix (it then applies to every collective); a leading '^' in an element list
  * negates it (everything except…); names are case-insensitive. Functions: Broadcast, Reduce,
  * AllGather, ReduceScatter, AllReduce. Algorithms: Tree, Ring, CollNetDirect, CollNetChain,
- * NVLS, NVLSTree, PAT. Protocols: LL, LL128, Simple. An unknown name is ncclInvalidUsage with a
- * WARN naming the token. The choice among what the masks allow is tune.h's. */
+ * NVLS, NVLSTree, PAT (NCCL's), OneShot, TwoShot (weft's direct algorithms). Protocols: LL,
+ * LL128, Simple. An unknown name is ncclInvalidUsage with a WARN naming the token. The choice
+ * among what the masks allow is tune.h's. */
 #ifndef WEFT_TUNE_ALGO_PROTO_H
 #define WEFT_TUNE_ALGO_PROTO_H
 
 #include <stddef.h>
 #include "nccl.h"
 #include "nccl_common.h"
+#include "plan/algo.h" /* WEFT_NUM_ALGORITHMS, WEFT_ALGO_ONESHOT_ID, WEFT_ALGO_TWOSHOT_ID */
 
 /* Per collective (ncclFuncBroadcast … ncclFuncAllReduce, indexes 0..4), a bit mask of allowed
  * algorithms (bit NCCL_ALGO_x) and protocols (bit NCCL_PROTO_x). */
@@ -26,7 +28,8 @@ typedef struct {
 ncclResult_t tune_parse_masks(const char* algo_spec, const char* proto_spec,
                               weft_algo_proto_mask* out);
 
-/* What the executors implement (host: Ring/Tree × Simple/LL; device adds LL128). */
+/* What the executors implement (host: Ring/Tree/OneShot/TwoShot × Simple/LL; device adds
+ * LL128). */
 typedef struct {
   unsigned algos;   /* bits of NCCL_ALGO_x */
   unsigned protos;  /* bits of NCCL_PROTO_x */

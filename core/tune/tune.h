@@ -42,7 +42,11 @@ typedef struct {
   int by_tuner;        /* the tuner's answer changed the model's choice or channel count */
   int tuner_fallback;  /* the tuner's answer was unusable: the model decided */
   int by_default;      /* the executor's own choice stood in for the model's */
-  float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* the model's costs */
+  /* The model's costs: NCCL's seven algorithms, then weft's (OneShot, TwoShot). A tuner plugin
+   * sees the first NCCL_NUM_ALGORITHMS rows (all of them through weft's extension, plugin/
+   * tuner.h); one that edits them picks among them, one that leaves them as they are leaves
+   * the whole choice to the model. */
+  float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
 } weft_decision;
 
 /* Decide for one collective (func Broadcast..AllReduce) of nbytes: the per-rank buffer, or for

@@ -201,8 +201,11 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
   /* Device: LL128 too, where the datapath agreed every peer is peer-to-peer (plan's mask). */
   unsigned protos = (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL) |
                     (f.host ? 0u : 1u << NCCL_PROTO_LL128);
-  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE), protos,
-                             comm->plan->nchannels};
+  /* Both executors run weft's direct algorithms (up to WEFT_DIRECT_MAX_RANKS: the model marks
+   * them unusable beyond). */
+  t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
+                                 (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID),
+                             protos, comm->plan->nchannels};
   t->rank = comm->rank;
   if (f.host)
     INFO(NCCL_INIT | NCCL_TUNING,

@@ -29,12 +29,12 @@ static const char* result_name(ncclResult_t r) {
 /* Fill table with the model's costs and nch with its channel counts; returns the usable cells. */
 static int model_table(const weft_tune_model* m, const weft_algo_proto_mask* mask,
                        const weft_exec_caps* caps, ncclFunc_t func, size_t nbytes, int pipe_ops,
-                       float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
-                       int nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]) {
+                       float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
+                       int nch[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]) {
   unsigned algos = mask->algo[func] & caps->algos & tune_func_algos(func);
   unsigned protos = mask->proto[func] & caps->protos;
   int usable = 0;
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+  for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       table[a][p] = (float)NCCL_ALGO_PROTO_IGNORE;
       nch[a][p] = 1;
@@ -51,11 +51,11 @@ static int model_table(const weft_tune_model* m, const weft_algo_proto_mask* mas
   return usable;
 }
 
-static int cheapest(const float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int* algo,
+static int cheapest(const float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int* algo,
                     int* proto) {
   int found = 0;
   float best = 0;
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+  for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       float c = table[a][p];
       if (!(c >= 0)) continue;
@@ -70,15 +70,17 @@ static int cheapest(const float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], 
 }
 
 static ncclResult_t nothing_left(const weft_algo_proto_mask* mask, const weft_exec_caps* caps,
-                                 ncclFunc_t func) {
+                                 ncclFunc_t func, int nranks) {
   char ma[128], mp[64], ca[128], cp[64];
   tune_format_mask(ma, sizeof ma, mask->algo[func], 0);
   tune_format_mask(mp, sizeof mp, mask->proto[func], 1);
   tune_format_mask(ca, sizeof ca, caps->algos & tune_func_algos(func), 0);
   tune_format_mask(cp, sizeof cp, caps->protos, 1);
+  const char* direct = nranks > WEFT_DIRECT_MAX_RANKS ? " (OneShot and TwoShot on at most 8 ranks)"
+                                                       : "";
   WARN("%s: no algorithm/protocol left: NCCL_ALGO allows %s, NCCL_PROTO allows %s; this "
-       "executor runs %s with %s",
-       tune_func_name(func), ma, mp, ca, cp);
+       "executor runs %s with %s%s",
+       tune_func_name(func), ma, mp, ca, cp, direct);
   return ncclInvalidUsage;
 }
 
@@ -93,11 +95,11 @@ ncclResult_t tune_choose(const weft_tune_model* m, const weft_algo_proto_mask* m
     WARN("tune_choose: invalid arguments (func %d)", (int)func);
     return ncclInvalidArgument;
   }
-  float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
-  int nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  int nch[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   model_table(m, mask, caps, func, nbytes, 1, table, nch);
   int a = 0, p = 0;
-  if (!cheapest(table, &a, &p)) return nothing_left(mask, caps, func);
+  if (!cheapest(table, &a, &p)) return nothing_left(mask, caps, func, m->f.nranks);
   *out = (weft_choice){a, p, nch[a][p]};
   if (predicted_us) *predicted_us = table[a][p];
   return ncclSuccess;
@@ -119,24 +121,26 @@ static int first_warn(weft_tune* t, unsigned defect) {
       INFO(NCCL_TUNING, "TUNER/Plugin: %s: " fmt, (t)->tuner->name, __VA_ARGS__);             \
   } while (0)
 
-/* Ask the tuner to edit table (a copy of the model's). 1 when its answer is usable; then *nch
- * holds its channel count (0: none). */
+/* Ask the tuner to edit table (a copy of the model's; the rows it does not see stay the
+ * model's). 1 when its answer is usable; then *nch holds its channel count (0: none). */
 static int ask_tuner(weft_tune* t, ncclFunc_t func, size_t nbytes, int pipe_ops, int reg_buff,
-                     const float model[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
-                     float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int* nch) {
+                     const float model[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
+                     float table[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], int* nch) {
   const weft_tuner* tu = t->tuner;
   const char* fn = tune_func_name(func);
-  memcpy(table, model, sizeof(float) * NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS);
+  memcpy(table, model, sizeof(float) * WEFT_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS);
   *nch = 0;
+  /* NCCL's seven rows, or weft's nine for a tuner that asked for them (plugin/tuner.h). */
+  int rows = tu->algo_rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS : NCCL_NUM_ALGORITHMS;
   ncclResult_t res = tu->api->getCollInfo(tu->ctx, func, nbytes, pipe_ops, (float**)(void*)table,
-                                          NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, reg_buff, nch);
+                                          rows, NCCL_NUM_PROTOCOLS, reg_buff, nch);
   if (res != ncclSuccess) {
     TUNER_WARN(t, TUNE_DEFECT_ERROR, "getCollInfo(%s, %zu bytes) returned %s", fn, nbytes,
                result_name(res));
     return 0;
   }
   int usable = 0;
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+  for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       float c = table[a][p];
       if (model[a][p] == (float)NCCL_ALGO_PROTO_IGNORE && c != (float)NCCL_ALGO_PROTO_IGNORE) {
@@ -151,7 +155,7 @@ static int ask_tuner(weft_tune* t, ncclFunc_t func, size_t nbytes, int pipe_ops,
                    nbytes, (double)c, tune_algo_name(a), tune_proto_name(p));
         return 0;
       }
-      if (c >= 0) usable++;
+      if (c >= 0 && a < rows) usable++;
     }
   if (usable == 0) {
     TUNER_WARN(t, TUNE_DEFECT_EMPTY, "getCollInfo(%s, %zu bytes) marked every usable cell "
@@ -171,7 +175,7 @@ static void log_decision(const weft_tune* t, ncclFunc_t func, size_t nbytes,
   if (!weft_log_enabled(NCCL_LOG_INFO, NCCL_TUNING)) return;
   char costs[256] = "";
   size_t off = 0;
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+  for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
       if (!(d->table[a][p] >= 0) || off >= sizeof costs) continue;
       int w = snprintf(costs + off, sizeof costs - off, " %s/%s %.1f", tune_algo_name(a),
@@ -199,16 +203,16 @@ ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, nc
   const weft_tune_model* m = &t->model;
   weft_decision d;
   memset(&d, 0, sizeof d);
-  int nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  int nch[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   if (model_table(m, mask, &t->caps, func, nbytes, pipe_ops, d.table, nch) == 0)
-    return nothing_left(mask, &t->caps, func);
+    return nothing_left(mask, &t->caps, func, m->f.nranks);
   int ma = 0, mp = 0;
   cheapest(d.table, &ma, &mp);
-  if (dflt && dflt->algo >= 0 && dflt->algo < NCCL_NUM_ALGORITHMS && dflt->proto >= 0 &&
+  if (dflt && dflt->algo >= 0 && dflt->algo < WEFT_NUM_ALGORITHMS && dflt->proto >= 0 &&
       dflt->proto < NCCL_NUM_PROTOCOLS && d.table[dflt->algo][dflt->proto] >= 0) {
     ma = dflt->algo;
     mp = dflt->proto;
-    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
         nch[a][p] = clamp_channels(dflt->nchannels[p], t->caps.max_channels);
     d.by_default = 1;
@@ -217,12 +221,18 @@ ncclResult_t tune_decide_from(weft_tune* t, const weft_algo_proto_mask* mask, nc
   d.proto = mp;
   d.nchannels = nch[ma][mp];
   if (t->tuner) {
-    float tuned[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+    float tuned[WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
     int tch = 0, ta = ma, tp = mp;
     if (ask_tuner(t, func, nbytes, pipe_ops, reg_buff, d.table, tuned, &tch)) {
-      /* With a default, an untouched table means "no opinion": the default stands. */
+      /* An untouched table means "no opinion": the model's (or the default's) choice stands,
+       * weft's own algorithms included. A tuner that edits only NCCL's rows picks among them:
+       * the rows it did not see are out of its choice. */
+      int rows = t->tuner->algo_rows == WEFT_NUM_ALGORITHMS ? WEFT_NUM_ALGORITHMS
+                                                            : NCCL_NUM_ALGORITHMS;
       int edited = memcmp(tuned, d.table, sizeof tuned) != 0;
-      int found = (d.by_default && !edited) ? 1 : cheapest(tuned, &ta, &tp);
+      for (int a = rows; a < WEFT_NUM_ALGORITHMS && edited; a++)
+        for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) tuned[a][p] = NCCL_ALGO_PROTO_IGNORE;
+      int found = !edited ? 1 : cheapest(tuned, &ta, &tp);
       if (found) {
         int c = tch > 0 ? (tch > t->caps.max_channels ? t->caps.max_channels : tch) : nch[ta][tp];
         if (tch > t->caps.max_channels && first_warn(t, TUNE_NOTE_CLAMPED))

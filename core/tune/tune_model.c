@@ -9,26 +9,27 @@
 #include "tune/tune_model_impl.h"
 
 unsigned tune_func_algos(ncclFunc_t func) {
-  const unsigned ring = 1u << NCCL_ALGO_RING;
+  const unsigned ring = 1u << NCCL_ALGO_RING, one = 1u << WEFT_ALGO_ONESHOT_ID;
   switch (func) {
     case ncclFuncAllReduce:
       return ring | (1u << NCCL_ALGO_TREE) | (1u << NCCL_ALGO_COLLNET_DIRECT) |
              (1u << NCCL_ALGO_COLLNET_CHAIN) | (1u << NCCL_ALGO_NVLS) |
-             (1u << NCCL_ALGO_NVLS_TREE);
+             (1u << NCCL_ALGO_NVLS_TREE) | one | (1u << WEFT_ALGO_TWOSHOT_ID);
     case ncclFuncAllGather:
     case ncclFuncReduceScatter:
       return ring | (1u << NCCL_ALGO_COLLNET_DIRECT) | (1u << NCCL_ALGO_NVLS) |
-             (1u << NCCL_ALGO_PAT);
+             (1u << NCCL_ALGO_PAT) | one;
     case ncclFuncBroadcast:
     case ncclFuncReduce:
-      return ring;
+      return ring | one;
     default:
       return 0;
   }
 }
 
 unsigned tune_algo_protos(int algo) {
-  if (algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE) return (1u << NCCL_NUM_PROTOCOLS) - 1;
+  if (algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE || tune_is_direct(algo))
+    return (1u << NCCL_NUM_PROTOCOLS) - 1;
   return 1u << NCCL_PROTO_SIMPLE;
 }
 
@@ -72,12 +73,13 @@ void tune_model_init(weft_tune_model* m, const weft_tune_facts* f,
   m->k = *k;
   if (hb) m->hb = *hb;
   for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++)
-    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int a = 0; a < WEFT_NUM_ALGORITHMS; a++)
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) m->lat[fn][a][p] = -1;
   if (f->host)
     tune_model_init_host(m);
   else
     tune_model_init_device(m);
+  tune_model_init_direct(m);
 }
 
 /* Bytes below which a channel is not worth its start-up, per protocol (device: NCCL's per-thread
@@ -90,8 +92,9 @@ static size_t min_bytes_per_channel(const weft_tune_model* m, int proto) {
 
 int tune_model_channels(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                         size_t nbytes) {
-  (void)func, (void)algo;
+  (void)func;
   int max = m->f.max_channels < 1 ? 1 : m->f.max_channels;
+  if (tune_is_direct(algo) && max > WEFT_DIRECT_MAX_CHANNELS) max = WEFT_DIRECT_MAX_CHANNELS;
   if (proto < 0 || proto >= NCCL_NUM_PROTOCOLS) return 1;
   size_t per = min_bytes_per_channel(m, proto);
   size_t want = nbytes / per;
@@ -101,14 +104,15 @@ int tune_model_channels(const weft_tune_model* m, ncclFunc_t func, int algo, int
 double tune_model_time(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                        size_t nbytes, int nch, int pipe_ops) {
   if ((int)func < 0 || (int)func >= WEFT_NUM_COLL_FUNCS || algo < 0 ||
-      algo >= NCCL_NUM_ALGORITHMS || proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
+      algo >= WEFT_NUM_ALGORITHMS || proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
     return -1;
   double lat = m->lat[func][algo][proto];
   if (lat < 0) return -1;
   if (nch < 1) nch = 1;
   if (pipe_ops < 1) pipe_ops = 1;
   /* NCCL: a ring pays its latency per aggregated op, the others once per 10. */
-  double lat_count = algo == NCCL_ALGO_RING ? pipe_ops : ceil(pipe_ops / 10.0);
+  double lat_count =
+      algo == NCCL_ALGO_RING || tune_is_direct(algo) ? pipe_ops : ceil(pipe_ops / 10.0);
   if (m->f.nranks == 1) return lat * lat_count; /* nothing moves */
   double bytes = (double)nbytes * m->wire[func][algo][proto];
   return lat * lat_count + (m->f.host ? tune_host_xfer_us(m, func, algo, proto, bytes, nch)

@@ -9,8 +9,10 @@
  *  - host (the CPU executor): the same latency table, holding constants measured with weft-perf
  *    on the host data path (docs/tuning.md, "Host calibration"), plus host bandwidths per link
  *    and protocol with a cache knee (the working set leaving the cache roughly halves them).
- * Either way the latencies live in the ABI's constants struct, so a v5 tuner plugin may rewrite
- * them at init and the model uses what it left. */
+ * Either way the latencies of NCCL's algorithms live in the ABI's constants struct, so a v5
+ * tuner plugin may rewrite them at init and the model uses what it left. weft's direct
+ * algorithms (OneShot, TwoShot: tune_model_direct.c) have no row there; their constants are
+ * weft's (weft_tune_direct), derived from the Ring row of the same link. */
 #ifndef WEFT_TUNE_MODEL_H
 #define WEFT_TUNE_MODEL_H
 
@@ -56,12 +58,15 @@ typedef struct {
   weft_tune_facts f;
   ncclTunerConstants_v5_t k;
   weft_tune_host_bw hb;
+  /* OneShot/TwoShot: a direct step costs step_scale × the ring's hop, plus peer_hop × that hop
+   * per extra peer it touches (tune_model_direct.c). */
+  double direct_step_scale, direct_peer_hop;
   /* Derived at init, per collective × algorithm × protocol: latency (µs, < 0: unusable) and the
    * factor from nbytes to the bytes each rank puts on its busiest link. */
-  double lat[WEFT_NUM_COLL_FUNCS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
-  double wire[WEFT_NUM_COLL_FUNCS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  double lat[WEFT_NUM_COLL_FUNCS][WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  double wire[WEFT_NUM_COLL_FUNCS][WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   /* device: algorithm bandwidth (GB/s) at max_channels; host: unused */
-  double bw[WEFT_NUM_COLL_FUNCS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  double bw[WEFT_NUM_COLL_FUNCS][WEFT_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
 } weft_tune_model;
 
 /* The constants a model starts from for these facts: NCCL's published defaults for the device,
@@ -78,7 +83,9 @@ void tune_model_init(weft_tune_model* m, const weft_tune_facts* f,
 unsigned tune_func_algos(ncclFunc_t func);
 unsigned tune_algo_protos(int algo);
 
-/* Channels the model gives (func, algo, proto) for nbytes: fewer for small messages. */
+/* Channels the model gives (func, algo, proto) for nbytes: fewer for small messages (direct
+ * algorithms: at most WEFT_DIRECT_MAX_CHANNELS, since each channel connects every pair). */
+#define WEFT_DIRECT_MAX_CHANNELS 8
 int tune_model_channels(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                         size_t nbytes);
 

@@ -79,6 +79,10 @@ void tune_model_init_device(weft_tune_model* m) {
 
 double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                            double bytes, int nch) {
+  if (tune_is_direct(algo)) { /* bytes are already the wire bytes: at the links' bandwidth */
+    double bw = bus_bw(m, func, NCCL_ALGO_RING, proto, nch);
+    return bw > 0 ? bytes / (1000.0 * bw) : INFINITY;
+  }
   double bw = bus_bw(m, func, algo, proto, nch);
   int n = m->f.nranks;
   int nsteps = func == ncclFuncAllReduce ? 2 * (n - 1)

@@ -7,6 +7,8 @@
 
 void tune_model_init_host(weft_tune_model* m);
 void tune_model_init_device(weft_tune_model* m);
+/* OneShot/TwoShot rows for either parameter set, from the Ring rows already derived. */
+void tune_model_init_direct(weft_tune_model* m);
 double tune_host_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                          double bytes, int nch);
 double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
@@ -25,6 +27,10 @@ static inline int tune_log2i(int n) {
 /* Ring steps of func over n ranks: 2(n-1) for AllReduce, n-1 otherwise (pipelined chains). */
 static inline int tune_ring_steps(ncclFunc_t func, int n) {
   return func == ncclFuncAllReduce ? 2 * (n - 1) : n - 1;
+}
+
+static inline int tune_is_direct(int algo) {
+  return algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID;
 }
 
 #endif

@@ -5,6 +5,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+/* weft's extension (weft.h): cost tables with rows for OneShot and TwoShot too. */
+EXPORT const int weftTunerAlgorithms = WEFT_NUM_ALGORITHMS;
+
 EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {"weft", weft_tuner_init_v5, weft_tuner_get_v4,
                                                   weft_tuner_fini, weft_tuner_chunk};
 EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {"weft", weft_tuner_init_v5, weft_tuner_get_v4,

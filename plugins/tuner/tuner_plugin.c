@@ -150,11 +150,15 @@ ncclResult_t weft_tuner_get_v4(void* ctx, ncclFunc_t coll, size_t nbytes, int pi
                                float** table, int nalgo, int nproto, int reg_buff, int* nch) {
   const weft_tuner_ctx* c = ctx;
   if (c == NULL || table == NULL || nch == NULL) return ncclInvalidArgument;
-  /* NCCL's table is float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; another shape: no opinion. */
-  if (nalgo != NCCL_NUM_ALGORITHMS || nproto != NCCL_NUM_PROTOCOLS) return ncclSuccess;
+  /* NCCL's table is float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; weft's, for a tuner that
+   * exports weftTunerAlgorithms (this one), has WEFT_NUM_ALGORITHMS rows; another shape: no
+   * opinion. */
+  if ((nalgo != NCCL_NUM_ALGORITHMS && nalgo != WEFT_NUM_ALGORITHMS) ||
+      nproto != NCCL_NUM_PROTOCOLS)
+    return ncclSuccess;
   float(*cost)[NCCL_NUM_PROTOCOLS] = (float(*)[NCCL_NUM_PROTOCOLS])(void*)table;
-  tuner_rules_apply(&c->rules, (int)coll, nbytes, c->nranks, c->nnodes, pipe_ops, reg_buff, cost,
-                    nch);
+  tuner_rules_apply_rows(&c->rules, (int)coll, nbytes, c->nranks, c->nnodes, pipe_ops, reg_buff,
+                         cost, nalgo, nch);
   return ncclSuccess;
 }
 

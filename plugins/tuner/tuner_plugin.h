@@ -5,6 +5,7 @@
 
 #include "nccl_tuner.h"
 #include "tuner_rules.h"
+#include "weft.h" /* WEFT_NUM_ALGORITHMS, weftTunerAlgorithms */
 
 ncclResult_t weft_tuner_init(size_t nranks, size_t nnodes, ncclDebugLogger_t log, void** ctx);
 ncclResult_t weft_tuner_init_v5(void** ctx, uint64_t comm_id, size_t nranks, size_t nnodes,

@@ -7,8 +7,9 @@
 
 const char* const tuner_coll_names[TUNER_NUM_COLLS] = {"broadcast", "reduce", "allgather",
                                                        "reducescatter", "allreduce"};
-const char* const tuner_algo_names[NCCL_NUM_ALGORITHMS] = {
-    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+const char* const tuner_algo_names[TUNER_NUM_ALGOS] = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat",
+    "oneshot", "twoshot"};
 const char* const tuner_proto_names[NCCL_NUM_PROTOCOLS] = {"ll", "ll128", "simple"};
 
 /* a and b equal ignoring case, '_' and '-'. */
@@ -30,7 +31,7 @@ static int lookup(const char* const* names, int n, const char* s) {
 }
 
 int tuner_coll_index(const char* s) { return lookup(tuner_coll_names, TUNER_NUM_COLLS, s); }
-int tuner_algo_index(const char* s) { return lookup(tuner_algo_names, NCCL_NUM_ALGORITHMS, s); }
+int tuner_algo_index(const char* s) { return lookup(tuner_algo_names, TUNER_NUM_ALGOS, s); }
 int tuner_proto_index(const char* s) { return lookup(tuner_proto_names, NCCL_NUM_PROTOCOLS, s); }
 
 int tuner_parse_bytes(const char* s, uint64_t* out) {
@@ -93,18 +94,27 @@ const tuner_rule* tuner_rules_apply(const tuner_rules* rs, int coll, size_t nbyt
                                     size_t nnodes, int pipe_ops, int reg_buff,
                                     float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
                                     int* nch) {
+  return tuner_rules_apply_rows(rs, coll, nbytes, nranks, nnodes, pipe_ops, reg_buff, table,
+                                NCCL_NUM_ALGORITHMS, nch);
+}
+
+const tuner_rule* tuner_rules_apply_rows(const tuner_rules* rs, int coll, size_t nbytes,
+                                         size_t nranks, size_t nnodes, int pipe_ops, int reg_buff,
+                                         float (*table)[NCCL_NUM_PROTOCOLS], int nalgo,
+                                         int* nch) {
+  if (nalgo > TUNER_NUM_ALGOS) nalgo = TUNER_NUM_ALGOS;
   for (int i = 0; rs && i < rs->n; i++) {
     const tuner_rule* r = &rs->rules[i];
     if (!matches(r, coll, nbytes, nranks, nnodes, pipe_ops, reg_buff)) continue;
     int inside = 0;
-    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int a = 0; a < nalgo; a++)
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
         if ((r->algos & (1u << a)) && (r->protos & (1u << p)) && table[a][p] >= 0) inside++;
     if (inside == 0) continue; /* nothing it names can run here: the next rule */
     if (one_bit(r->algos) && one_bit(r->protos)) {
       table[bit_index(r->algos)][bit_index(r->protos)] = 0.0f;
     } else {
-      for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+      for (int a = 0; a < nalgo; a++)
         for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
           if (table[a][p] >= 0 && !((r->algos & (1u << a)) && (r->protos & (1u << p))))
             table[a][p] = (float)NCCL_ALGO_PROTO_IGNORE;

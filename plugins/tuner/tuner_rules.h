@@ -20,7 +20,9 @@
 #include "nccl_tuner.h"
 #include "policy/policy.h" /* policy_errors: positioned error messages */
 
-enum { TUNER_MAX_RULES = 4096, TUNER_MAX_CHANNELS = 64, TUNER_NUM_COLLS = 5 };
+/* Algorithms: NCCL's seven, then weft's OneShot and TwoShot (weft.h), whose rows a table has
+ * only when weft passes nine (the weftTunerAlgorithms extension; stock NCCL passes seven). */
+enum { TUNER_MAX_RULES = 4096, TUNER_MAX_CHANNELS = 64, TUNER_NUM_COLLS = 5, TUNER_NUM_ALGOS = 9 };
 #define TUNER_MAX_CHUNK (1ull << 30) /* bytes; a chunk larger than any buffer is a typo */
 
 typedef struct {
@@ -46,7 +48,7 @@ typedef struct {
 
 #define TUNER_ANY_RANGE ((tuner_range){0, UINT64_MAX})
 #define TUNER_ALL_COLLS ((1u << TUNER_NUM_COLLS) - 1)
-#define TUNER_ALL_ALGOS ((1u << NCCL_NUM_ALGORITHMS) - 1)
+#define TUNER_ALL_ALGOS ((1u << TUNER_NUM_ALGOS) - 1)
 #define TUNER_ALL_PROTOS ((1u << NCCL_NUM_PROTOCOLS) - 1)
 
 /* Read rules. name stands for the file in messages. Returns the rule count (>= 0), or -1 with
@@ -67,6 +69,13 @@ const tuner_rule* tuner_rules_apply(const tuner_rules* r, int coll, size_t nbyte
                                     size_t nnodes, int pipe_ops, int reg_buff,
                                     float table[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS],
                                     int* nch);
+
+/* The same on a table of nalgo rows (NCCL's seven, or weft's nine): a rule naming only rows the
+ * table lacks is skipped like one that cannot run. */
+const tuner_rule* tuner_rules_apply_rows(const tuner_rules* r, int coll, size_t nbytes,
+                                         size_t nranks, size_t nnodes, int pipe_ops, int reg_buff,
+                                         float (*table)[NCCL_NUM_PROTOCOLS], int nalgo,
+                                         int* nch);
 
 /* The same rule choice for a v2 tuner, which names one algorithm and protocol: the first
  * matching rule naming exactly one of each, with the algorithm in algos_ok (others are
@@ -89,7 +98,7 @@ int tuner_algo_index(const char* s);
 int tuner_proto_index(const char* s);
 /* The accepted spellings (for "did you mean"). */
 extern const char* const tuner_coll_names[TUNER_NUM_COLLS];
-extern const char* const tuner_algo_names[NCCL_NUM_ALGORITHMS];
+extern const char* const tuner_algo_names[TUNER_NUM_ALGOS];
 extern const char* const tuner_proto_names[NCCL_NUM_PROTOCOLS];
 
 /* A byte count: digits with an optional K, M, G or T suffix (powers of 1024, optionally followed

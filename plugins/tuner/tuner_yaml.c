@@ -183,7 +183,7 @@ static void parse_rule(ctx* c, const pnode* m, tuner_rule* r) {
               v->kind == PN_SCALAR ? v->str : kind_name(v));
         break;
       case RK_ALGO:
-        r->algos = parse_names(c, v, "algorithm", tuner_algo_names, NCCL_NUM_ALGORITHMS,
+        r->algos = parse_names(c, v, "algorithm", tuner_algo_names, TUNER_NUM_ALGOS,
                                tuner_algo_index);
         break;
       case RK_PROTO:

@@ -15,7 +15,7 @@ const char* const coll_kind_name[COLL_NUM] = {"AllReduce", "Reduce",   "Broadcas
 const char* const coll_op_name[OP_NUM] = {"sum", "prod", "max", "min", "avg", "premulsum", "custom"};
 const char* const coll_size_name[SIZE_NUM] = {"0", "1", "7", "1M+3", "48M"};
 const char* const coll_transport_name[TR_NUM] = {"shm", "net"};
-const char* const coll_algo_name[ALGO_NUM] = {"Ring", "Tree"};
+const char* const coll_algo_name[ALGO_NUM] = {"Ring", "Tree", "OneShot", "TwoShot"};
 const char* const coll_proto_name[PROTO_NUM] = {"Simple", "LL"};
 
 static const char* const type_names[COLL_NUM_TYPES] = {
@@ -40,6 +40,19 @@ int coll_has_root(coll_kind c) {
          c == COLL_SENDRECV;
 }
 
+int coll_algo_fits(coll_algo a, coll_kind c, int nranks) {
+  switch (a) {
+    case ALGO_RING: return 1;
+    case ALGO_TREE: return c == COLL_ALLREDUCE;
+    case ALGO_TWOSHOT: return c == COLL_ALLREDUCE && nranks <= COLL_DIRECT_MAX_RANKS;
+    case ALGO_ONESHOT:
+      return nranks <= COLL_DIRECT_MAX_RANKS &&
+             (c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_BROADCAST ||
+              c == COLL_ALLGATHER || c == COLL_REDUCESCATTER);
+    default: return 0;
+  }
+}
+
 int coll_case_valid(const coll_case* c) {
   if (c->nranks < 1 || (int)c->transport < 0 || c->transport >= TR_NUM) return 0;
   if ((int)c->algo < 0 || c->algo >= ALGO_NUM || (int)c->proto < 0 || c->proto >= PROTO_NUM)
@@ -47,7 +60,7 @@ int coll_case_valid(const coll_case* c) {
   if ((int)c->coll < 0 || c->coll >= COLL_NUM) return 0;
   if ((int)c->type < 0 || (int)c->type >= COLL_NUM_TYPES) return 0;
   if ((int)c->size < 0 || c->size >= SIZE_NUM) return 0;
-  if (c->algo == ALGO_TREE && c->coll != COLL_ALLREDUCE) return 0;
+  if (!coll_algo_fits(c->algo, c->coll, c->nranks)) return 0;
   if (coll_is_reduction(c->coll) ? ((int)c->op < 0 || c->op >= OP_NUM) : c->op != OP_NONE)
     return 0;
   if (c->inplace != 0 && (c->inplace != 1 || !coll_has_inplace(c->coll))) return 0;
@@ -141,9 +154,10 @@ int coll_case_parse(const char* s, coll_case* out) {
 }
 
 const char* const coll_case_form =
-    "nranks/shm|net/Ring|Tree/Simple|LL/collective/type/op|none/0|1|7|1M+3|48M/"
-    "inplace|outofplace/rootN (Tree only for AllReduce, an op only for AllReduce, Reduce and "
-    "ReduceScatter)";
+    "nranks/shm|net/Ring|Tree|OneShot|TwoShot/Simple|LL/collective/type/op|none/0|1|7|1M+3|48M/"
+    "inplace|outofplace/rootN (Tree and TwoShot only for AllReduce, OneShot for AllReduce, "
+    "Reduce, Broadcast, AllGather and ReduceScatter on up to 8 ranks, an op only for "
+    "AllReduce, Reduce and ReduceScatter)";
 
 uint64_t coll_case_key(uint64_t seed, const coll_case* c) {
   char s[COLL_CASE_STR];
@@ -228,7 +242,7 @@ static int coll_fits(int co, const want_t* w, const coll_space* sp) {
   if (!(sp->colls & (1u << co))) return 0;
   if (w->coll >= 0 && w->coll != co) return 0;
   if (w->op >= 0 && !coll_is_reduction((coll_kind)co)) return 0;
-  if (w->algo == ALGO_TREE && co != COLL_ALLREDUCE) return 0;
+  if (w->algo >= 0 && !coll_algo_fits((coll_algo)w->algo, (coll_kind)co, sp->nranks)) return 0;
   if (w->inplace == 1 && !coll_has_inplace((coll_kind)co)) return 0;
   if (w->root > 0 && !coll_has_root((coll_kind)co)) return 0;
   return 1;
@@ -254,8 +268,14 @@ static int random_case(const coll_space* sp, uint64_t* rng, const want_t* w, col
   c.coll = (coll_kind)fits[pick(rng, nfit)];
   c.type = (ncclDataType_t)(w->type >= 0 ? w->type : pick(rng, COLL_NUM_TYPES));
   c.op = coll_is_reduction(c.coll) ? (coll_op)(w->op >= 0 ? w->op : pick(rng, OP_NUM)) : OP_NONE;
-  c.algo = c.coll == COLL_ALLREDUCE ? (coll_algo)(w->algo >= 0 ? w->algo : pick(rng, ALGO_NUM))
-                                    : ALGO_RING;
+  if (w->algo >= 0) {
+    c.algo = (coll_algo)w->algo;
+  } else {
+    int fit[ALGO_NUM], nfit_a = 0;
+    for (int a = 0; a < ALGO_NUM; a++)
+      if (coll_algo_fits((coll_algo)a, c.coll, sp->nranks)) fit[nfit_a++] = a;
+    c.algo = (coll_algo)fit[pick(rng, nfit_a)];
+  }
   c.proto = (coll_proto)(w->proto >= 0 ? w->proto : pick(rng, PROTO_NUM));
   c.size = w->size >= 0 ? (coll_size)w->size : random_size(rng);
   c.inplace = coll_has_inplace(c.coll) ? (w->inplace >= 0 ? w->inplace : pick(rng, 2)) : 0;
@@ -307,6 +327,27 @@ void coll_sample(const coll_space* sp, uint64_t seed, coll_case_list* out) {
     for (int op = 0; op < OP_NUM; op++) {
       w = ANY, w.type = ty, w.op = op;
       cover(&l, sp, &rng, w);
+    }
+  /* The direct algorithms forced: every collective they run x every datatype and op, in place
+   * and out of place. */
+  for (int al = ALGO_ONESHOT; al <= ALGO_TWOSHOT; al++)
+    for (int co = 0; co < COLL_NUM; co++) {
+      if (!(sp->colls & (1u << co)) || !coll_algo_fits((coll_algo)al, (coll_kind)co, sp->nranks))
+        continue;
+      for (int ty = 0; ty < COLL_NUM_TYPES; ty++) {
+        w = ANY, w.coll = co, w.algo = al, w.type = ty;
+        cover(&l, sp, &rng, w);
+      }
+      if (coll_is_reduction((coll_kind)co))
+        for (int op = 0; op < OP_NUM; op++) {
+          w = ANY, w.coll = co, w.algo = al, w.op = op;
+          cover(&l, sp, &rng, w);
+        }
+      if (coll_has_inplace((coll_kind)co))
+        for (int ip = 0; ip < 2; ip++) {
+          w = ANY, w.coll = co, w.algo = al, w.inplace = ip;
+          cover(&l, sp, &rng, w);
+        }
     }
   for (int co = 0; co < COLL_NUM; co++) {
     if (!(sp->colls & (1u << co))) continue;

@@ -53,7 +53,9 @@ typedef enum {
 
 typedef enum { SIZE_0, SIZE_1, SIZE_7, SIZE_1M3, SIZE_48M, SIZE_NUM } coll_size;
 typedef enum { TR_SHM, TR_NET, TR_NUM } coll_transport;
-typedef enum { ALGO_RING, ALGO_TREE, ALGO_NUM } coll_algo;
+/* Tree and TwoShot run AllReduce only; OneShot the five collectives (on up to 8 ranks). */
+typedef enum { ALGO_RING, ALGO_TREE, ALGO_ONESHOT, ALGO_TWOSHOT, ALGO_NUM } coll_algo;
+#define COLL_DIRECT_MAX_RANKS 8
 typedef enum { PROTO_SIMPLE, PROTO_LL, PROTO_NUM } coll_proto;
 
 typedef struct {
@@ -86,8 +88,11 @@ int coll_is_reduction(coll_kind c);
 int coll_has_inplace(coll_kind c);
 /* 1 for Reduce, Broadcast, Gather, Scatter (root) and SendRecv (shift). */
 int coll_has_root(coll_kind c);
-/* 1 when the case is a valid point of the matrix (Tree only for AllReduce, op only for
- * reductions, in place only where the API defines it, root within the ranks, ...). */
+/* 1 when algo can run collective c on nranks (Ring: everything; Tree, TwoShot: AllReduce;
+ * OneShot: AllReduce, Reduce, Broadcast, AllGather, ReduceScatter, up to 8 ranks). */
+int coll_algo_fits(coll_algo a, coll_kind c, int nranks);
+/* 1 when the case is a valid point of the matrix (the algorithm fits the collective, op only
+ * for reductions, in place only where the API defines it, root within the ranks, ...). */
 int coll_case_valid(const coll_case* c);
 
 /* The count argument for the case (see the size table above). */
@@ -137,8 +142,9 @@ void coll_full_matrix(const coll_space* sp, uint64_t seed, coll_case_list* out);
  * collectives in the space: every collective x every datatype; every reduction collective x every
  * op; every datatype x every op (over the reduction collectives); every collective x sizes 0, 1,
  * 7, 1M+3; every collective x both protocols; in place and out of place for every collective
- * that has both; AllReduce x Ring/Tree x Simple/LL; every root (shift) of every rooted
- * collective; with big, a 48M AllReduce and a 48M Broadcast or AllGather. Then `extra` random
+ * that has both; AllReduce x every algorithm x Simple/LL; with OneShot and TwoShot forced, every
+ * collective they run x every datatype, every reduction they run x every op, in place and out
+ * of place; every root (shift) of every rooted collective; with big, a 48M AllReduce and a 48M Broadcast or AllGather. Then `extra` random
  * cases (sizes up to 1M+3). Ordered by configuration (algorithm, protocol). */
 void coll_sample(const coll_space* sp, uint64_t seed, coll_case_list* out);
 

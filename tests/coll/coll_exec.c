@@ -429,8 +429,24 @@ typedef struct {
   uint64_t seed;
   int* status;   /* shared with the parent */
   int* progress; /* shared: case index per rank; -1 before the communicator exists */
+  uint64_t* hashes; /* shared: [case][rank] hash of the output every rank must get alike */
   int verbose;
 } config_job;
+
+/* Collectives whose output is the same on every rank (so the same bits: NCCL's guarantee). */
+static int same_output_everywhere(coll_kind c) {
+  return c == COLL_ALLREDUCE || c == COLL_ALLGATHER || c == COLL_BROADCAST;
+}
+
+/* FNV-1a of the case's output on this rank (1 + hash, 0: none). */
+static uint64_t output_hash(const coll_run* r) {
+  if (!same_output_everywhere(r->c.coll) || r->recvbuff == NULL) return 0;
+  size_t n = r->count * (r->c.coll == COLL_ALLGATHER ? (size_t)r->c.nranks : 1) * r->esz;
+  const unsigned char* p = r->recvbuff;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h | 1;
+}
 
 static double now_ms(void) {
   struct timespec t;
@@ -468,6 +484,7 @@ static int config_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
     }
     double t1 = now_ms();
     size_t problems = coll_run_verify(&r);
+    job->hashes[(size_t)i * (size_t)nranks + (size_t)rank] = output_hash(&r);
     coll_run_release(&r, comm);
     __atomic_fetch_or(&job->status[i], COLL_STATUS_RUN | (problems ? COLL_STATUS_FAIL : 0),
                       __ATOMIC_RELAXED);
@@ -498,7 +515,8 @@ int coll_run_config(const coll_case* cases, int n, uint64_t seed, int* status, i
                     int verbose) {
   if (n == 0) return 0;
   const int nranks = cases[0].nranks;
-  size_t shared_len = (size_t)(n + nranks) * sizeof(int);
+  size_t hashes_at = ((size_t)(n + nranks) * sizeof(int) + 7) / 8 * 8;
+  size_t shared_len = hashes_at + (size_t)n * (size_t)nranks * sizeof(uint64_t);
   int* shared = mmap(NULL, shared_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) {
     perror("mmap");
@@ -506,7 +524,9 @@ int coll_run_config(const coll_case* cases, int n, uint64_t seed, int* status, i
   }
   memset(shared, 0, (size_t)n * sizeof(int));
   for (int r = 0; r < nranks; r++) shared[n + r] = -1;
-  config_job job = {cases, n, seed, shared, shared + n, verbose};
+  memset((char*)shared + hashes_at, 0, (size_t)n * (size_t)nranks * sizeof(uint64_t));
+  config_job job = {cases, n, seed, shared, shared + n,
+                    (uint64_t*)(void*)((char*)shared + hashes_at), verbose};
   coll_apply_config_env(&cases[0]);
   int rc = test_fork_ranks(nranks, config_rank, &job, timeout_s);
   int unfinished = 0;
@@ -520,6 +540,20 @@ int coll_run_config(const coll_case* cases, int n, uint64_t seed, int* status, i
               at < 0 ? "never got its communicator" : at >= n ? "had finished every case" : "was in case ",
               name);
     }
+  /* Every rank must hold the same bits where the collective gives every rank the same result
+   * (each checked it against the reference within the op's tolerance; this is exact). */
+  for (int i = 0; i < n; i++) {
+    const uint64_t* h = job.hashes + (size_t)i * (size_t)nranks;
+    for (int r = 1; r < nranks; r++) {
+      if (h[0] == 0 || h[r] == 0 || h[r] == h[0]) continue;
+      char name[COLL_CASE_STR];
+      coll_case_format(&cases[i], name);
+      fprintf(stderr, "FAIL %s: rank %d's output differs bit for bit from rank 0's\n", name, r);
+      shared[i] |= COLL_STATUS_FAIL;
+      rc = rc ? rc : 1;
+      break;
+    }
+  }
   memcpy(status, shared, (size_t)n * sizeof(int));
   munmap(shared, shared_len);
   return rc;

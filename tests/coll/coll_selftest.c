@@ -372,6 +372,9 @@ static void sampler_coverage(void) {
         memset(ct, 0, sizeof ct), memset(co, 0, sizeof co), memset(to, 0, sizeof to);
         memset(cs, 0, sizeof cs), memset(cp, 0, sizeof cp), memset(ci, 0, sizeof ci);
         memset(ap, 0, sizeof ap), memset(cr, 0, sizeof cr);
+        static char dt[ALGO_NUM][COLL_NUM][COLL_NUM_TYPES], dop[ALGO_NUM][COLL_NUM][OP_NUM],
+            dip[ALGO_NUM][COLL_NUM][2];
+        memset(dt, 0, sizeof dt), memset(dop, 0, sizeof dop), memset(dip, 0, sizeof dip);
         for (int i = 0; i < l.n; i++) {
           const coll_case* c = &l.v[i];
           CHECK(coll_case_valid(c) && c->nranks == n && c->transport == sp.transport, "valid");
@@ -383,6 +386,9 @@ static void sampler_coverage(void) {
           cp[c->coll][c->proto] = 1;
           ci[c->coll][c->inplace] = 1;
           if (c->coll == COLL_ALLREDUCE) ap[c->algo][c->proto] = 1;
+          dt[c->algo][c->coll][c->type] = 1;
+          if (c->op >= 0) dop[c->algo][c->coll][c->op] = 1;
+          dip[c->algo][c->coll][c->inplace] = 1;
           cr[c->coll][c->root] = 1;
           if (i > 0) /* grouped by configuration */
             CHECK(c->algo * 2 + c->proto >= l.v[i - 1].algo * 2 + l.v[i - 1].proto, "ordered");
@@ -409,6 +415,16 @@ static void sampler_coverage(void) {
           for (int a = 0; a < ALGO_NUM; a++)
             for (int p = 0; p < PROTO_NUM; p++) CHECK(ap[a][p], "AllReduce %s/%s", coll_algo_name[a], coll_proto_name[p]);
         if (sp.big && ((sp.colls >> COLL_ALLREDUCE) & 1)) CHECK(has_big_ar, "48M AllReduce");
+        for (int a = ALGO_ONESHOT; a <= ALGO_TWOSHOT; a++)
+          for (int c = 0; c < COLL_NUM; c++) {
+            if (!((sp.colls >> c) & 1) || !coll_algo_fits((coll_algo)a, (coll_kind)c, n)) continue;
+            for (int t = 0; t < COLL_NUM_TYPES; t++)
+              CHECK(dt[a][c][t], "%s %s x %s", coll_algo_name[a], coll_kind_name[c], coll_type_name((ncclDataType_t)t));
+            if (coll_is_reduction((coll_kind)c))
+              for (int o = 0; o < OP_NUM; o++) CHECK(dop[a][c][o], "%s %s x %s", coll_algo_name[a], coll_kind_name[c], coll_op_name[o]);
+            if (coll_has_inplace((coll_kind)c))
+              CHECK(dip[a][c][0] && dip[a][c][1], "%s %s in/out of place", coll_algo_name[a], coll_kind_name[c]);
+          }
         if (l.n > biggest) biggest = l.n;
         samples++;
         coll_list_free(&l);

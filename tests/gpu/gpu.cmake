@@ -42,7 +42,8 @@ if(WEFT_HAVE_CUDA)
 
   set(_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
   add_executable(gpu_coll ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_case.c
-    ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c ${_gpu_dir}/gpu_netfail.c)
+    ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c ${_gpu_dir}/gpu_netfail.c
+    ${_gpu_dir}/gpu_same.c)
   # tests/coll's harness: its reference (coll_ref.h) and number formats (coll_fp.h).
   target_link_libraries(gpu_coll PRIVATE weft_coll_harness CUDA::cudart Threads::Threads)
   set_target_properties(gpu_coll PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
@@ -63,7 +64,7 @@ if(WEFT_HAVE_CUDA)
   # (gpu_fake_cuda.c), driving host-mode communicators (label unit, not gpu).
   add_executable(gpu_harness_selftest ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c
     ${_gpu_dir}/gpu_case.c ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c
-    ${_gpu_dir}/gpu_netfail.c ${_gpu_dir}/gpu_fake_cuda.c)
+    ${_gpu_dir}/gpu_netfail.c ${_gpu_dir}/gpu_same.c ${_gpu_dir}/gpu_fake_cuda.c)
   target_compile_definitions(gpu_harness_selftest PRIVATE GPU_FAKE_CUDA=1)
   target_include_directories(gpu_harness_selftest PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_link_libraries(gpu_harness_selftest PRIVATE weft_coll_harness Threads::Threads)
@@ -81,6 +82,19 @@ if(WEFT_HAVE_CUDA)
               --default-seed ${_gpu_seed})
     set_tests_properties(gpu_harness_selftest_${_m}${_n}_${_cn} PROPERTIES LABELS "unit"
       TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${_gpu_fake_env}")
+  endforeach()
+  # Ranks sharing one (fake) GPU, with the direct algorithms forced: --share and the ledger of
+  # outputs that must be bit-identical across ranks (gpu_same.c) on weft's host mode.
+  foreach(mode "procs;OneShot;std" "gpus;TwoShot;AllReduce")
+    list(GET mode 0 _m)
+    list(GET mode 1 _a)
+    list(GET mode 2 _c)
+    add_test(NAME gpu_harness_selftest_${_m}2_shared_${_a}
+      COMMAND gpu_harness_selftest --${_m} 2 --share --colls ${_c} --extra 10
+              --default-seed ${_gpu_seed})
+    set_tests_properties(gpu_harness_selftest_${_m}2_shared_${_a} PROPERTIES LABELS "unit"
+      TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT
+      "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=1;NCCL_ALGO=${_a}")
   endforeach()
   # ... and it notices wrong bytes (every 5th download has one flipped).
   add_test(NAME gpu_harness_selftest_notices_corruption
@@ -125,6 +139,33 @@ if(WEFT_HAVE_CUDA)
   endforeach()
   weft_gpu_test(NAME gpu_coll_tree LABELS gpu mp ENV NCCL_ALGO=Tree
     ARGS --procs 2 --colls AllReduce --big)
+
+  # weft's direct algorithms forced (OneShot: the five collectives; TwoShot: AllReduce), every
+  # protocol, on 2 and 4 ranks that share the visible GPUs (--share: one GPU is enough; kernels
+  # of separate processes on one GPU are time-sliced, so these check correctness, not speed), in
+  # one process and in as many; CUDA graph capture and replay; the device rule's own choice
+  # (OneShot for small AllReduce). Every entry also requires bit-identical outputs across ranks.
+  foreach(proto Simple LL LL128)
+    string(TOLOWER ${proto} _p)
+    weft_gpu_test(NAME gpu_coll_oneshot_${_p}_2procs_shared LABELS gpu mp
+      ENV NCCL_ALGO=OneShot NCCL_PROTO=${proto} ARGS --procs 2 --share --colls std --extra 10)
+    weft_gpu_test(NAME gpu_coll_twoshot_${_p}_2ranks_1proc_shared LABELS gpu
+      ENV NCCL_ALGO=TwoShot NCCL_PROTO=${proto} ARGS --gpus 2 --share --colls AllReduce --extra 10)
+  endforeach()
+  weft_gpu_test(NAME gpu_coll_oneshot_4ranks_1proc_shared LABELS gpu ENV NCCL_ALGO=OneShot
+    ARGS --gpus 4 --share --init group --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_oneshot_4procs_shared LABELS gpu mp ENV NCCL_ALGO=OneShot
+    ARGS --procs 4 --share --colls std --extra 0)
+  weft_gpu_test(NAME gpu_coll_twoshot_4procs_shared LABELS gpu mp ENV NCCL_ALGO=TwoShot
+    ARGS --procs 4 --share --colls AllReduce --extra 10)
+  weft_gpu_test(NAME gpu_coll_default_2ranks_1proc_shared LABELS gpu
+    ARGS --gpus 2 --share --colls std --extra 10)
+  weft_gpu_test(NAME gpu_graph_oneshot_2procs_shared LABELS gpu mp ENV NCCL_ALGO=OneShot
+    ARGS --procs 2 --share --suite graph)
+  weft_gpu_test(NAME gpu_graph_twoshot_4ranks_1proc_shared LABELS gpu
+    ENV NCCL_ALGO=AllReduce:TwoShot ARGS --gpus 4 --share --suite graph)
+  weft_gpu_test(NAME gpu_mem_register_oneshot_2procs_shared LABELS gpu mp ENV NCCL_ALGO=OneShot
+    ARGS --procs 2 --share --suite mem)
 
   # Transports: SHM (P2P disabled); NET on loopback (P2P and SHM disabled), through
   # build/lib's net-socket plugin and through the built-in socket net.

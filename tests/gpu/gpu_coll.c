@@ -5,9 +5,12 @@
  * configuration (algorithm, protocol, transport) comes from the environment: one ctest entry
  * per configuration (tests/gpu/gpu.cmake).
  *
- *   gpu_coll (--procs N | --gpus N [--init all|group]) [--suite coll|graph|mem|netfail]
- *            [--colls std|p2p|extra|all|AllReduce,…] [--big] [--extra K]
- *            [--default-seed S] [--timeout S]
+ *   gpu_coll (--procs N | --gpus N [--init all|group]) [--share]
+ *            [--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] [--big]
+ *            [--extra K] [--default-seed S] [--timeout S]
+ * --share: the ranks share the visible GPUs (rank % ndev), so one GPU runs 2..8 ranks.
+ * Every suite also requires bit-identical outputs across ranks where the collective gives every
+ * rank the same result (gpu_same.h).
  *
  * Environment:
  *   WEFT_TEST_SEED=S     seed of the sample and of every input (printed at start)
@@ -36,7 +39,7 @@
 #include "testutil.h"
 
 static void usage(void) {
-  fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) "
+  fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) [--share] "
                   "[--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] "
                   "[--big] [--extra K] [--default-seed S] [--timeout S]\n");
   exit(2);
@@ -115,6 +118,10 @@ int main(int argc, char** argv) {
     const char* v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--big")) {
       big = 1;
+      continue;
+    }
+    if (!strcmp(a, "--share")) { /* ranks share the visible GPUs (rank % ndev) */
+      gpu_set_share(1);
       continue;
     }
     if (!v) usage();

@@ -1,5 +1,6 @@
 /* One case on every local rank: buffers, API calls, verification (see gpu_run.h). */
 #include "gpu_run.h"
+#include "gpu_same.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -282,6 +283,15 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
     if (r->raw_a) CUDA_OK(cudaMemcpy(r->host_a, r->raw_a, r->raw_a_len, cudaMemcpyDeviceToHost));
     if (r->raw_b) CUDA_OK(cudaMemcpy(r->host_b, r->raw_b, r->raw_b_len, cudaMemcpyDeviceToHost));
   }
+  /* Where every rank gets the same result, the same bits (gpu_same.h). */
+  if (c->kind == COLL_ALLREDUCE || c->kind == COLL_ALLGATHER || c->kind == COLL_BROADCAST)
+    for (int i = 0; i < w->nlocal; i++) {
+      gpu_run_rank* r = &run->r[i];
+      if (!r->recvbuff) continue;
+      size_t len = cnt * esz * (c->kind == COLL_ALLGATHER ? (size_t)n : 1);
+      gpu_same_record(w->loc[i].rank, ip ? host_of(r->raw_a, r->host_a, r->recvbuff)
+                                         : host_of(r->raw_b, r->host_b, r->recvbuff), len);
+    }
   /* AllReduce: every local rank against one reference pass. */
   if (c->kind == COLL_ALLREDUCE) {
     for (int i = 0; i < w->nlocal; i++) {

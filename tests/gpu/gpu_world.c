@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_same.h"
 #include "testutil.h"
 
 /* ---- watchdog ----------------------------------------------------------------------------- */
@@ -231,9 +232,13 @@ static char g_banner[1024];
 
 void gpu_set_banner(const char* line) { snprintf(g_banner, sizeof g_banner, "%s", line); }
 
+static int g_share;
+void gpu_set_share(int on) { g_share = on; }
+
 /* GPU_PASS when at least need devices are visible (*ndev set; the banner printed), else the
- * exit code after one line saying why. */
+ * exit code after one line saying why. With sharing (--share) one GPU is enough. */
 static int require_devices(int need, int* ndev) {
+  if (g_share) need = 1;
   char why[256];
   if (probe_devices(ndev, why, sizeof why) != 0) {
     fprintf(stderr, "gpu: %s\n", why);
@@ -244,8 +249,8 @@ static int require_devices(int need, int* ndev) {
     return GPU_SKIP;
   }
   if (*ndev < need) {
-    printf("SKIP: needs %d GPUs (one per rank; ranks of one communicator may not share a GPU), "
-           "%d visible\n", need, *ndev);
+    printf("SKIP: needs %d GPUs (one per rank; without --share ranks of one communicator do not "
+           "share a GPU), %d visible\n", need, *ndev);
     return GPU_SKIP;
   }
   if (g_banner[0]) printf("%s", g_banner);
@@ -441,6 +446,10 @@ int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int ti
   int rc = require_devices(nprocs, &ndev);
   if (rc != GPU_PASS) return rc;
   if (nprocs > 64) return GPU_FAIL;
+  if (gpu_same_init(nprocs) != 0) {
+    fprintf(stderr, "gpu: cannot map the ledger of outputs for %d ranks\n", nprocs);
+    return GPU_FAIL;
+  }
   int fds[2];
   if (pipe(fds) != 0) {
     perror("pipe");
@@ -505,6 +514,7 @@ int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int ti
     }
     usleep(5000);
   }
+  if (!any_fail && gpu_same_check() != 0) any_fail = 1;
   return any_fail ? GPU_FAIL : any_skip ? GPU_SKIP : GPU_PASS;
 }
 
@@ -513,6 +523,8 @@ int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_
   int rc = require_devices(ngpus, &ndev);
   if (rc != GPU_PASS) return rc;
   if (ngpus > GPU_MAX_LOCAL) return GPU_FAIL;
+  if (gpu_same_init(ngpus) != 0) return GPU_FAIL;
+  if (g_share) init_group = 1; /* ncclCommInitAll takes each device once (NCCL's rule) */
   gpu_world w;
   memset(&w, 0, sizeof w);
   w.nranks = ngpus, w.nlocal = ngpus, w.procs = 0, w.seed = seed;
@@ -520,7 +532,7 @@ int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_
   ncclComm_t comms[GPU_MAX_LOCAL];
   memset(comms, 0, sizeof comms);
   for (int i = 0; i < ngpus; i++) {
-    w.loc[i].rank = i, w.loc[i].dev = devs[i] = i;
+    w.loc[i].rank = i, w.loc[i].dev = devs[i] = i % ndev;
     open_stream(&w.loc[i]);
   }
   gpu_usage before = usage_now();
@@ -536,7 +548,7 @@ int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_
     if (res != ncclSuccess) init_failed("ncclGetUniqueId", res, -1);
     if (res == ncclSuccess) res = ncclGroupStart();
     for (int i = 0; i < ngpus && res == ncclSuccess; i++) {
-      CUDA_OK(cudaSetDevice(i));
+      CUDA_OK(cudaSetDevice(devs[i]));
       res = ncclCommInitRank(&comms[i], ngpus, id, i);
       if (res != ncclSuccess) init_failed("ncclCommInitRank (in a group)", res, i);
     }
@@ -549,5 +561,7 @@ int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_
   for (int i = 0; i < ngpus; i++) w.loc[i].comm = comms[i];
   for (int i = 0; i < ngpus; i++)
     if (check_comm(&w.loc[i], ngpus)) gpu_die(&w);
-  return finish(&w, body(&w, arg), &before, "process");
+  rc = finish(&w, body(&w, arg), &before, "process");
+  if (rc == GPU_PASS && gpu_same_check() != 0) rc = GPU_FAIL;
+  return rc;
 }

@@ -8,8 +8,12 @@
  *   --gpus N   this process drives N GPUs: ncclCommInitAll, or (init_group) ncclGroupStart +
  *              cudaSetDevice + ncclCommInitRank per GPU + ncclGroupEnd; nlocal = N, and every
  *              call that spans ranks goes inside ncclGroupStart/End.
- * Fewer visible GPUs than ranks (two ranks of one communicator may not share a GPU), or no
- * usable CUDA device at all: the program exits 77 with one line saying so. The device count is
+ * Fewer visible GPUs than ranks, or no usable CUDA device at all: the program exits 77 with
+ * one line saying so. With gpu_set_share(1) (--share) ranks share the visible GPUs instead
+ * (rank % ndev; --gpus then initializes with grouped ncclCommInitRank, since ncclCommInitAll
+ * takes each device once): weft allows several ranks of a communicator on one GPU, so a
+ * one-GPU machine runs every algorithm on 2..8 ranks (for correctness only: kernels of
+ * separate processes on one GPU are time-sliced). The device count is
  * asked in a forked child, so the parent never touches CUDA.
  *
  * Nothing may hang: every host call that can block runs under a watchdog (alarm(), default
@@ -64,8 +68,11 @@ typedef int (*gpu_body_fn)(gpu_world* w, void* arg);
  * the whole run (0: no bound beyond the watchdogs). */
 int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int timeout_s);
 
-/* Runs body in this process on ngpus GPUs (devices 0..ngpus-1). */
+/* Runs body in this process on ngpus GPUs (devices 0..ngpus-1; with sharing, i % ndev). */
 int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_t seed);
+
+/* Ranks may share GPUs (call before gpu_run_procs / gpu_run_gpus). */
+void gpu_set_share(int on);
 
 /* Watchdog: after arm, if disarm does not follow within the limit, prints
  * "watchdog: <what> ..." and exits 1. */

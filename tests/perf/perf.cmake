@@ -68,6 +68,16 @@ perf_test(NAME perf_weft_np3_types_ops LABELS unit mp TIMEOUT 300
   ARGS --skip-if "${PERF_SKIP}" --out "Out of bounds values : 0 OK" --not-out "FAILED" --
   ${PERF_BIN} all_reduce reduce_scatter reduce -np 3 -d all -o all -r all -b 8 -e 4K -f 8
   -n 1 -w 1 -c 1 -T 280)
+# -R 1|2: buffers registered (ncclCommRegister, ncclCommWindowRegister) with every communicator,
+# deregistered at the end, results still checked.
+foreach(r 1 2)
+  perf_test(NAME perf_weft_register_${r} LABELS unit mp
+    ARGS --skip-if "${PERF_SKIP}" --out "Registration \\(-R ${r}\\)" --out "Out of bounds values : 0 OK"
+    --not-out "FAILED" -- ${PERF_BIN} all_reduce broadcast -np 2 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1
+    -R ${r} -T 100)
+endforeach()
+perf_test(NAME perf_register_bad_value_exits_2 LABELS unit
+  ARGS --rc 2 --err "-R '3': expected 0" -- ${PERF_BIN} -R 3)
 string(RANDOM LENGTH 4 ALPHABET 0123456789 perf_port)
 math(EXPR perf_port "20000 + ${perf_port} % 20000")
 perf_test(NAME perf_weft_env_launch LABELS unit mp

@@ -95,6 +95,11 @@ static void options_parse_like_nccl_tests(void) {
   CHECK(PARSE("--cudagraph=3") == 0 && o.graph_launches == 3);
   CHECK(PARSE("--vs", "/usr/lib/libnccl.so.2", "--plot", "out.png", "--json", "o.json") == 0);
   CHECK(!strcmp(o.vs, "/usr/lib/libnccl.so.2") && !strcmp(o.plot, "out.png"));
+  /* -R 0|1|2 (nccl-tests' local_register). */
+  CHECK(PARSE("-R", "0") == 0 && o.reg == 0);
+  CHECK(PARSE("-R", "1") == 0 && o.reg == 1);
+  CHECK(PARSE("--local_register=2") == 0 && o.reg == 2);
+  CHECK(PARSE("-R", "3") != 0 && PARSE("-R", "x") != 0);
 }
 
 static void defaults_match_nccl_tests_and_all_is_a_ci_run(void) {

@@ -2,6 +2,7 @@
 set(WEFT_TUNE_MODEL_SOURCES
   ${PROJECT_SOURCE_DIR}/core/tune/algo_proto.c ${PROJECT_SOURCE_DIR}/core/tune/tune_model.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_host.c
+  ${PROJECT_SOURCE_DIR}/core/tune/tune_model_direct.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_device.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_constants.c ${PROJECT_SOURCE_DIR}/core/tune/tune_decide.c)
 weft_add_test(NAME tune_algo_proto_grammar_matches_nccl
@@ -14,6 +15,19 @@ weft_add_test(NAME tune_model_decisions_for_representative_topologies
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decisions.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 weft_add_test(NAME tune_decide_checks_tuner_answers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decide_tuner.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+weft_add_test(NAME tune_direct_algorithms_names_model_and_tuner_slots
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+# A forced direct algorithm where it cannot run: a clear ncclInvalidUsage, the comm still works.
+add_executable(tune_direct_mp ${CMAKE_CURRENT_LIST_DIR}/tune_direct_mp.c)
+target_link_libraries(tune_direct_mp PRIVATE weft_testlib)
+set_target_properties(tune_direct_mp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+foreach(c "oneshot_9ranks;OneShot" "twoshot_allgather;TwoShot")
+  list(GET c 0 _case)
+  list(GET c 1 _algo)
+  add_test(NAME tune_direct_forced_${_case} COMMAND tune_direct_mp ${_case})
+  set_tests_properties(tune_direct_forced_${_case} PROPERTIES LABELS "mp" TIMEOUT 150
+    ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_ALGO=${_algo}")
+endforeach()
 if(TARGET weft_tuner_rules)
   weft_add_test(NAME tune_rules_yaml_and_csv_load_and_apply
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_rules.c LIBS weft_tuner_rules LABELS unit
@@ -26,7 +40,8 @@ if(TARGET nccl-tuner-weft)
       -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_tuner_exports.cmake)
   set_tests_properties(tune_weft_tuner_follows_nccl_conventions PROPERTIES LABELS "unit;plugin")
   set(WEFT_TUNE_MP_CASES model reftuner_by_name reftuner_by_path reftuner_v2 reftuner_v3
-    reftuner_v4 reftuner_v5 weft_yaml weft_csv weft_policy weft_no_rules weft_bad_rules missing_library
+    reftuner_v4 reftuner_v5 weft_yaml weft_yaml_direct weft_csv weft_policy weft_no_rules
+    weft_bad_rules missing_library
     null_init null_getcollinfo init_fails getcollinfo_fails writes_ignored_cell nan_cell
     negative_channels v2_bad_index raises_cells net_plugin_fallback ranks_disagree)
   # A net plugin that carries a tuner (the socket net's tables + reftuner), for NCCL's fallback

@@ -85,7 +85,7 @@ static void state_of(weft_tune* t, weft_tuner* tu, const weft_tune_facts* f, uns
   tune_model_init(&t->model, f, &k, &hb);
   t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE), protos,
                              max_channels};
-  *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5};
+  *tu = (weft_tuner){&fake_api, NULL, "fake", "in-process", 5, NCCL_NUM_ALGORITHMS};
   t->tuner = tu;
 }
 

@@ -16,7 +16,8 @@
 #define NV (1u << NCCL_ALGO_NVLS)
 #define NT (1u << NCCL_ALGO_NVLS_TREE)
 #define PAT (1u << NCCL_ALGO_PAT)
-#define ALLA 0x7fu
+#define NCCL7 0x7fu /* NCCL's seven algorithms */
+#define ALLA 0x1ffu /* and weft's OneShot, TwoShot */
 #define LL (1u << NCCL_PROTO_LL)
 #define L128 (1u << NCCL_PROTO_LL128)
 #define S (1u << NCCL_PROTO_SIMPLE)
@@ -39,9 +40,9 @@ static const case_t algo_ok[] = {
     {"^ring", {ALLA & ~R, ALLA & ~R, ALLA & ~R, ALLA & ~R, ALLA & ~R}},
     {" ^ Ring ,tree", {ALLA & ~(R | T), ALLA & ~(R | T), ALLA & ~(R | T), ALLA & ~(R | T),
                        ALLA & ~(R | T)}},
-    {"collnetdirect,CollNetChain,nvls,NVLSTree,pat", {ALLA & ~(R | T), ALLA & ~(R | T),
-                                                      ALLA & ~(R | T), ALLA & ~(R | T),
-                                                      ALLA & ~(R | T)}},
+    {"collnetdirect,CollNetChain,nvls,NVLSTree,pat", {NCCL7 & ~(R | T), NCCL7 & ~(R | T),
+                                                      NCCL7 & ~(R | T), NCCL7 & ~(R | T),
+                                                      NCCL7 & ~(R | T)}},
     /* NCCL's example: ring+collnetdirect everywhere, then allreduce and broadcast replaced. */
     {"ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring",
      {R, R | CD, R | CD, R | CD, T | CD}},

@@ -50,6 +50,20 @@ static const char* yaml_rules =
     "  - collective: allreduce\n"
     "    algorithm: tree\n"
     "    protocol: simple\n";
+/* weft's algorithms named through weft's extension (the plugin exports weftTunerAlgorithms). */
+static const char* yaml_direct_rules =
+    "rules:\n"
+    "  - collective: allreduce\n"
+    "    bytes: [0, 4K]\n"
+    "    algorithm: oneshot\n"
+    "    protocol: ll\n"
+    "  - collective: allreduce\n"
+    "    bytes: [4097, 64K]\n"
+    "    algorithm: two_shot\n"
+    "    protocol: simple\n"
+    "  - collective: allreduce\n"
+    "    algorithm: ring\n"
+    "    protocol: simple\n";
 static const char* csv_rules =
     "# NCCL's example format\n"
     "allreduce,0,65536,tree,ll,-1,-1,-1\n"
@@ -64,6 +78,8 @@ static const tcase cases[] = {
     {"reftuner_v4", "reftuner-v4", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"reftuner_v5", "reftuner-v5", NULL, NULL, NULL, 0, REF_RUNS, NULL, 0, NULL, NULL},
     {"weft_yaml", "weft", NULL, "yaml", NULL, 0, "Ring/LL,Ring/LL,Tree/Simple,Tree/Simple", NULL, 0, NULL, NULL},
+    {"weft_yaml_direct", "weft", NULL, "direct", NULL, 0,
+     "OneShot/LL,OneShot/LL,TwoShot/Simple,Ring/Simple", NULL, 0, NULL, NULL},
     {"weft_csv", "weft", NULL, NULL, "csv", 0, "Tree/LL,Tree/LL,Tree/LL,Ring/LL", NULL, 0, NULL, NULL},
     {"weft_policy", NULL, NULL, "yaml", NULL, 1, "Ring/LL,Ring/LL,Tree/Simple,Tree/Simple", NULL, 0, NULL, NULL},
     {"weft_no_rules", "weft", NULL, NULL, NULL, 0, "model", NULL, 0, NULL, NULL},
@@ -334,8 +350,9 @@ int main(int argc, char** argv) {
   char path[512];
   if (the_case->yaml) {
     snprintf(path, sizeof path, "%s/rules.yaml", dir);
-    write_file(path, strcmp(the_case->yaml, "bad") == 0 ? "rules:\n  - algorithm: rign\n"
-                                                          : yaml_rules);
+    write_file(path, strcmp(the_case->yaml, "bad") == 0      ? "rules:\n  - algorithm: rign\n"
+                     : strcmp(the_case->yaml, "direct") == 0 ? yaml_direct_rules
+                                                             : yaml_rules);
     if (the_case->policy) {
       char pol[1024], ppath[512];
       snprintf(pol, sizeof pol,

@@ -59,6 +59,8 @@ struct perf_proc {
   void* stage_recv;
   ncclRedOp_t* ops; /* [nlocal]: the operator handle of the current test */
   void** graphs;    /* [nlocal]: -G's executable graphs while a half row is timed */
+  void** regs;      /* [2 * nlocal]: -R's handles of send[i], recv[i] (NULL: none) */
+  int mem_alloc;    /* -R on device buffers: they came from the library's ncclMemAlloc */
   struct perf_json* json;
   struct perf_ar_best ar;
   struct perf_explain explain; /* --explain rows (rank 0's process) */

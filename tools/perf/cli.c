@@ -106,6 +106,7 @@ enum opt_id {
   O_VS,
   O_PLOT,
   O_GRAPH,
+  O_REGISTER,
   O_COLL,
   O_HELP,
   O_DEFAULT_ONLY
@@ -159,7 +160,7 @@ static const struct opt_def opt_defs[] = {
     {'y', "stream_null", O_DEFAULT_ONLY, 1, "0"},
     {'C', "report_cputime", O_DEFAULT_ONLY, 1, "0"},
     {'S', "report_timestamps", O_DEFAULT_ONLY, 1, "0"},
-    {'R', "local_register", O_DEFAULT_ONLY, 1, "0"},
+    {'R', "local_register", O_REGISTER, 1, NULL},
     {'D', "device_implementation", O_DEFAULT_ONLY, 1, "0"},
     {'M', "memory", O_DEFAULT_ONLY, 1, "0"},
     {'u', "unalign", O_DEFAULT_ONLY, 1, "0"},
@@ -192,6 +193,9 @@ void perf_usage(FILE* out, const char* prog) {
       "  -z, --blocking 0|1      1: wait and barrier after every iteration (default 0)\n"
       "  -G, --cudagraph N       capture the timed iterations in a CUDA graph and launch it N\n"
       "                          times (device buffers only; default 0: no graph)\n"
+      "  -R, --local_register 0|1|2  register the buffers with every communicator:\n"
+      "                          1 ncclCommRegister, 2 ncclCommWindowRegister (device buffers\n"
+      "                          then come from ncclMemAlloc, as in nccl-tests; default 0)\n"
       "  -g, --ngpus N           ranks (GPUs) per process (default 1)\n"
       "  -t, --nthreads 1        threads per process (only 1; -t NAME selects a collective)\n"
       "  -np N                   fork N local rank processes (host mode default: 2)\n"
@@ -427,6 +431,12 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
       if (parse_int(v, 0, 1L << 20, &n))
         return fail(err, errlen, "%s '%s': expected a number of graph launches >= 0", flag, v);
       o->graph_launches = (int)n;
+      return 0;
+    case O_REGISTER:
+      if (parse_int(v, 0, 2, &n))
+        return fail(err, errlen, "%s '%s': expected 0 (none), 1 (ncclCommRegister) or 2 "
+                    "(ncclCommWindowRegister)", flag, v);
+      o->reg = (int)n;
       return 0;
     case O_DEFAULT_ONLY:
       if (parse_int(v, -(1L << 30), 1L << 30, &n) || n != strtol(d->only, NULL, 10))

@@ -4,8 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char* const algo_names[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
-                                         "NVLS", "NVLSTree", "PAT"};
+/* NCCL's seven, then weft's own (weft.h: WEFT_ALGO_ONESHOT, WEFT_ALGO_TWOSHOT). */
+static const char* const algo_names[] = {"Tree", "Ring",     "CollNetDirect", "CollNetChain",
+                                         "NVLS", "NVLSTree", "PAT",           "OneShot",
+                                         "TwoShot"};
+#define NALGO ((int)(sizeof algo_names / sizeof algo_names[0]))
 static const char* const proto_names[] = {"LL", "LL128", "Simple"};
 
 /* ncclFunc_t of a benchmark collective; -1 for those built from send/recv. */
@@ -60,7 +63,7 @@ void perf_explain_add(struct perf_explain* e, const struct perf_nccl* lib, ncclC
   float us = -1;
   if (func >= 0 && lib->weftCommTuneQuery(comm, func, count, type, &r->algo, &r->proto, &r->nch,
                                           &us) == ncclSuccess) {
-    r->known = r->algo >= 0 && r->algo < 7 && r->proto >= 0 && r->proto < 3;
+    r->known = r->algo >= 0 && r->algo < NALGO && r->proto >= 0 && r->proto < 3;
     r->predicted_us = us;
   }
 }

@@ -57,6 +57,32 @@ static ncclResult_t stub_opdestroy(ncclRedOp_t op, ncclComm_t comm) {
   return ncclSuccess;
 }
 
+/* A library without registration (older than NCCL 2.19 / 2.27): -R cannot run on it. */
+static ncclResult_t stub_mem_alloc(void** p, size_t n) {
+  (void)p, (void)n;
+  return ncclInvalidUsage;
+}
+static ncclResult_t stub_mem_free(void* p) {
+  (void)p;
+  return ncclInvalidUsage;
+}
+static ncclResult_t stub_register(const ncclComm_t c, void* b, size_t n, void** h) {
+  (void)c, (void)b, (void)n, (void)h;
+  return ncclInvalidUsage;
+}
+static ncclResult_t stub_deregister(const ncclComm_t c, void* h) {
+  (void)c, (void)h;
+  return ncclInvalidUsage;
+}
+static ncclResult_t stub_window_register(ncclComm_t c, void* b, size_t n, ncclWindow_t* w, int f) {
+  (void)c, (void)b, (void)n, (void)w, (void)f;
+  return ncclInvalidUsage;
+}
+static ncclResult_t stub_window_deregister(ncclComm_t c, ncclWindow_t w) {
+  (void)c, (void)w;
+  return ncclInvalidUsage;
+}
+
 static ncclResult_t stub_get_mode(ncclComm_t comm, int* isDevice) {
   (void)comm;
   *isDevice = -1; /* unknown: not weft */
@@ -156,6 +182,12 @@ int perf_nccl_load(struct perf_nccl* lib, const char* path, char* err, size_t er
   RESOLVE(AlltoAll, "ncclAlltoAll", 0);
   RESOLVE(RedOpCreatePreMulSum, "ncclRedOpCreatePreMulSum", 0);
   RESOLVE(RedOpDestroy, "ncclRedOpDestroy", 0);
+  RESOLVE(MemAlloc, "ncclMemAlloc", 0);
+  RESOLVE(MemFree, "ncclMemFree", 0);
+  RESOLVE(CommRegister, "ncclCommRegister", 0);
+  RESOLVE(CommDeregister, "ncclCommDeregister", 0);
+  RESOLVE(CommWindowRegister, "ncclCommWindowRegister", 0);
+  RESOLVE(CommWindowDeregister, "ncclCommWindowDeregister", 0);
   RESOLVE(weftCommGetMode, "weftCommGetMode", 0);
   RESOLVE(weftCommOobAllGather, "weftCommOobAllGather", 0);
   RESOLVE(weftCommTuneQuery, "weftCommTuneQuery", 0);
@@ -171,6 +203,12 @@ int perf_nccl_load(struct perf_nccl* lib, const char* path, char* err, size_t er
   if (!lib->AlltoAll) lib->AlltoAll = stub_alltoall;
   if (!lib->RedOpCreatePreMulSum) lib->RedOpCreatePreMulSum = stub_premulsum;
   if (!lib->RedOpDestroy) lib->RedOpDestroy = stub_opdestroy;
+  if (!lib->MemAlloc) lib->MemAlloc = stub_mem_alloc;
+  if (!lib->MemFree) lib->MemFree = stub_mem_free;
+  if (!lib->CommRegister) lib->CommRegister = stub_register;
+  if (!lib->CommDeregister) lib->CommDeregister = stub_deregister;
+  if (!lib->CommWindowRegister) lib->CommWindowRegister = stub_window_register;
+  if (!lib->CommWindowDeregister) lib->CommWindowDeregister = stub_window_deregister;
   if (!lib->weftCommGetMode) lib->weftCommGetMode = stub_get_mode;
   if (!lib->weftCommOobAllGather) lib->weftCommOobAllGather = stub_oob;
   if (!lib->weftCommTuneQuery) lib->weftCommTuneQuery = stub_tune_query;

@@ -48,6 +48,13 @@ struct perf_nccl {
   ncclResult_t (*RedOpCreatePreMulSum)(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t,
                                        ncclComm_t);
   ncclResult_t (*RedOpDestroy)(ncclRedOp_t, ncclComm_t);
+  /* Registration (-R; stubs answer ncclInvalidUsage where the library has none). */
+  ncclResult_t (*MemAlloc)(void**, size_t);
+  ncclResult_t (*MemFree)(void*);
+  ncclResult_t (*CommRegister)(const ncclComm_t, void*, size_t, void**);
+  ncclResult_t (*CommDeregister)(const ncclComm_t, void*);
+  ncclResult_t (*CommWindowRegister)(ncclComm_t, void*, size_t, ncclWindow_t*, int);
+  ncclResult_t (*CommWindowDeregister)(ncclComm_t, ncclWindow_t);
   /* weft extensions (stubs answer ncclInvalidUsage elsewhere). */
   ncclResult_t (*weftCommGetMode)(ncclComm_t, int*);
   ncclResult_t (*weftCommOobAllGather)(ncclComm_t, const void*, void*, size_t);

@@ -35,6 +35,10 @@ static void run_header(struct perf_proc* p) {
          p->nprocs, p->nlocal, p->be->is_host ? "host" : "device");
   printf("# Time: %s (-a %d); bandwidth in GB/s = 1e9 bytes/s\n", average_name(p->o->average),
          p->o->average);
+  if (p->o->reg)
+    printf("# Registration (-R %d): buffers registered with %s%s\n", p->o->reg,
+           p->o->reg == 1 ? "ncclCommRegister" : "ncclCommWindowRegister (NCCL_WIN_COLL_SYMMETRIC)",
+           p->be->is_host ? "" : ", allocated with ncclMemAlloc");
   perf_print_nvls(stdout, s);
   if (s->vs_fd >= 0)
     printf(
@@ -86,6 +90,7 @@ void perf_json_describe_run(struct perf_json* j, const struct perf_setup* s, int
   perf_json_kv_num(j, "config", "agg_iters", o->agg_iters);
   perf_json_kv_num(j, "config", "check", o->check);
   perf_json_kv_num(j, "config", "cudagraph_launches", o->graph_launches);
+  perf_json_kv_num(j, "config", "local_register", o->reg);
   const struct perf_baseline* b = s->baseline;
   if (b && b->have_memcpy) {
     perf_json_kv_num(j, "baselines", "memcpy_gbps", b->memcpy_gbps);
@@ -221,13 +226,32 @@ static int device_report(struct perf_proc* p) {
   return rc;
 }
 
+/* -R on device buffers: the library's ncclMemAlloc, as nccl-tests does. */
+static int lib_alloc(struct perf_proc* p, void** ptr) {
+  ncclResult_t res = p->lib->MemAlloc(ptr, p->bufbytes);
+  if (res == ncclSuccess) return 0;
+  char why[512];
+  perf_nccl_describe(p->lib, res, NULL, "ncclMemAlloc (-R)", why, sizeof why);
+  perf_rank_error(p, "%s", why);
+  *ptr = NULL;
+  return -1;
+}
+
 static int alloc_buffers(struct perf_proc* p) {
   size_t page = 4096;
   p->bufbytes = (p->o->maxbytes + page - 1) / page * page;
   if (p->bufbytes == 0) p->bufbytes = page;
+  p->mem_alloc = p->o->reg && !p->be->is_host;
   for (int i = 0; i < p->nlocal; i++) {
-    if (p->be->set_device(p->devs[i]) || p->be->stream_create(&p->streams[i]) ||
-        p->be->alloc(&p->send[i], p->bufbytes) || p->be->alloc(&p->recv[i], p->bufbytes)) {
+    if (p->be->set_device(p->devs[i]) || p->be->stream_create(&p->streams[i])) {
+      perf_rank_error(p, "selecting device %d: %s", p->devs[i], p->be->error());
+      return -1;
+    }
+    if (p->mem_alloc) {
+      if (lib_alloc(p, &p->send[i]) || lib_alloc(p, &p->recv[i])) return -1;
+      continue;
+    }
+    if (p->be->alloc(&p->send[i], p->bufbytes) || p->be->alloc(&p->recv[i], p->bufbytes)) {
       perf_rank_error(p, "allocating 2 x %zu bytes: %s", p->bufbytes, p->be->error());
       return -1;
     }
@@ -242,8 +266,60 @@ static int alloc_buffers(struct perf_proc* p) {
   return 0;
 }
 
+/* -R: every local rank registers its two buffers with its communicator (window registration is
+ * collective: one group over the local ranks). */
+static int register_buffers(struct perf_proc* p) {
+  if (!p->o->reg) return 0;
+  const char* what = p->o->reg == 1 ? "ncclCommRegister (-R 1)" : "ncclCommWindowRegister (-R 2)";
+  ncclResult_t res = ncclSuccess;
+  int grouped = p->o->reg == 2 && p->nlocal > 1;
+  if (grouped) res = p->lib->GroupStart();
+  for (int i = 0; i < p->nlocal && res == ncclSuccess; i++)
+    for (int b = 0; b < 2 && res == ncclSuccess; b++) {
+      void* buf = b ? p->recv[i] : p->send[i];
+      void** h = &p->regs[2 * i + b];
+      if (p->o->reg == 1)
+        res = p->lib->CommRegister(p->comms[i], buf, p->bufbytes, h);
+      else
+        res = p->lib->CommWindowRegister(p->comms[i], buf, p->bufbytes, (ncclWindow_t*)h,
+                                         NCCL_WIN_COLL_SYMMETRIC);
+    }
+  if (grouped) {
+    ncclResult_t e = p->lib->GroupEnd();
+    if (res == ncclSuccess) res = e;
+  }
+  if (res == ncclSuccess) return 0;
+  char why[512];
+  perf_nccl_describe(p->lib, res, p->comms[0], what, why, sizeof why);
+  perf_rank_error(p, "%s", why);
+  return -1;
+}
+
+/* Before the buffers go; only after a clean run (a failed one aborts, which drops them). */
+static void deregister_buffers(struct perf_proc* p) {
+  for (int i = 0; p->o->reg && i < 2 * p->nlocal; i++) {
+    if (!p->regs[i]) continue;
+    ncclResult_t res = p->o->reg == 1
+                           ? p->lib->CommDeregister(p->comms[i / 2], p->regs[i])
+                           : p->lib->CommWindowDeregister(p->comms[i / 2], (ncclWindow_t)p->regs[i]);
+    if (res != ncclSuccess) {
+      char why[512];
+      perf_nccl_describe(p->lib, res, p->comms[i / 2], "deregistering a buffer (-R)", why,
+                         sizeof why);
+      perf_rank_error(p, "%s", why);
+    }
+    p->regs[i] = NULL;
+  }
+}
+
 static void free_buffers(struct perf_proc* p) {
   for (int i = 0; i < p->nlocal; i++) {
+    if (p->mem_alloc) {
+      if (p->send && p->send[i]) p->lib->MemFree(p->send[i]);
+      if (p->recv && p->recv[i]) p->lib->MemFree(p->recv[i]);
+      if (p->streams && p->streams[i]) p->be->stream_destroy(p->streams[i]);
+      continue;
+    }
     if (p->send && p->send[i]) p->be->release(p->send[i]);
     if (p->recv && p->recv[i]) p->be->release(p->recv[i]);
     if (p->streams && p->streams[i]) p->be->stream_destroy(p->streams[i]);
@@ -275,7 +351,9 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
   p->recv = calloc((size_t)n, sizeof *p->recv);
   p->ops = calloc((size_t)n, sizeof *p->ops);
   p->graphs = calloc((size_t)n, sizeof *p->graphs);
-  if (!p->comms || !p->streams || !p->devs || !p->send || !p->recv || !p->ops || !p->graphs)
+  p->regs = calloc((size_t)(2 * n), sizeof *p->regs);
+  if (!p->comms || !p->streams || !p->devs || !p->send || !p->recv || !p->ops || !p->graphs ||
+      !p->regs)
     goto out;
   int local_proc = s->local_proc >= 0 ? s->local_proc : proc;
   for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : local_proc * n + i;
@@ -310,7 +388,8 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     p->ch = perf_chan_nccl(p->lib, p->be, p->comms, p->streams, p->devs, n, nprocs);
     if (!p->ch) goto out_comms;
   }
-  if (check_mode(p) || device_report(p) || alloc_buffers(p)) goto out_bufs;
+  if (check_mode(p) || device_report(p) || alloc_buffers(p) || register_buffers(p))
+    goto out_bufs;
   int failed = 0;
   for (int c = 0; c < p->o->ncolls && !failed; c++)
     failed = perf_bench_coll(p, &perf_colls[p->o->colls[c]]) != 0;
@@ -338,6 +417,7 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
   if (perf_vs_turn(p)) rc = PERF_EXIT_FAIL; /* --vs: teardown is a turn */
 
 out_bufs:
+  if (rc == PERF_EXIT_OK) deregister_buffers(p);
   free_buffers(p);
 out_comms:
   /* After a failure peers may be gone or stuck: abort instead of a collective destroy. */
@@ -363,6 +443,7 @@ out:
   free(p->recv);
   free(p->ops);
   free(p->graphs);
+  free(p->regs);
   perf_explain_free(&p->explain);
   perf_results_free(&p->results);
   return rc;

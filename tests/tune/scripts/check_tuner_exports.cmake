@@ -1,7 +1,8 @@
 # Stock NCCL's conventions for libnccl-tuner-weft.so (cmake -P, LIB=the library): the file name
 # is libnccl-tuner-<name>.so, and it exports exactly the tables NCCL 2.21 .. 2.30 probe,
-# ncclTunerPlugin_v2 .. _v6, as data, and nothing else (no weft or libyaml symbol leaks into the
-# process that loads it).
+# ncclTunerPlugin_v2 .. _v6, as data, plus weft's documented extension weftTunerAlgorithms (data:
+# the rows of weft's cost tables it understands, weft.h), and nothing else (no other weft or
+# libyaml symbol leaks into the process that loads it).
 find_program(NM nm REQUIRED)
 get_filename_component(file "${LIB}" NAME)
 if(NOT file MATCHES "^libnccl-tuner-[A-Za-z0-9_-]+\\.so$")
@@ -19,10 +20,13 @@ foreach(line ${lines})
     set(sym ${CMAKE_MATCH_2})
     if(sym MATCHES "^ncclTunerPlugin_v[2-6]$" AND kind MATCHES "^[DR]$")
       list(APPEND found ${sym})
+    elseif(sym STREQUAL "weftTunerAlgorithms" AND kind MATCHES "^[DR]$")
+      set(weft_ext 1)
     elseif(sym MATCHES "^_+(odr_asan|asan|tsan|ubsan|lsan|sancov)")
       # what a sanitizer build's instrumentation adds (WEFT_SANITIZE); not the plugin's own
     else()
-      message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v6 may be")
+      message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v6 and "
+        "weftTunerAlgorithms may be")
     endif()
   endif()
 endforeach()
@@ -30,4 +34,7 @@ list(SORT found)
 if(NOT found STREQUAL "ncclTunerPlugin_v2;ncclTunerPlugin_v3;ncclTunerPlugin_v4;ncclTunerPlugin_v5;ncclTunerPlugin_v6")
   message(FATAL_ERROR "${file} exports [${found}], expected ncclTunerPlugin_v2..v6")
 endif()
-message("${file}: exports ${found}")
+if(NOT weft_ext)
+  message(FATAL_ERROR "${file} does not export weftTunerAlgorithms (weft.h's extension)")
+endif()
+message("${file}: exports ${found} and weftTunerAlgorithms")

@@ -1,7 +1,7 @@
 #!/bin/sh
 # weft-perf --explain on 2 host ranks: the decision table follows the results, one row per size
 # with an algorithm, a protocol, a channel count and a predicted time from the library, and the
-# PNG plot is written. Usage: explain_run.sh WEFT_PERF OUTDIR
+# PNG plot is written; with NCCL_ALGO=OneShot every row names OneShot. Usage: explain_run.sh WEFT_PERF OUTDIR
 set -eu
 perf=$1
 out=$2
@@ -23,4 +23,14 @@ awk '
 grep -q "plot of predicted vs measured written to $png" "$out/explain.txt"
 test -s "$png"
 head -c 8 "$png" | od -An -c | grep -q 'P   N   G'
+# A forced direct algorithm is named as what runs.
+NCCL_ALGO=OneShot WEFT_DEVICE=host "$perf" all_reduce -np 2 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 \
+  --explain > "$out/explain_oneshot.txt"
+awk '
+  /^# explain: all_reduce float sum, 2 ranks/ { ex = 1; next }
+  ex && /^ +[0-9]/ { rows++; if ($2 != "OneShot") bad = bad "\n" $0 }
+  END {
+    if (rows != 5) { print "expected 5 explain rows with NCCL_ALGO=OneShot, got " rows; exit 1 }
+    if (bad != "") { print "rows not naming OneShot:" bad; exit 1 }
+  }' "$out/explain_oneshot.txt" || { cat "$out/explain_oneshot.txt"; exit 1; }
 echo "explain ok: $(grep -c '' "$out/explain.txt") lines, $(wc -c < "$png") byte plot"
