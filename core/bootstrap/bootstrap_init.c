@@ -92,8 +92,8 @@ static ncclResult_t await_verdict(weft_bootstrap* b, uint64_t deadline, int time
            "at %s fails the init for every rank (check the launcher's ranks; an NCCL_COMM_ID "
            "rendezvous without WEFT_COMM_SECRET is open to anyone who knows the address)",
            b->rank, b->nranks, c.rank, socket_addr_str(&c.first, b1, sizeof b1),
-           socket_addr_str(&c.second, b2, sizeof b2), socket_addr_str(&c.second_from, b3, sizeof b3),
-           root);
+           socket_addr_str(&c.second, b2, sizeof b2),
+           socket_addr_str(&c.second_from, b3, sizeof b3), root);
       return ncclInvalidUsage;
     }
     case BS_VERDICT_NRANKS:

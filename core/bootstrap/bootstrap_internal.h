@@ -142,7 +142,8 @@ ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd);
 /* Serve id's init on the process's shared root server (started on bind_addr when none runs);
  * sets id->addr to the server's address. */
 ncclResult_t bs_root_add_shared(weft_bootstrap_id* id, const weft_sockaddr* bind_addr);
-int bs_root_threads_live(void); /* roots still serving an id (tests; the name predates the shared server) */
+/* Roots still serving an id (tests; the name predates the shared server). */
+int bs_root_threads_live(void);
 
 /* ---- the per-rank state (bootstrap_init.c, bootstrap_loop.c, coll, p2p) ---- */
 

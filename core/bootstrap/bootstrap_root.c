@@ -1,16 +1,18 @@
 /* The root serves one init. Ranks connect, say hello with their rank, nranks and their own
- * listener's address, and the root closes that connection. When every rank
- * has checked in, the root connects back to each one and hands it the address of rank+1 (the
- * ranks then build the ring and allgather the rest); when the init cannot complete in time it
- * connects back to those that came and names the ranks that did not. Then it closes everything
- * and ends. Holding no connection per rank keeps the root within a default fd limit at scale.
+ * listener's address, and the root closes that connection. When every rank has checked in, the
+ * root connects back to each one and hands it the address of rank+1 (the ranks then build the
+ * ring and allgather the rest); when the init cannot complete in time it connects back to those
+ * that came and names the ranks that did not. Then it closes everything and ends. Holding no
+ * connection per rank keeps the root within a default fd limit at scale. Two parties claiming
+ * one rank fail the init for every rank, with both claimants' addresses.
  *
- * One thread and one listener per process serve the roots of all its random ids (ncclGetUniqueId):
- * a hello names its root by the id's magic and proves it with the id's secret. An NCCL_COMM_ID
- * root has its address of its own and its own thread. Deadlines: before the first check-in a
- * root waits WEFT_INIT_TIMEOUT_MS (an id nobody uses costs a few hundred bytes for that long). Each check-in says how much longer that rank will
- * wait; the root gives its verdict a little before the most impatient rank gives up, so the
- * ranks hear why the init failed instead of only that it did. */
+ * One thread and one listener per process serve the roots of all its random ids
+ * (ncclGetUniqueId): a hello names its root by the id's magic and proves it with the id's
+ * secret. An NCCL_COMM_ID root has an address, a listener and a thread of its own. Deadlines:
+ * before the first check-in a root waits WEFT_INIT_TIMEOUT_MS (an id nobody uses costs a few
+ * hundred bytes for that long). Each check-in says how much longer that rank will wait; the
+ * root gives its verdict a little before the most impatient rank gives up, so the ranks hear
+ * why the init failed instead of only that it did. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

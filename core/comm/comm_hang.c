@@ -202,6 +202,11 @@ void comm_hang_note_wait(struct ncclComm* comm, int peer, int channel, int is_se
 
 /* ---- the report ---- */
 
+/* Device mode: a launch returns once enqueued; what the kernel does after is not on the board. */
+static const char* done_word(const struct ncclComm* comm) {
+  return comm->mode == WEFT_MODE_DEVICE ? "enqueued" : "finished";
+}
+
 static int pid_gone(int pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
 /* Short form of r's state, the same for ranks in the same state (the summary groups by it).
@@ -234,7 +239,7 @@ static void rank_key(struct ncclComm* comm, int r, char* buf, size_t len, int* w
                (unsigned long long)LD(s->fail_seq),
                ncclGetErrorString((ncclResult_t)LD(s->done_result)));
     else
-      snprintf(buf, len, "not in a weft call (last finished #%llu)",
+      snprintf(buf, len, "not in a weft call (last %s #%llu)", done_word(comm),
                (unsigned long long)LD(s->done_seq));
     return;
   }
@@ -314,8 +319,8 @@ static void odd_text(struct ncclComm* comm, int r, const char* key, int big_firs
   hang_slot* b = &comm->hang->board->slot[big_first];
   if (strncmp(key, "not in", 6) == 0 && LD(s->done_result) == ncclSuccess && LD(b->in_call) &&
       LD(b->state) == SLOT_LIVE && LD(b->seq) > LD(s->done_seq))
-    snprintf(buf, len, "is not in a weft call (%s #%llu not called yet)", plan_func_name(LD(b->func)),
-             (unsigned long long)LD(b->seq));
+    snprintf(buf, len, "is not in a weft call (%s #%llu not called yet)",
+             plan_func_name(LD(b->func)), (unsigned long long)LD(b->seq));
   else
     snprintf(buf, len, "%s %s", strncmp(key, "in ", 3) && strncmp(key, "not ", 4) &&
                                         strncmp(key, "on ", 3) ? "has" : "is", key);
@@ -388,8 +393,8 @@ static void summary(struct ncclComm* comm, const char* why) {
     hang_slot* s = &comm->hang->board->slot[r];
     char what[200];
     odd_text(comm, r, keys[r], big_first, what, sizeof what);
-    o += (size_t)snprintf(out + o, cap - o, "%s rank %d last finished #%llu and %s",
-                          nodd == 1 ? " -- odd one out:" : ";", r,
+    o += (size_t)snprintf(out + o, cap - o, "%s rank %d last %s #%llu and %s",
+                          nodd == 1 ? " -- odd one out:" : ";", r, done_word(comm),
                           (unsigned long long)LD(s->done_seq), what);
   }
   if (ngroups == 1 && nodd == 0) o += (size_t)snprintf(out + o, cap - o, " (all alike)");

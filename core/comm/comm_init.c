@@ -113,7 +113,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
        (unsigned long long)comm->comm_hash);
-  comm_hang_ready(comm); /* every rank has mapped the board (the allgather); the watchdog may look */
+  comm_hang_ready(comm); /* all ranks mapped the board (the allgather); the watchdog may look */
   __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
   return ncclSuccess;
