@@ -69,7 +69,7 @@ static void send_verdict(root_state* s, int rank, int rank_nranks, const weft_so
   len += sizeof h;
   memcpy(buf + len, v, sizeof *v);
   len += sizeof *v;
-  memcpy(buf + len, ranges, v->nranges * sizeof(bs_range));
+  if (v->nranges) memcpy(buf + len, ranges, v->nranges * sizeof(bs_range)); /* else NULL */
   len += v->nranges * sizeof(bs_range);
   int fd = -1;
   if (socket_connect(to, connect_ms, &fd) != ncclSuccess) {
