@@ -35,4 +35,4 @@ weft_add_test(NAME bootstrap_p2p_errors_name_the_peer
   LABELS mp TIMEOUT 30 LIBS weft_bootstrap_test)
 weft_add_test(NAME bootstrap_unused_ids_share_one_root
   SOURCES ${BS_DIR}/bootstrap_many_ids_test.c ${BS_DIR}/bs_testutil.c
-  LABELS unit TIMEOUT 60 LIBS weft_bootstrap_test ENV WEFT_INIT_TIMEOUT_MS=1500)
+  LABELS unit TIMEOUT 60 LIBS weft_bootstrap_test ENV WEFT_INIT_TIMEOUT_MS=4000)
