@@ -85,6 +85,7 @@ endfunction()
 weft_install_plugin(runtime nccl-net-weft-socket)
 weft_install_plugin(runtime nccl-tuner-weft)
 weft_install_plugin(runtime nccl-env-weft)
+weft_install_plugin(runtime nccl-profiler-weft-trace)
 weft_install_plugin(plugin_ib nccl-net-weft-ib)
 weft_install_plugin(plugin_ofi nccl-net-weft-ofi)
 

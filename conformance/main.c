@@ -1,6 +1,7 @@
 /* weft-conformance: tests any net or tuner plugin against the contracts of the ABI headers.
  *   weft-conformance net PLUGIN.so [options]     (see net_main.c)
  *   weft-conformance tuner PLUGIN.so [options]   (see tuner_tests.c)
+ *   weft-conformance profiler PLUGIN.so [options] (see profiler_tests.c)
  *   weft-conformance versions LIB.so...          (see versions.c: tables exported, and which
  *                                                 one weft and NCCL 2.19-2.30 would load)
  * Exit status: 0 when no test failed, 1 when one did, 2 on a usage error; --help exits 0. */
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "net_tests.h"
+#include "profiler_tests.h"
 #include "tuner_tests.h"
 #include "versions.h"
 
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(argv[1], "net") == 0) return net_suite_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "tuner") == 0) return tuner_suite_main(argc - 2, argv + 2);
+  if (strcmp(argv[1], "profiler") == 0) return profiler_suite_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "versions") == 0) return versions_main(argc - 2, argv + 2);
   usage(stderr);
   return 2;

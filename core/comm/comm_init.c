@@ -84,6 +84,18 @@ static ncclResult_t check_peers_agree(const struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+/* Distinct hosts among the ranks (the profiler's nNodes). */
+static int count_nodes(const struct ncclComm* comm) {
+  int nodes = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    int first = 1;
+    for (int q = 0; q < r && first; q++)
+      if (comm->peers[q].host_hash == comm->peers[r].host_hash) first = 0;
+    nodes += first;
+  }
+  return nodes;
+}
+
 ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   ncclResult_t res;
   weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
@@ -109,6 +121,8 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
   WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
   WEFT_CHECK_GOTO(tune_comm_init(comm), res, fail);
+  prof_open_for_comm(&comm->prof, comm->comm_hash, comm->name, count_nodes(comm), comm->nranks,
+                     comm->rank);
   INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
@@ -167,6 +181,7 @@ void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_hang_detach(comm);     /* the peers' reports see this rank gone */
   comm_datapath_fini(comm);
+  prof_close_for_comm(&comm->prof); /* after the proxy thread, which reports too */
   tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);
   free(comm->peers);

@@ -24,6 +24,9 @@ static __thread ncclResult_t sticky;
 /* Communicators with operations queued in the open group, in first-use order. */
 static __thread struct ncclComm** op_comms;
 static __thread int n_op_comms, cap_op_comms;
+/* Communicators with an open GroupApi profiler event in the open group, in first-use order. */
+static __thread struct ncclComm** api_comms;
+static __thread int n_api_comms, cap_api_comms;
 
 int group_depth(void) { return depth; }
 
@@ -97,20 +100,95 @@ static ncclResult_t remember_comm(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
-ncclResult_t group_add_op(struct ncclComm* comm, const weft_op* op) {
-  int implicit = depth == 0;
-  if (implicit) group_start();
+/* Queue op inside the open group (or run it, plan_local.c). */
+static ncclResult_t enqueue_op(struct ncclComm* comm, const weft_op* op) {
   int queued = 0;
   ncclResult_t res = plan_enqueue(comm, op, &queued);
   if (res == ncclSuccess && queued) res = remember_comm(comm);
   /* An invalid argument has no effect on the group; anything else poisons it. */
   if (res != ncclSuccess && res != ncclInvalidArgument && sticky == ncclSuccess) sticky = res;
+  return res;
+}
+
+/* The profiler asks for API events: GroupApi at the communicator's first op in the group (as
+ * NCCL: GroupStartApiStop right away), the call's CollApi/P2pApi around its enqueue, and the
+ * Coll event of a one-rank collective that runs at once. */
+static ncclResult_t enqueue_profiled(struct ncclComm* comm, const weft_op* op) {
+  weft_prof* pf = &comm->prof;
+  if (pf->group_api == NULL) {
+    if (n_api_comms == cap_api_comms) {
+      int cap = cap_api_comms ? 2 * cap_api_comms : 8;
+      struct ncclComm** grown = realloc(api_comms, (size_t)cap * sizeof *grown);
+      if (grown) {
+        api_comms = grown;
+        cap_api_comms = cap;
+      }
+    }
+    if (n_api_comms < cap_api_comms) {
+      ncclProfilerEventDescr_v6_t d;
+      memset(&d, 0, sizeof d);
+      d.type = ncclProfileGroupApi;
+      d.rank = comm->rank;
+      d.groupApi.groupDepth = depth;
+      pf->group_api = prof_start(pf, &d);
+      if (pf->group_api) {
+        api_comms[n_api_comms++] = comm;
+        prof_state(pf, pf->group_api, ncclProfilerGroupStartApiStop, NULL);
+      }
+    }
+  }
+  weft_op o = *op;
+  int p2p = op->func == ncclFuncSend || op->func == ncclFuncRecv;
+  if (PROF_ON(pf, p2p ? WEFT_PROF_P2P_TREE : WEFT_PROF_COLL_TREE)) {
+    ncclProfilerEventDescr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = p2p ? ncclProfileP2pApi : ncclProfileCollApi;
+    d.parentObj = pf->group_api;
+    d.rank = comm->rank;
+    if (p2p) {
+      d.p2pApi.func = prof_func_name(op->func);
+      d.p2pApi.count = op->count;
+      d.p2pApi.datatype = prof_dtype_name(op->dtype);
+      d.p2pApi.stream = op->stream;
+    } else {
+      d.collApi.func = prof_func_name(op->func);
+      d.collApi.count = op->count;
+      d.collApi.datatype = prof_dtype_name(op->dtype);
+      d.collApi.root = op->root;
+      d.collApi.stream = op->stream;
+    }
+    o.prof_api = prof_start(pf, &d);
+  }
+  void* local = comm->plan && plan_local_applies(comm, &o) ? plan_prof_local_coll(comm, &o) : NULL;
+  ncclResult_t res = enqueue_op(comm, &o);
+  prof_stop(pf, local);
+  prof_stop(pf, o.prof_api);
+  return res;
+}
+
+ncclResult_t group_add_op(struct ncclComm* comm, const weft_op* op) {
+  int implicit = depth == 0;
+  if (implicit) group_start();
+  ncclResult_t res = PROF_ON(&comm->prof, WEFT_PROF_ALL) ? enqueue_profiled(comm, op)
+                                                         : enqueue_op(comm, op);
   if (!implicit) return res;
   ncclResult_t end = group_end();
   return res != ncclSuccess ? res : end;
 }
 
+/* Drop comm from the GroupApi list (its event stopped by the caller or the launch). */
+static void forget_api_comm(struct ncclComm* comm) {
+  for (int i = 0; i < n_api_comms; i++) {
+    if (api_comms[i] != comm) continue;
+    memmove(&api_comms[i], &api_comms[i + 1], (size_t)(n_api_comms - i - 1) * sizeof *api_comms);
+    n_api_comms--;
+    return;
+  }
+}
+
 void group_forget_comm(struct ncclComm* comm, const char* fn) {
+  forget_api_comm(comm);
+  prof_group_api_stop(&comm->prof);
   for (deferred_init** d = &pending; *d; d = &(*d)->next) {
     if ((*d)->comm != comm) continue;
     deferred_init* gone = *d;
@@ -155,6 +233,18 @@ static ncclResult_t run_ops(ncclResult_t res) {
   return r;
 }
 
+/* The outermost End begins: GroupEndApiStart on every GroupApi event; those of communicators
+ * that launch are stopped by the launch (plan/), the others (nothing queued, or an error that
+ * launches nothing) here and now. */
+static void api_comms_end(ncclResult_t res) {
+  for (int i = 0; i < n_api_comms; i++) {
+    struct ncclComm* c = api_comms[i];
+    prof_state(&c->prof, c->prof.group_api, ncclProfilerGroupEndApiStart, NULL);
+    if (res != ncclSuccess || !c->plan || !c->plan->in_group) prof_group_api_stop(&c->prof);
+  }
+  n_api_comms = 0;
+}
+
 ncclResult_t group_end(void) {
   if (depth == 0) {
     WARN("ncclGroupEnd: no matching ncclGroupStart");
@@ -163,6 +253,7 @@ ncclResult_t group_end(void) {
   if (--depth > 0) return ncclSuccess;
   ncclResult_t res = run_deferred();
   if (sticky != ncclSuccess) res = sticky;
+  if (n_api_comms) api_comms_end(res);
   ncclResult_t ops = run_ops(res);
   if (res == ncclSuccess) res = ops;
   sticky = ncclSuccess;

@@ -44,6 +44,8 @@ typedef struct weft_op {
   int algo, proto, nchannels;
   uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
   void* stream;              /* cudaStream_t of the call (device mode) */
+  void* prof_api;            /* profiler: the CollApi/P2pApi event of the call, or NULL */
+  void* prof_ev;             /* profiler: the Coll/P2p event while it runs, or NULL */
 } weft_op;
 
 #define WEFT_WORK_MAX_CONNS WEFT_ALGO_MAX_CONNS
@@ -80,6 +82,7 @@ typedef struct weft_work {
   int blocked;                            /* conn index the last attempt waited for */
   uint32_t sig_done;                      /* conns whose first step (signature) is done */
   uint64_t idle_since_ms;
+  void* prof_ch; /* profiler: the KernelCh event of this channel's share, or NULL */
   ncclResult_t result;
 } weft_work;
 
@@ -119,6 +122,7 @@ struct weft_plan {
   weft_user_op* uops;
   int nuops;
   uint32_t uop_salt;
+  unsigned algo_named[WEFT_NUM_COLL_FUNCS]; /* algorithms NCCL_DEBUG=INFO named once (bits) */
 };
 
 /* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state. */
@@ -171,5 +175,20 @@ void plan_tree_setup(weft_work* w);
 void plan_direct_setup(weft_work* w);
 
 const char* plan_func_name(int func);
+
+/* ---- profiler events of a launch (plan_prof.c; called only when the mask asks) ---- */
+/* Group, then Coll/P2p of every op with channels (ops list), for one communicator's launch. */
+void* plan_prof_begin(struct ncclComm* comm, weft_op* ops);
+/* Stop the Coll/P2p events of ops, then group (NULL: none). */
+void plan_prof_end(struct ncclComm* comm, weft_op* ops, void* group);
+/* KernelLaunch around handing a communicator's works to the executor. */
+void* plan_prof_kernel_launch(struct ncclComm* comm, void* stream);
+/* KernelCh of one work (start on the launching thread, stop on the worker). */
+void plan_prof_channel_start(weft_work* w);
+void plan_prof_channel_stop(weft_work* w);
+/* ProxyOp/ProxyStep: tell the proxy which net steps of the works belong to which op. */
+void plan_prof_proxy_ops(struct ncclComm* comm, weft_work* works, int nworks);
+/* A one-rank collective carried out at enqueue (no Group): its Coll event. */
+void* plan_prof_local_coll(struct ncclComm* comm, const weft_op* op);
 
 #endif

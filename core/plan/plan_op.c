@@ -163,6 +163,20 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   return ncclSuccess;
 }
 
+/* NCCL_DEBUG=INFO names the algorithm a collective runs the first time it runs it on this
+ * communicator (NCCL_DEBUG_SUBSYS=TUNING logs every decision with its table). */
+static void name_first_use(struct ncclComm* comm, const weft_op* op) {
+  struct weft_plan* p = comm->plan;
+  if (!is_coll(op->func) || op->nchannels == 0 || op->algo < 0 || op->algo >= 32) return;
+  unsigned bit = 1u << op->algo;
+  if (p->algo_named[op->func] & bit) return;
+  p->algo_named[op->func] |= bit;
+  INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
+       "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
+       comm->rank, plan_func_name(op->func), tune_algo_name(op->algo), tune_proto_name(op->proto),
+       op->count * op->elem);
+}
+
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {
   struct weft_plan* p = comm->plan;
   *queued = 0;
@@ -199,6 +213,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
     free(op);
     return res;
   }
+  name_first_use(comm, op);
   if (p->pending_tail)
     p->pending_tail->next = op;
   else
@@ -248,9 +263,12 @@ typedef struct {
   ncclResult_t res;
   pthread_t thread;
   int thread_live;
+  void* prof_group; /* the profiler's Group event of this launch */
+  int prof_live;    /* plan_prof_begin ran: its events are to be stopped */
 } comm_launch;
 
 void plan_work_done(weft_work* w, ncclResult_t res) {
+  if (w->prof_ch) plan_prof_channel_stop(w);
   weft_launch* L = w->launch;
   w->result = res;
   pthread_mutex_lock(&L->lock);
@@ -483,7 +501,11 @@ static ncclResult_t launch_one_rank(struct ncclComm* comm) {
   weft_op* ops = p->pending_head;
   p->pending_head = p->pending_tail = NULL;
   p->npending = 0;
+  int prof = PROF_ON(&comm->prof, WEFT_PROF_GROUP_TREE);
+  void* group = prof ? plan_prof_begin(comm, ops) : NULL;
   ncclResult_t res = self_copies(comm, ops);
+  if (prof) plan_prof_end(comm, ops, group);
+  prof_group_api_stop(&comm->prof);
   while (ops) {
     weft_op* op = ops;
     ops = op->next;
@@ -541,6 +563,15 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
       goto done;
     }
   }
+  /* From here on the launch cannot fail before it runs: the profiler's events start (the
+   * proxy learns its ops' steps before commit raises the receive budgets). */
+  for (int i = 0; i < n; i++)
+    if (PROF_ON(&cls[i].comm->prof, WEFT_PROF_GROUP_TREE)) {
+      cls[i].prof_group = plan_prof_begin(cls[i].comm, cls[i].ops);
+      cls[i].prof_live = 1;
+      if (cls[i].uses_net && PROF_ON(&cls[i].comm->prof, ncclProfileProxyOp | ncclProfileProxyStep))
+        plan_prof_proxy_ops(cls[i].comm, cls[i].works, cls[i].nworks);
+    }
   for (int i = 0; i < n; i++) commit(&cls[i]);
   for (int i = 0; i < n; i++) comm_hang_note_run(comms[i]);
 
@@ -553,7 +584,9 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
         proxy_activate(cls[i].comm->proxy);
         cls[i].comm->proxy_always_on = 1;
       }
+      void* kl = plan_prof_kernel_launch(cls[i].comm, cls[i].ops ? cls[i].ops->stream : NULL);
       res = device_exec_launch(cls[i].comm, cls[i].ops, cls[i].works, cls[i].nworks);
+      prof_stop(&cls[i].comm->prof, kl);
       if (res != ncclSuccess && res != ncclInvalidUsage) mark_failed(cls[i].comm, res);
     }
     goto done;
@@ -562,8 +595,16 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   for (int i = 0; i < n; i++) L.remaining += cls[i].nworks;
   for (int i = 0; i < n; i++)
     if (cls[i].uses_net && cls[i].comm->proxy) proxy_activate(cls[i].comm->proxy);
-  for (int i = 0; i < n; i++)
-    for (int k = 0; k < cls[i].nworks; k++) host_exec_submit(cls[i].comm->host, &cls[i].works[k]);
+  for (int i = 0; i < n; i++) {
+    weft_prof* pf = &cls[i].comm->prof;
+    void* kl = PROF_ON(pf, ncclProfileKernelLaunch) ? plan_prof_kernel_launch(cls[i].comm, NULL)
+                                                    : NULL;
+    for (int k = 0; k < cls[i].nworks; k++) {
+      if (PROF_ON(pf, ncclProfileKernelCh)) plan_prof_channel_start(&cls[i].works[k]);
+      host_exec_submit(cls[i].comm->host, &cls[i].works[k]);
+    }
+    prof_stop(pf, kl);
+  }
   pthread_mutex_lock(&L.lock);
   while (L.remaining > 0) pthread_cond_wait(&L.cond, &L.lock);
   pthread_mutex_unlock(&L.lock);
@@ -579,7 +620,11 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   }
 done:
   for (int i = 0; i < n; i++) comm_hang_note_done(comms[i], res);
-  for (int i = 0; i < n; i++) free_launch(&cls[i]);
+  for (int i = 0; i < n; i++) {
+    if (cls[i].prof_live) plan_prof_end(cls[i].comm, cls[i].ops, cls[i].prof_group);
+    prof_group_api_stop(&comms[i]->prof);
+    free_launch(&cls[i]);
+  }
   /* The last touch of each comm: an abort waiting in plan_wait_idle may free it next. */
   for (int i = 0; i < n; i++) __atomic_sub_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
   free(cls);

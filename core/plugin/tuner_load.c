@@ -4,7 +4,6 @@
  * to make thread-safe, as in NCCL). */
 #include <dlfcn.h>
 #include <limits.h>
-#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <strings.h>
 
 #include "plugin/net.h"
+#include "plugin/plugin_open.h"
 #include "plugin/tuner.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -39,20 +39,6 @@ static struct {
   ncclTuner_v6_t view;
   int users; /* communicators holding a context */
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static const char* result_name(ncclResult_t r) {
-  switch (r) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "unknown result";
-  }
-}
 
 const char* tuner_shim_symbol(int version) {
   static const char* const names[] = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3",
@@ -111,45 +97,8 @@ static void read_settings_locked(void) {
   }
 }
 
-static int not_found(const char* err) {
-  return err && strstr(err, "No such file or directory") != NULL;
-}
-
-static int is_lib_so(const char* s) {
-  size_t n = strlen(s);
-  return strncmp(s, "lib", 3) == 0 && n >= 3 && strcmp(s + n - 3, ".so") == 0;
-}
-
-/* dlopen spec, then libnccl-tuner-<spec>.so for a bare name. NULL with *absent set when no file
- * was found, or with why set when one was found but failed to load. */
-static void* open_named(const char* spec, int* absent, char* why, size_t len) {
-  char alt[TUNER_SPEC_MAX + 32] = "";
-  char err1[512] = "", err2[512] = "";
-  void* dl = dlopen(spec, RTLD_NOW | RTLD_LOCAL);
-  if (dl) return dl;
-  const char* e = dlerror();
-  snprintf(err1, sizeof err1, "%s", e ? e : "unknown error");
-  if (strchr(spec, '/') == NULL && !is_lib_so(spec)) {
-    snprintf(alt, sizeof alt, "libnccl-tuner-%s.so", spec);
-    dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
-    if (dl) return dl;
-    e = dlerror();
-    snprintf(err2, sizeof err2, "%s", e ? e : "unknown error");
-  }
-  *absent = not_found(err1) && (alt[0] == '\0' || not_found(err2));
-  if (*absent)
-    snprintf(why, len, "no such library (tried %s%s%s)", spec, alt[0] ? " and " : "", alt);
-  else
-    snprintf(why, len, "cannot load: %s", !not_found(err1) || alt[0] == '\0' ? err1 : err2);
-  return NULL;
-}
-
 static void set_path(void* dl, const char* fallback) {
-  struct link_map* lm = NULL;
-  if (dlinfo(dl, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-    snprintf(reg.path, sizeof reg.path, "%s", lm->l_name);
-  else
-    snprintf(reg.path, sizeof reg.path, "%s", fallback);
+  plugin_lib_path(dl, fallback, reg.path, sizeof reg.path);
 }
 
 /* The newest version dl exports, resolved: only init must be there yet (the table is read after
@@ -209,7 +158,7 @@ static int load_locked(void) {
   if (!reg.spec_done) {
     const char* spec = reg.spec[0] ? reg.spec : TUNER_DEFAULT_LIBRARY;
     int absent = 0;
-    void* dl = open_named(spec, &absent, why, sizeof why);
+    void* dl = plugin_open_named(spec, "libnccl-tuner", &absent, why, sizeof why);
     if (dl) {
       set_path(dl, spec);
       if (probe(dl, why, sizeof why)) {
@@ -316,9 +265,9 @@ ncclResult_t tuner_open_for_comm(uint64_t comm_id, size_t nranks, size_t nnodes,
     if (!reg.init_warned)
       WARN("TUNER/Plugin: %s (%s v%d): init(nRanks %zu, nNodes %zu) failed (%s); weft's model "
            "decides for this communicator",
-           reg.path, reg.name, reg.version, nranks, nnodes, result_name(res));
+           reg.path, reg.name, reg.version, nranks, nnodes, plugin_result_name(res));
     else
-      INFO(NCCL_TUNING, "TUNER/Plugin: %s: init failed again (%s)", reg.name, result_name(res));
+      INFO(NCCL_TUNING, "TUNER/Plugin: %s: init failed again (%s)", reg.name, plugin_result_name(res));
     reg.init_warned = 1;
     unload_locked();
     goto none;
@@ -350,7 +299,7 @@ void tuner_close_for_comm(weft_tuner* t) {
   ncclResult_t res = t->api->finalize(t->ctx);
   if (res != ncclSuccess)
     WARN("TUNER/Plugin: %s: finalize failed (%s); its context may leak", t->name,
-         result_name(res));
+         plugin_result_name(res));
   reg.users--;
   unload_locked();
   pthread_mutex_unlock(&reg.lock);

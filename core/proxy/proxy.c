@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "transport/transport.h"
@@ -14,6 +15,15 @@
 #include "util/clock.h"
 
 #define PROXY_TAG 0x77
+
+/* Profiler: one operation's share of a connection's steps [first, first + nsteps). */
+typedef struct prof_seg {
+  struct prof_seg* next;
+  uint64_t first, nsteps;
+  void* parent; /* the Coll/P2p event */
+  void* op;     /* the ProxyOp event, once its first step moved */
+  int peer;
+} prof_seg;
 
 typedef struct {
   weft_conn* conn;
@@ -27,6 +37,11 @@ typedef struct {
   int got[WEFT_NSTEPS];      /* recv: bytes the receive delivered */
   int flush;                 /* WEFT_PROXY_FLUSH_* */
   int failed;
+  /* profiler (ProxyOp/ProxyStep): segments appended under the proxy lock, consumed here */
+  int prof;                  /* a segment was ever appended */
+  prof_seg *seg_head, *seg_tail;
+  uint64_t prof_assigned;    /* steps handed out in segments so far */
+  void* step_ev[WEFT_NSTEPS];
 } proxy_conn;
 
 struct weft_proxy {
@@ -59,6 +74,80 @@ static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const cha
   }
 }
 
+/* The segment step s belongs to (popping finished ones is the caller's), or NULL. */
+static prof_seg* seg_of(weft_proxy* p, proxy_conn* pc, uint64_t s) {
+  pthread_mutex_lock(&p->lock);
+  prof_seg* g = pc->seg_head;
+  while (g && s >= g->first + g->nsteps) g = g->next;
+  if (g && s < g->first) g = NULL;
+  pthread_mutex_unlock(&p->lock);
+  return g;
+}
+
+/* Step s was handed to the plugin: ProxyOp at the segment's first step, then the ProxyStep. */
+static void prof_step_posted(weft_proxy* p, proxy_conn* pc, uint64_t s) {
+  weft_prof* pf = &p->comm->prof;
+  prof_seg* g = seg_of(p, pc, s);
+  int slot = (int)(s % WEFT_NSTEPS);
+  pc->step_ev[slot] = NULL;
+  if (!g) return;
+  ncclProfilerEventDescr_v6_t d;
+  if (g->op == NULL && PROF_ON(pf, ncclProfileProxyOp | ncclProfileProxyStep)) {
+    memset(&d, 0, sizeof d);
+    d.type = ncclProfileProxyOp;
+    d.parentObj = g->parent;
+    d.rank = p->comm->rank;
+    d.proxyOp.pid = getpid();
+    d.proxyOp.channelId = (uint8_t)pc->conn->channel;
+    d.proxyOp.peer = g->peer;
+    d.proxyOp.nSteps = (int)g->nsteps;
+    d.proxyOp.chunkSize = (int)pc->conn->step_bytes;
+    d.proxyOp.isSend = pc->conn->is_send;
+    g->op = prof_start(pf, &d);
+  }
+  if (!PROF_ON(pf, ncclProfileProxyStep)) return;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileProxyStep;
+  d.parentObj = g->op;
+  d.rank = p->comm->rank;
+  d.proxyStep.step = (int)(s - g->first);
+  void* h = prof_start(pf, &d);
+  ncclProfilerEventStateArgs_v6_t a;
+  memset(&a, 0, sizeof a);
+  a.proxyStep.transSize = pc->conn->step_bytes;
+  prof_state(pf, h,
+             pc->conn->is_send ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait,
+             &a);
+  pc->step_ev[slot] = h;
+}
+
+/* Step s completed (bytes moved): its ProxyStep ends, and the ProxyOp with its last step. */
+static void prof_step_done(weft_proxy* p, proxy_conn* pc, uint64_t s, int bytes) {
+  weft_prof* pf = &p->comm->prof;
+  int slot = (int)(s % WEFT_NSTEPS);
+  if (pc->step_ev[slot]) {
+    ncclProfilerEventStateArgs_v6_t a;
+    memset(&a, 0, sizeof a);
+    a.proxyStep.transSize = (size_t)(bytes < 0 ? 0 : bytes);
+    if (!pc->conn->is_send)
+      prof_state(pf, pc->step_ev[slot], ncclProfilerProxyStepRecvGPUWait, &a);
+    prof_stop(pf, pc->step_ev[slot]);
+    pc->step_ev[slot] = NULL;
+  }
+  pthread_mutex_lock(&p->lock);
+  prof_seg* g = pc->seg_head;
+  int last = g && s + 1 == g->first + g->nsteps;
+  if (last) {
+    pc->seg_head = g->next;
+    if (!pc->seg_head) pc->seg_tail = NULL;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (last) {
+    prof_stop(pf, g->op);
+    free(g);
+  }
+}
+
 /* Returns 1 when something moved. */
 static int progress_send(weft_proxy* p, proxy_conn* pc) {
   const ncclNet_v12_t* api = p->net->api;
@@ -77,6 +166,7 @@ static int progress_send(weft_proxy* p, proxy_conn* pc) {
     }
     if (req == NULL) break; /* the plugin is full: retry later */
     pc->reqs[slot] = req;
+    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_posted(p, pc, pc->posted);
     pc->posted++;
     moved = 1;
   }
@@ -89,6 +179,7 @@ static int progress_send(weft_proxy* p, proxy_conn* pc) {
     }
     if (!done) break;
     pc->reqs[slot] = NULL;
+    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_done(p, pc, pc->done, size);
     __atomic_store_n(&pc->done, pc->done + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&c->ctrl->head, pc->done, __ATOMIC_RELEASE);
     moved = 1;
@@ -119,6 +210,7 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     }
     if (req == NULL) break;
     pc->reqs[slot] = req;
+    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_posted(p, pc, pc->posted);
     pc->posted++;
     moved = 1;
   }
@@ -147,6 +239,8 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
         return 1;
       }
       if (freq) { /* NULL: nothing to wait for */
+        if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED) && pc->step_ev[slot])
+          prof_state(&p->comm->prof, pc->step_ev[slot], ncclProfilerProxyStepRecvFlushWait, NULL);
         pc->reqs[slot] = freq;
         pc->flushing[slot] = 1;
         pc->got[slot] = size;
@@ -155,6 +249,7 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
       }
     }
     __atomic_store_n(&c->ctrl->sizes[slot], (int64_t)size, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_done(p, pc, pc->done, size);
     __atomic_store_n(&pc->done, pc->done + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&c->ctrl->tail, pc->done, __ATOMIC_RELEASE);
     moved = 1;
@@ -175,17 +270,37 @@ static int sends_pending(weft_proxy* p) {
   return 0;
 }
 
+/* Profiler: the thread woke for work (ProxyCtrl: Wakeup, then Active until it sleeps). */
+static void* proxy_prof_wake(weft_proxy* p) {
+  ncclProfilerEventDescr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileProxyCtrl;
+  d.rank = p->comm->rank;
+  void* h = prof_start(&p->comm->prof, &d);
+  prof_state(&p->comm->prof, h, ncclProfilerProxyCtrlWakeup, NULL);
+  prof_state(&p->comm->prof, h, ncclProfilerProxyCtrlActive, NULL);
+  return h;
+}
+
 static void* proxy_main(void* arg) {
   weft_proxy* p = arg;
   weft_log_set_thread_rank(p->comm->rank, p->comm->cuda_dev);
   weft_backoff bo = {0};
+  weft_prof* pf = &p->comm->prof;
+  void* ctrl = NULL; /* profiler: the ProxyCtrl event of this wake period */
   pthread_mutex_lock(&p->lock);
   for (;;) {
     while (!p->stop && p->active == 0 && !sends_pending(p)) {
+      if (ctrl) {
+        prof_state(pf, ctrl, ncclProfilerProxyCtrlSleep, NULL);
+        prof_stop(pf, ctrl);
+        ctrl = NULL;
+      }
       pthread_cond_wait(&p->cond, &p->lock);
       bo.polls = 0;
     }
     if (p->stop) break;
+    if (ctrl == NULL && PROF_ON(pf, ncclProfileProxyCtrl)) ctrl = proxy_prof_wake(p);
     pthread_mutex_unlock(&p->lock);
     int moved = 0;
     int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
@@ -201,6 +316,10 @@ static void* proxy_main(void* arg) {
     pthread_mutex_lock(&p->lock);
   }
   pthread_mutex_unlock(&p->lock);
+  if (ctrl) {
+    prof_state(pf, ctrl, ncclProfilerProxyCtrlIdle, NULL);
+    prof_stop(pf, ctrl);
+  }
   return NULL;
 }
 
@@ -234,6 +353,35 @@ ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, w
   p->started = 1;
   *out = p;
   return ncclSuccess;
+}
+
+void proxy_prof_expect(weft_proxy* p, weft_conn* conn, uint64_t nsteps, void* parent, int peer) {
+  if (nsteps == 0) return;
+  int n = __atomic_load_n(&p->nconns, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    proxy_conn* pc = p->conns[i];
+    if (pc->conn != conn) continue;
+    prof_seg* g = calloc(1, sizeof *g);
+    if (!g) return; /* the events are lost, nothing else */
+    g->nsteps = nsteps;
+    g->parent = parent;
+    g->peer = peer;
+    pthread_mutex_lock(&p->lock);
+    /* Called before the launch raises the receive budget: a receive's steps start at the
+     * budget (exact even after unprofiled launches) or after this launch's earlier segments;
+     * a send's after the steps handed out in segments so far. */
+    uint64_t budget = __atomic_load_n(&pc->budget, __ATOMIC_ACQUIRE);
+    g->first = conn->is_send || pc->prof_assigned > budget ? pc->prof_assigned : budget;
+    pc->prof_assigned = g->first + nsteps;
+    if (pc->seg_tail)
+      pc->seg_tail->next = g;
+    else
+      pc->seg_head = g;
+    pc->seg_tail = g;
+    __atomic_store_n(&pc->prof, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&p->lock);
+    return;
+  }
 }
 
 void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps) {
@@ -315,7 +463,15 @@ void proxy_destroy(weft_proxy* p) {
   }
   pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->lock);
-  for (int i = 0; i < p->nconns; i++) free(p->conns[i]);
+  for (int i = 0; i < p->nconns; i++) {
+    while (p->conns[i]->seg_head) { /* steps that never moved (abort) */
+      prof_seg* g = p->conns[i]->seg_head;
+      p->conns[i]->seg_head = g->next;
+      prof_stop(&p->comm->prof, g->op);
+      free(g);
+    }
+    free(p->conns[i]);
+  }
   free(p->conns);
   free(p);
 }

@@ -37,6 +37,14 @@ ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void
 /* Launched operations will consume nsteps more steps of receive connection conn (receives are
  * posted only for those). */
 void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps);
+/* Profiler (ProxyOp/ProxyStep asked for): the next nsteps steps that conn moves belong to one
+ * operation's share on a channel; the proxy reports a ProxyOp under parent (its Coll/P2p event)
+ * and a ProxyStep per step (send: SendWait while the plugin moves it; receive: RecvWait, then
+ * RecvFlushWait while GPU memory is flushed, RecvGPUWait once published). Called in launch
+ * order (the order in which a connection's steps move), before proxy_expect_recvs of the same
+ * launch; a send's attribution assumes the activation mask does not change while operations
+ * are in flight. */
+void proxy_prof_expect(weft_proxy* p, weft_conn* conn, uint64_t nsteps, void* parent, int peer);
 /* Operations that may use net connections are in flight / have ended. */
 void proxy_activate(weft_proxy* p);
 void proxy_deactivate(weft_proxy* p);

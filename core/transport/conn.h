@@ -35,6 +35,9 @@ typedef struct {
   /* Either end: WEFT_CONN_BROKEN_* once the connection can carry nothing more. In shared
    * memory the other end sees it at once and fails its wait instead of waiting for a timeout. */
   int32_t broken;
+  /* Shared memory: set by the sender once it has mapped the receiver's segment (and unlinked
+   * its name), so the receiver knows at close whether its name may still be needed. */
+  int32_t attached;
 } weft_fifo_ctrl;
 enum { WEFT_CONN_BROKEN_ABORT = 1, WEFT_CONN_BROKEN_CLOSED = 2, WEFT_CONN_BROKEN_FAILED = 3 };
 #ifdef __cplusplus

@@ -22,6 +22,7 @@
 #include "comm/comm.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
+#include "util/clock.h"
 
 static unsigned shm_counter;
 static int swept;
@@ -133,10 +134,29 @@ ncclResult_t shm_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
   c->map_bytes = bytes;
   c->conn.ctrl = p;
   c->conn.buff = (char*)p + WEFT_FIFO_CTRL_BYTES;
+  __atomic_store_n(&c->conn.ctrl->attached, 1, __ATOMIC_RELEASE);
   return ncclSuccess;
 }
 
+/* A receiver that leaves before its sender has opened the segment: both ends set up a pair's
+ * connections in one exchange, so the sender is about to open it; unlinking the name now
+ * would fail the sender's setup ("cannot open … shared memory"). Wait a bounded while for it,
+ * unless this end is aborting, the sender gave up on the connection or its process is gone. */
+#define SHM_ATTACH_WAIT_MS 2000
+static void wait_for_sender(struct ncclComm* comm, tconn* c) {
+  if (!c->conn.ctrl || c->conn.is_send) return;
+  int pid = comm->peers ? comm->peers[c->key.peer].pid : 0;
+  uint64_t deadline = clock_ms() + SHM_ATTACH_WAIT_MS;
+  weft_backoff bo = {0};
+  while (!__atomic_load_n(&c->conn.ctrl->attached, __ATOMIC_ACQUIRE) &&
+         !__atomic_load_n(&c->conn.ctrl->broken, __ATOMIC_ACQUIRE) &&
+         !__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) && clock_ms() < deadline &&
+         !(pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)) /* a dead sender opens nothing */
+    backoff_wait(&bo);
+}
+
 void shm_close(struct ncclComm* comm, tconn* c) {
+  if (c->shm_name[0]) wait_for_sender(comm, c); /* before this end marks the block broken */
   /* The peer may still wait on this connection (it failed, or this rank leaves early): tell it
    * through the shared control block, so its wait ends now with the reason. */
   if (c->connected && c->conn.ctrl) {

@@ -80,3 +80,13 @@ foreach(g end_without_start send_before_recv_large alltoall_grouped thousand_sma
     SKIP_RETURN_CODE 77
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
 endforeach()
+
+# A rank that finishes first must not unlink a shared-memory segment its peer has yet to open
+# (transport_shm.c waits for the sender to attach): an 8-rank Gather sets up point-to-point
+# connections both ways and destroys right after; before the fix about half the runs failed
+# with "cannot open rank N's shared memory". Six runs of the case that showed it.
+add_test(NAME coll_shm_peer_setup_outlives_early_destroy
+  COMMAND sh -c "for i in 1 2 3 4 5 6; do \"$0\" || exit 1; done" $<TARGET_FILE:coll_matrix>)
+set_tests_properties(coll_shm_peer_setup_outlives_early_destroy PROPERTIES LABELS "mp;coll"
+  TIMEOUT 300 ENVIRONMENT
+  "WEFT_DEVICE=host;NCCL_DEBUG=WARN;WEFT_TEST_SEED=0xa8275f210642;WEFT_COLL_CASE=8/shm/Ring/LL/Gather/int64/none/7/outofplace/root1")

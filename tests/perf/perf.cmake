@@ -76,6 +76,12 @@ foreach(r 1 2)
     --not-out "FAILED" -- ${PERF_BIN} all_reduce broadcast -np 2 -b 8 -e 64K -f 8 -n 2 -w 1 -c 1
     -R ${r} -T 100)
 endforeach()
+# NCCL_DEBUG=INFO names the algorithm that runs (once per communicator and collective).
+perf_test(NAME perf_weft_info_names_the_algorithm LABELS unit mp
+  ENV NCCL_DEBUG=INFO NCCL_ALGO=OneShot
+  ARGS --skip-if "${PERF_SKIP}" --err "rank 0: AllReduce runs OneShot/"
+  --err "rank 1: Broadcast runs OneShot/" --out "Out of bounds values : 0 OK" --
+  ${PERF_BIN} all_reduce broadcast -np 2 -b 8 -e 4K -f 8 -n 2 -w 1 -c 1 -T 100)
 perf_test(NAME perf_register_bad_value_exits_2 LABELS unit
   ARGS --rc 2 --err "-R '3': expected 0" -- ${PERF_BIN} -R 3)
 string(RANDOM LENGTH 4 ALPHABET 0123456789 perf_port)

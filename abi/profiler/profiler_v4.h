@@ -1,0 +1,93 @@
+/* Profiler plugin ABI version 4 (NCCL 2.26), exported as ncclProfiler_v4. FROZEN (see
+ * profiler_v1.h). Against v3: init receives the communicator's name, hash, node and rank counts
+ * and a logger, so the name and hash leave the Coll/P2p descriptors; Coll's nMaxChannels
+ * becomes nChannels and P2p gains nChannels; KernelCh carries a GPU start timestamp (pTimer,
+ * globaltimer ns) and its stop one comes as a KernelChStop state; ProxyStep states replace the
+ * ProxyOp ones (transSize per step). */
+#ifndef WEFT_ABI_PROFILER_V4_H
+#define WEFT_ABI_PROFILER_V4_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../nccl.h"
+#include "../nccl_common.h"
+#include "profiler_types.h"
+
+typedef struct {
+  uint8_t type;
+  void* parentObj;
+  int rank;
+  union {
+    struct {
+      uint64_t seqNumber;
+      const char* func;
+      void const* sendBuff;
+      void* recvBuff;
+      size_t count;
+      int root;
+      const char* datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char* algo;
+      const char* proto;
+    } coll;
+    struct {
+      const char* func;
+      void* buff;
+      const char* datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+    } p2p;
+    struct {
+      ncclPid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void* data;
+    } netPlugin;
+  };
+} ncclProfilerEventDescr_v4_t;
+
+typedef union {
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void* data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh;
+} ncclProfilerEventStateArgs_v4_t;
+
+typedef struct {
+  const char* name;
+  ncclResult_t (*init)(void** context, int* eActivationMask, const char* commName,
+                       uint64_t commHash, int nNodes, int nranks, int rank,
+                       ncclDebugLogger_t logfn);
+  ncclResult_t (*startEvent)(void* context, void** eHandle, ncclProfilerEventDescr_v4_t* eDescr);
+  ncclResult_t (*stopEvent)(void* eHandle);
+  ncclResult_t (*recordEventState)(void* eHandle, ncclProfilerEventState_v4_t eState,
+                                   ncclProfilerEventStateArgs_v4_t* eStateArgs);
+  ncclResult_t (*finalize)(void* context);
+} ncclProfiler_v4_t;
+
+#endif
