@@ -50,6 +50,14 @@ ncclResult_t weftCommGetMode(ncclComm_t comm, int* isDevice);
 ncclResult_t weftCommOobAllGather(ncclComm_t comm, const void* sendbuf, void* recvbuf,
                                   size_t bytes);
 
+/* Logs the hang report of comm now: this rank's line (the operation it is in, with sequence
+ * number, count, datatype and root/peer, for how long, and whom it waits for) and the summary
+ * naming who waits for whom; the other ranks of this host log their lines within a second (their
+ * watchdog reads the request from the communicator's shared status board, not the bootstrap).
+ * Safe to call from any thread, also while another thread is blocked in an operation of comm.
+ * WEFT_HANG_REPORT_MS (automatic report) and WEFT_HANG_SIGNAL=1 (SIGUSR1) log the same. */
+ncclResult_t weftCommHangReport(ncclComm_t comm);
+
 /* weft's algorithms beyond NCCL's seven (NCCL_ALGO names OneShot, TwoShot, RecDoubling,
  * Rabenseifner, Binomial): their ids in weft's cost tables, after NCCL_ALGO_PAT. The log-step
  * AllGather (Bruck) and ReduceScatter (RecHalving) are NCCL_ALGO_PAT's row. */

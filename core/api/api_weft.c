@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "comm/comm_hang.h"
 #include "util/check.h"
 
 WEFT_EXT int weftVersionCode(void) {
@@ -39,4 +40,9 @@ WEFT_EXT ncclResult_t weftCommOobAllGather(ncclComm_t comm, const void* sendbuf,
   if (out + (size_t)comm->rank * bytes != sendbuf)
     memmove(out + (size_t)comm->rank * bytes, sendbuf, bytes);
   return bootstrap_allgather(comm->bootstrap, recvbuf, bytes);
+}
+
+WEFT_EXT ncclResult_t weftCommHangReport(ncclComm_t comm) {
+  WEFT_CHECK(comm_check_handle(comm, "weftCommHangReport"));
+  return comm_hang_report_now(comm);
 }

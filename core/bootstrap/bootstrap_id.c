@@ -44,7 +44,7 @@ ncclResult_t bootstrap_get_unique_id(ncclUniqueId* out) {
     WEFT_CHECK(bs_random(&id.magic, sizeof id.magic));
   } while (id.magic == 0 || id.magic == WEFT_COMM_ID_MAGIC);
   WEFT_CHECK(bs_random(&id.secret, sizeof id.secret));
-  WEFT_CHECK(start_root(&id, &addrs[0]));
+  WEFT_CHECK(bs_root_add_shared(&id, &addrs[0]));
   char a[WEFT_SOCKADDR_STRLEN];
   INFO(NCCL_BOOTSTRAP, "bootstrap: unique id root listening on %s (%s)",
        socket_addr_str(&id.addr, a, sizeof a), names[0]);
@@ -52,13 +52,16 @@ ncclResult_t bootstrap_get_unique_id(ncclUniqueId* out) {
   return ncclSuccess;
 }
 
-/* Every rank derives the same secret from the same NCCL_COMM_ID text (FNV-1a, then a
- * splitmix64 finalizer so nearby strings give unrelated secrets). */
-static uint64_t secret_from_text(const char* text) {
+/* Every rank derives the same secret from the same NCCL_COMM_ID text and WEFT_COMM_SECRET
+ * (FNV-1a, then a splitmix64 finalizer so nearby strings give unrelated secrets). Without
+ * WEFT_COMM_SECRET, anyone who knows host:port computes it too. */
+static uint64_t secret_from_text(const char* text, const char* shared) {
   uint64_t h = 0xcbf29ce484222325ull;
   const char* salt = "weft-comm-id:";
   for (const char* p = salt; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
   for (const char* p = text; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+  h = (h ^ 0xffu) * 0x100000001b3ull; /* separator: "a:1"+"2" and "a:12"+"" differ */
+  for (const char* p = shared; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -85,7 +88,14 @@ ncclResult_t bootstrap_id_from_env(int rank, ncclUniqueId* out) {
     return ncclInvalidArgument;
   }
   id.magic = WEFT_COMM_ID_MAGIC;
-  id.secret = secret_from_text(text);
+  const char* shared = param_str(WEFT_PARAM_COMM_SECRET);
+  if (!shared || !*shared) {
+    shared = "";
+    WARN_ONCE("bootstrap: the NCCL_COMM_ID rendezvous at %s is not authenticated: anyone who "
+              "can reach that address can take a rank's place; have the launcher give every "
+              "rank the same WEFT_COMM_SECRET", text);
+  }
+  id.secret = secret_from_text(text, shared);
   if (rank == 0) {
     weft_sockaddr want = id.addr;
     WEFT_CHECK(start_root(&id, &want));

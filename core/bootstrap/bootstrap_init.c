@@ -83,6 +83,19 @@ static ncclResult_t await_verdict(weft_bootstrap* b, uint64_t deadline, int time
            "checked in (two processes with the same rank?)",
            b->rank, b->nranks, root, b->rank);
       return ncclInvalidUsage;
+    case BS_VERDICT_CLAIMED: {
+      bs_claim c;
+      char b1[WEFT_SOCKADDR_STRLEN], b2[WEFT_SOCKADDR_STRLEN], b3[WEFT_SOCKADDR_STRLEN];
+      memcpy(&c, b->ranges, sizeof c);
+      WARN("bootstrap rank %d/%d: init failed: rank %d was claimed by two processes, first the "
+           "one listening on %s, then the one listening on %s (connecting from %s); the root "
+           "at %s fails the init for every rank (check the launcher's ranks; an NCCL_COMM_ID "
+           "rendezvous without WEFT_COMM_SECRET is open to anyone who knows the address)",
+           b->rank, b->nranks, c.rank, socket_addr_str(&c.first, b1, sizeof b1),
+           socket_addr_str(&c.second, b2, sizeof b2),
+           socket_addr_str(&c.second_from, b3, sizeof b3), root);
+      return ncclInvalidUsage;
+    }
     case BS_VERDICT_NRANKS:
       WARN("bootstrap rank %d/%d: the root at %s rejected this rank: nranks %d here, %d in the "
            "first rank to check in",

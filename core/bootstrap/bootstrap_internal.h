@@ -44,7 +44,8 @@ enum {
   BS_VERDICT_OK = 1,            /* next = the listener of rank+1 */
   BS_VERDICT_TIMEOUT = 2,       /* ranges list the ranks that never checked in */
   BS_VERDICT_DUPLICATE = 3,     /* this rank had already checked in */
-  BS_VERDICT_NRANKS = 4         /* nranks differs from the first check-in (root_nranks) */
+  BS_VERDICT_NRANKS = 4,        /* nranks differs from the first check-in (root_nranks) */
+  BS_VERDICT_CLAIMED = 5        /* two parties claimed one rank (a bs_claim in the ranges) */
 };
 
 typedef struct {
@@ -62,6 +63,16 @@ _Static_assert(sizeof(bs_verdict) == 56, "bs_verdict is a fixed wire format");
 typedef struct {
   int32_t first, last;
 } bs_range;
+
+/* CLAIMED: the init fails for every rank; carried in the ranges that follow the verdict. */
+typedef struct {
+  int32_t rank, pad;
+  weft_sockaddr first, second; /* the listeners both claimants announced */
+  weft_sockaddr second_from;   /* where the second claim came from */
+  uint32_t pad2;
+} bs_claim;
+#define BS_CLAIM_RANGES ((sizeof(bs_claim) + sizeof(bs_range) - 1) / sizeof(bs_range))
+_Static_assert(BS_CLAIM_RANGES <= BS_MAX_RANGES, "a claim fits in the verdict's ranges");
 
 typedef struct {
   uint32_t op; /* BS_OP_* */
@@ -116,7 +127,8 @@ void bs_pending_accept(bs_pending_set* s, int listen_fd, const char* who);
 /* Fill pfd[0..n) for the pending set; returns n. */
 int bs_pending_pollfds(const bs_pending_set* s, struct pollfd* pfd);
 /* After poll: read what arrived, hand complete hellos to fn, drop failed or expired ones.
- * pfd is what bs_pending_pollfds filled (NULL: just try every entry). */
+ * pfd is what bs_pending_pollfds filled (NULL: just try every entry). magic 0 (no id has it):
+ * fn checks each hello's magic and secret itself (bs_hello_check), the rest is checked here. */
 void bs_pending_advance(bs_pending_set* s, const struct pollfd* pfd, uint64_t magic,
                         uint64_t secret, const char* who, bs_hello_fn fn, void* ctx);
 /* Earliest deadline in the set (UINT64_MAX when empty). */
@@ -127,7 +139,10 @@ void bs_pending_close_all(bs_pending_set* s);
 
 /* Serve one init on listen_fd (owned by the root from now on) in a detached thread. */
 ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd);
-/* Root threads of this process that have not finished (tests). */
+/* Serve id's init on the process's shared root server (started on bind_addr when none runs);
+ * sets id->addr to the server's address. */
+ncclResult_t bs_root_add_shared(weft_bootstrap_id* id, const weft_sockaddr* bind_addr);
+/* Roots still serving an id (tests; the name predates the shared server). */
 int bs_root_threads_live(void);
 
 /* ---- the per-rank state (bootstrap_init.c, bootstrap_loop.c, coll, p2p) ---- */

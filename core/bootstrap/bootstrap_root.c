@@ -1,14 +1,18 @@
-/* The root: a detached thread that serves one init. Ranks connect, say hello with their rank,
- * nranks and their own listener's address, and the root closes that connection. When every rank
- * has checked in, the root connects back to each one and hands it the address of rank+1 (the
- * ranks then build the ring and allgather the rest); when the init cannot complete in time it
- * connects back to those that came and names the ranks that did not. Then it closes everything
- * and ends. Holding no connection per rank keeps the root within a default fd limit at scale.
+/* The root serves one init. Ranks connect, say hello with their rank, nranks and their own
+ * listener's address, and the root closes that connection. When every rank has checked in, the
+ * root connects back to each one and hands it the address of rank+1 (the ranks then build the
+ * ring and allgather the rest); when the init cannot complete in time it connects back to those
+ * that came and names the ranks that did not. Then it closes everything and ends. Holding no
+ * connection per rank keeps the root within a default fd limit at scale. Two parties claiming
+ * one rank fail the init for every rank, with both claimants' addresses.
  *
- * Deadlines: before the first check-in the root waits WEFT_INIT_TIMEOUT_MS (an id nobody uses
- * costs one thread and one fd for that long). Each check-in says how much longer that rank will
- * wait; the root gives its verdict a little before the most impatient rank gives up, so the
- * ranks hear why the init failed instead of only that it did. */
+ * One thread and one listener per process serve the roots of all its random ids
+ * (ncclGetUniqueId): a hello names its root by the id's magic and proves it with the id's
+ * secret. An NCCL_COMM_ID root has an address, a listener and a thread of its own. Deadlines:
+ * before the first check-in a root waits WEFT_INIT_TIMEOUT_MS (an id nobody uses costs a few
+ * hundred bytes for that long). Each check-in says how much longer that rank will wait; the
+ * root gives its verdict a little before the most impatient rank gives up, so the ranks hear
+ * why the init failed instead of only that it did. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +28,8 @@
 #define ROOT_CONNECT_MS 2000 /* connecting back to one rank */
 #define ROOT_DELIVER_MS 10000 /* connecting back to all of them */
 
-typedef struct {
+typedef struct root_state {
   weft_bootstrap_id id;
-  int listen_fd;
   char name[WEFT_SOCKADDR_STRLEN + 24];
   uint64_t idle_deadline; /* while nobody has checked in */
   uint64_t deadline;      /* after the first check-in */
@@ -35,7 +38,9 @@ typedef struct {
   int count;
   unsigned char* present;
   weft_sockaddr* addrs;
-  bs_pending_set pending;
+  int claimed;    /* two parties claimed one rank: every check-in gets the CLAIMED verdict */
+  bs_claim claim;
+  struct root_state* next;
 } root_state;
 
 static int live_roots;
@@ -64,7 +69,7 @@ static void send_verdict(root_state* s, int rank, int rank_nranks, const weft_so
   len += sizeof h;
   memcpy(buf + len, v, sizeof *v);
   len += sizeof *v;
-  memcpy(buf + len, ranges, v->nranges * sizeof(bs_range));
+  if (v->nranges) memcpy(buf + len, ranges, v->nranges * sizeof(bs_range)); /* else NULL */
   len += v->nranges * sizeof(bs_range);
   int fd = -1;
   if (socket_connect(to, connect_ms, &fd) != ncclSuccess) {
@@ -84,6 +89,18 @@ static void reject(root_state* s, const bs_hello* h, uint32_t status) {
   v.status = status;
   v.root_nranks = s->nranks;
   send_verdict(s, h->rank, h->nranks, &h->addr, &v, NULL, ROOT_CONNECT_MS);
+}
+
+static void send_claimed(root_state* s, int rank, const weft_sockaddr* to) {
+  bs_verdict v;
+  bs_range ranges[BS_CLAIM_RANGES];
+  memset(&v, 0, sizeof v);
+  memset(ranges, 0, sizeof ranges);
+  v.status = BS_VERDICT_CLAIMED;
+  v.root_nranks = s->nranks;
+  v.nranges = (uint32_t)BS_CLAIM_RANGES;
+  memcpy(ranges, &s->claim, sizeof s->claim);
+  send_verdict(s, rank, s->nranks, to, &v, ranges, ROOT_CONNECT_MS);
 }
 
 static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from) {
@@ -117,10 +134,31 @@ static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr*
     reject(s, h, BS_VERDICT_NRANKS);
     return 0;
   }
-  if (s->present[h->rank]) {
-    WARN("%s: rank %d checked in twice (from %s): rejected", s->name, h->rank,
-         socket_addr_str(from, a, sizeof a));
-    reject(s, h, BS_VERDICT_DUPLICATE);
+  if (s->present[h->rank] && !s->claimed) {
+    char b1[WEFT_SOCKADDR_STRLEN], b2[WEFT_SOCKADDR_STRLEN];
+    s->claimed = 1;
+    memset(&s->claim, 0, sizeof s->claim);
+    s->claim.rank = h->rank;
+    s->claim.first = s->addrs[h->rank];
+    s->claim.second = h->addr;
+    s->claim.second_from = *from;
+    WARN("%s: rank %d was claimed twice: first by the process listening on %s, then by the "
+         "one listening on %s (connecting from %s); the init fails for every rank (a "
+         "misconfigured launcher, or someone else who knows this NCCL_COMM_ID: set "
+         "WEFT_COMM_SECRET)",
+         s->name, h->rank, socket_addr_str(&s->claim.first, b1, sizeof b1),
+         socket_addr_str(&s->claim.second, b2, sizeof b2), socket_addr_str(from, a, sizeof a));
+    for (int r = 0; r < s->nranks; r++)
+      if (s->present[r]) send_claimed(s, r, &s->addrs[r]);
+    send_claimed(s, h->rank, &h->addr);
+    return 0;
+  }
+  if (s->claimed) { /* a rank that comes later hears it at once */
+    if (!s->present[h->rank]) { /* the root ends once every rank has heard it */
+      s->present[h->rank] = 1;
+      s->count++;
+    }
+    send_claimed(s, h->rank, &h->addr);
     return 0;
   }
   s->present[h->rank] = 1;
@@ -174,69 +212,209 @@ static void deliver_timeout(root_state* s) {
   }
 }
 
-static void* root_main(void* arg) {
-  root_state* s = arg;
-  struct pollfd pfd[1 + BS_MAX_PENDING];
-  pthread_setname_np(pthread_self(), "weft-bs-root");
-  for (;;) {
-    uint64_t now = clock_ms();
-    if (s->nranks > 0 && s->count == s->nranks) {
-      deliver_ok(s);
-      break;
-    }
-    uint64_t deadline = s->nranks > 0 ? s->deadline : s->idle_deadline;
-    if (now >= deadline) {
-      if (s->nranks > 0)
-        deliver_timeout(s);
-      else
-        INFO(NCCL_BOOTSTRAP, "%s: no rank checked in within %lld ms; closing", s->name,
-             (long long)param_int(WEFT_PARAM_INIT_TIMEOUT_MS));
-      break;
-    }
-    pfd[0].fd = s->listen_fd;
-    pfd[0].events = POLLIN;
-    pfd[0].revents = 0;
-    int n = 1 + bs_pending_pollfds(&s->pending, pfd + 1);
-    uint64_t wake = bs_pending_next_deadline(&s->pending);
-    if (deadline < wake) wake = deadline;
-    int ms = wake <= now ? 0 : (wake - now > 1000 ? 1000 : (int)(wake - now));
-    if (poll(pfd, (nfds_t)n, ms) < 0) continue; /* EINTR: the loop re-reads the clock */
-    bs_pending_advance(&s->pending, pfd + 1, s->id.magic, s->id.secret, s->name, on_checkin, s);
-    if (pfd[0].revents) bs_pending_accept(&s->pending, s->listen_fd, s->name);
+/* ---- the server: one listener and one thread serving a list of roots ---- */
+
+typedef struct root_server {
+  int listen_fd;
+  weft_sockaddr addr;
+  int shared; /* the process's server of random ids (else one NCCL_COMM_ID root) */
+  char name[WEFT_SOCKADDR_STRLEN + 24];
+  root_state* roots;
+  bs_pending_set pending;
+} root_server;
+
+/* Random ids of this process share one server (guarded by srv_lock); it stops with its last
+ * root and the next id starts another. */
+static pthread_mutex_t srv_lock = PTHREAD_MUTEX_INITIALIZER;
+static root_server* shared_srv;
+static pid_t shared_pid;
+
+static void lock_if(const root_server* v) {
+  if (v->shared) pthread_mutex_lock(&srv_lock);
+}
+static void unlock_if(const root_server* v) {
+  if (v->shared) pthread_mutex_unlock(&srv_lock);
+}
+
+/* A hello on the server: the root it names by its magic, if the secret matches. */
+static int on_server_hello(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from) {
+  root_server* v = ctx;
+  char a[WEFT_SOCKADDR_STRLEN];
+  lock_if(v);
+  root_state* s = v->roots;
+  while (s && s->id.magic != h->magic) s = s->next;
+  const char* bad = s ? bs_hello_check(h, s->id.magic, s->id.secret) : "no such id here";
+  if (bad) {
+    unlock_if(v);
+    INFO(NCCL_BOOTSTRAP, "%s: dropped connection from %s: %s", v->name,
+         socket_addr_str(from, a, sizeof a), bad);
+    return 0;
   }
-  bs_pending_close_all(&s->pending);
-  close(s->listen_fd);
+  unlock_if(v);
+  /* Only this thread reads or frees a root once it is listed, so s stays valid; on_checkin
+   * may send verdicts, which must not hold up ncclGetUniqueId on the lock. */
+  return on_checkin(s, fd, h, from);
+}
+
+/* Under the lock: take out a root whose work is over (its verdicts still to be sent). */
+static root_state* take_finished(root_server* v, uint64_t now, uint64_t* next_deadline) {
+  *next_deadline = UINT64_MAX;
+  for (root_state** pp = &v->roots; *pp; pp = &(*pp)->next) {
+    root_state* s = *pp;
+    uint64_t d = s->nranks > 0 ? s->deadline : s->idle_deadline;
+    int done = (s->nranks > 0 && s->count == s->nranks) || now >= d;
+    if (done) {
+      *pp = s->next;
+      return s;
+    }
+    if (d < *next_deadline) *next_deadline = d;
+  }
+  return NULL;
+}
+
+static void root_finish(root_state* s) {
+  if (s->claimed)
+    INFO(NCCL_BOOTSTRAP, "%s: closing after the double claim of rank %d", s->name,
+         s->claim.rank);
+  else if (s->nranks > 0 && s->count == s->nranks)
+    deliver_ok(s);
+  else if (s->nranks > 0)
+    deliver_timeout(s);
+  else
+    INFO(NCCL_BOOTSTRAP, "%s: no rank checked in within %lld ms; closing", s->name,
+         (long long)param_int(WEFT_PARAM_INIT_TIMEOUT_MS));
   free(s->present);
   free(s->addrs);
   free(s);
   __atomic_fetch_sub(&live_roots, 1, __ATOMIC_RELEASE);
+}
+
+static void* server_main(void* arg) {
+  root_server* v = arg;
+  struct pollfd pfd[1 + BS_MAX_PENDING];
+  pthread_setname_np(pthread_self(), "weft-bs-root");
+  for (;;) {
+    uint64_t now = clock_ms(), deadline;
+    lock_if(v);
+    root_state* fin = take_finished(v, now, &deadline);
+    int empty = v->roots == NULL && fin == NULL;
+    if (empty && v->shared && shared_srv == v) shared_srv = NULL; /* the next id starts anew */
+    unlock_if(v);
+    if (fin) {
+      root_finish(fin);
+      continue;
+    }
+    if (empty) break;
+    pfd[0].fd = v->listen_fd;
+    pfd[0].events = POLLIN;
+    pfd[0].revents = 0;
+    int n = 1 + bs_pending_pollfds(&v->pending, pfd + 1);
+    uint64_t wake = bs_pending_next_deadline(&v->pending);
+    if (deadline < wake) wake = deadline;
+    int ms = wake <= now ? 0 : (wake - now > 1000 ? 1000 : (int)(wake - now));
+    if (poll(pfd, (nfds_t)n, ms) < 0) continue; /* EINTR: the loop re-reads the clock */
+    /* magic 0: each hello is checked against the root its magic names (on_server_hello). */
+    bs_pending_advance(&v->pending, pfd + 1, 0, 0, v->name, on_server_hello, v);
+    if (pfd[0].revents) bs_pending_accept(&v->pending, v->listen_fd, v->name);
+  }
+  bs_pending_close_all(&v->pending);
+  close(v->listen_fd);
+  free(v);
   return NULL;
 }
 
-ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd) {
+static root_state* root_new(const weft_bootstrap_id* id) {
   root_state* s = calloc(1, sizeof *s);
   if (!s) {
     WARN("bootstrap root: out of memory");
-    return ncclSystemError;
+    return NULL;
   }
   char a[WEFT_SOCKADDR_STRLEN];
   s->id = *id;
-  s->listen_fd = listen_fd;
   snprintf(s->name, sizeof s->name, "bootstrap root %s",
            socket_addr_str(&id->addr, a, sizeof a));
   s->idle_deadline = clock_ms() + (uint64_t)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
+  return s;
+}
+
+static ncclResult_t server_start(root_server* v) {
   pthread_attr_t attr;
   pthread_t t;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  __atomic_fetch_add(&live_roots, 1, __ATOMIC_ACQ_REL);
-  int rc = pthread_create(&t, &attr, root_main, s);
+  int rc = pthread_create(&t, &attr, server_main, v);
   pthread_attr_destroy(&attr);
   if (rc != 0) {
-    __atomic_fetch_sub(&live_roots, 1, __ATOMIC_ACQ_REL);
-    free(s);
     WARN("bootstrap root: cannot start its thread: %s", strerror(rc));
     return ncclSystemError;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t bs_root_start(const weft_bootstrap_id* id, int listen_fd) {
+  root_server* v = calloc(1, sizeof *v);
+  root_state* s = v ? root_new(id) : NULL;
+  if (!s) {
+    free(v);
+    return ncclSystemError;
+  }
+  v->listen_fd = listen_fd;
+  v->addr = id->addr;
+  snprintf(v->name, sizeof v->name, "%s", s->name);
+  v->roots = s;
+  __atomic_fetch_add(&live_roots, 1, __ATOMIC_ACQ_REL);
+  ncclResult_t res = server_start(v);
+  if (res != ncclSuccess) {
+    __atomic_fetch_sub(&live_roots, 1, __ATOMIC_ACQ_REL);
+    free(s);
+    free(v); /* the caller closes listen_fd */
+  }
+  return res;
+}
+
+ncclResult_t bs_root_add_shared(weft_bootstrap_id* id, const weft_sockaddr* bind_addr) {
+  pthread_mutex_lock(&srv_lock);
+  if (shared_pid != getpid()) { /* a forked child has none of its parent's threads */
+    shared_pid = getpid();
+    shared_srv = NULL;
+  }
+  ncclResult_t res = ncclSuccess;
+  root_server* v = shared_srv;
+  if (!v) {
+    v = calloc(1, sizeof *v);
+    if (!v) {
+      pthread_mutex_unlock(&srv_lock);
+      WARN("bootstrap root: out of memory");
+      return ncclSystemError;
+    }
+    v->shared = 1;
+    v->listen_fd = -1;
+    res = socket_listen(bind_addr, &v->listen_fd, &v->addr);
+    if (res == ncclSuccess) res = socket_set_nonblocking(v->listen_fd, 1);
+    if (res == ncclSuccess) {
+      char a[WEFT_SOCKADDR_STRLEN];
+      snprintf(v->name, sizeof v->name, "bootstrap root %s",
+               socket_addr_str(&v->addr, a, sizeof a));
+      res = server_start(v);
+    }
+    if (res != ncclSuccess) {
+      if (v->listen_fd >= 0) close(v->listen_fd);
+      free(v);
+      pthread_mutex_unlock(&srv_lock);
+      return res;
+    }
+    shared_srv = v;
+  }
+  id->addr = v->addr;
+  root_state* s = root_new(id);
+  if (!s) {
+    /* The server stops by itself when it finds no root. */
+    pthread_mutex_unlock(&srv_lock);
+    return ncclSystemError;
+  }
+  s->next = v->roots;
+  v->roots = s;
+  __atomic_fetch_add(&live_roots, 1, __ATOMIC_ACQ_REL);
+  pthread_mutex_unlock(&srv_lock);
   return ncclSuccess;
 }

@@ -163,7 +163,8 @@ void bs_pending_advance(bs_pending_set* s, const struct pollfd* pfd, uint64_t ma
         continue;
       }
       if (p->done == sizeof p->hello) {
-        const char* bad = bs_hello_check(&p->hello, magic, secret);
+        const char* bad = magic ? bs_hello_check(&p->hello, magic, secret)
+                                : bs_hello_check(&p->hello, p->hello.magic, p->hello.secret);
         if (bad) {
           pending_drop(s, i, who, bad);
           continue;

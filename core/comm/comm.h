@@ -80,6 +80,7 @@ struct ncclComm {
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   weft_mem_reg* regs;               /* registered buffers and windows, under lock */
   weft_prof prof;                   /* profiler plugin context and activation mask */
+  struct weft_hang* hang;           /* this rank's slot of the hang report board (comm_hang.c) */
   uint64_t magic_end;
 };
 

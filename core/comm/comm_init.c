@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/comm_hang.h"
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -105,6 +106,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
                                  &comm->bootstrap),
                   res, fail);
+  WEFT_CHECK_GOTO(comm_hang_attach(comm), res, fail);
   comm->peers = calloc((size_t)comm->nranks, sizeof *comm->peers);
   if (!comm->peers) {
     WARN("rank %d: out of memory for %d rank infos", comm->rank, comm->nranks);
@@ -125,6 +127,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
        (unsigned long long)comm->comm_hash);
+  comm_hang_ready(comm); /* all ranks mapped the board (the allgather); the watchdog may look */
   __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
   return ncclSuccess;
@@ -176,6 +179,7 @@ void comm_join_init(struct ncclComm* comm) {
 
 void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
+  comm_hang_detach(comm);     /* the peers' reports see this rank gone */
   comm_datapath_fini(comm);
   prof_close_for_comm(&comm->prof); /* after the proxy thread, which reports too */
   tune_comm_fini(comm);

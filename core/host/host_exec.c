@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/comm_hang.h"
 #include "host/host.h"
 #include "util/check.h"
 #include "util/clock.h"
@@ -130,6 +131,10 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     return 0;
   }
   char what[160];
+  if (w->blocked >= 0 && w->conns[w->blocked] && now - w->idle_since_ms >= CHECK_INTERVAL_MS) {
+    const weft_conn* c = w->conns[w->blocked]; /* for the hang report (comm_hang.c) */
+    comm_hang_note_wait(w->comm, c->peer, c->channel, c->is_send, c->proto, c->step);
+  }
   if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
       !pid_alive(w->conns[w->blocked]->watch_pid)) {
     describe_wait(w, what, sizeof what);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "comm/comm_hang.h"
 #include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
@@ -536,6 +537,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
   }
   if (res != ncclSuccess) goto done;
+  for (int i = 0; i < n; i++) comm_hang_note_launch(comms[i], cls[i].ops, cls[i].needs_prep);
 
   int nprep = 0;
   for (int i = 0; i < n; i++) nprep += cls[i].needs_prep;
@@ -571,6 +573,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
         plan_prof_proxy_ops(cls[i].comm, cls[i].works, cls[i].nworks);
     }
   for (int i = 0; i < n; i++) commit(&cls[i]);
+  for (int i = 0; i < n; i++) comm_hang_note_run(comms[i]);
 
 #ifdef WEFT_HAVE_CUDA
   if (comms[0]->mode == WEFT_MODE_DEVICE) {
@@ -616,6 +619,7 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     }
   }
 done:
+  for (int i = 0; i < n; i++) comm_hang_note_done(comms[i], res);
   for (int i = 0; i < n; i++) {
     if (cls[i].prof_live) plan_prof_end(cls[i].comm, cls[i].ops, cls[i].prof_group);
     prof_group_api_stop(&comms[i]->prof);

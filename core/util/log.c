@@ -195,3 +195,26 @@ void weft_log(ncclDebugLogLevel level, unsigned long subsys, const char* file, i
   fflush(f);
   pthread_mutex_unlock(&log_lock);
 }
+
+void weft_log_report(const char* file, int line, const char* fmt, ...) {
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  (void)weft_log_level(); /* the sink is opened on first use */
+  char out[4400];
+  int tid = (int)syscall(SYS_gettid);
+  char where[32] = "";
+  if (thread_rank >= 0) snprintf(where, sizeof where, " [r%d d%d]", thread_rank, thread_dev);
+  const char* base = strrchr(file, '/');
+  int n = snprintf(out, sizeof out, "%s:%d:%d%s NCCL WARN %s:%d %s\n", log_host, (int)getpid(),
+                   tid, where, base ? base + 1 : file, line, msg);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof out) n = sizeof out - 1;
+  pthread_mutex_lock(&log_lock);
+  FILE* f = log_file ? log_file : stderr;
+  fwrite(out, 1, (size_t)n, f);
+  fflush(f);
+  pthread_mutex_unlock(&log_lock);
+}

@@ -38,6 +38,11 @@ void weft_log_last_error(char* buf, size_t len);
 #define TRACE(subsys, ...) do { } while (0)
 #endif
 
+/* A diagnostic the user asked for (the hang report): printed like a WARN whatever NCCL_DEBUG
+ * says, and not recorded as the last error. */
+void weft_log_report(const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Hot paths: warn the first time only. */
 #define WARN_ONCE(...)                                                                 \
   do {                                                                                 \

@@ -33,3 +33,6 @@ weft_add_test(NAME bootstrap_init_cycles_leak_no_threads_or_fds
 weft_add_test(NAME bootstrap_p2p_errors_name_the_peer
   SOURCES ${BS_DIR}/bootstrap_p2p_errors_test.c ${BS_DIR}/bs_testutil.c
   LABELS mp TIMEOUT 30 LIBS weft_bootstrap_test)
+weft_add_test(NAME bootstrap_unused_ids_share_one_root
+  SOURCES ${BS_DIR}/bootstrap_many_ids_test.c ${BS_DIR}/bs_testutil.c
+  LABELS unit TIMEOUT 60 LIBS weft_bootstrap_test ENV WEFT_INIT_TIMEOUT_MS=4000)

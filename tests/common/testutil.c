@@ -84,6 +84,7 @@ static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int shar
       exit(1);
     }
     if (p == 0) {
+      free(pids); /* the parent's: a child that fails with exit() must not report it leaked */
       ncclUniqueId id;
       memset(&id, 0, sizeof id);
       if (share_id) {

@@ -61,3 +61,15 @@ foreach(m abort destroy)
 endforeach()
 weft_add_test(NAME host_shm_orphans_swept SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_shm_orphans.c
   LABELS mp fault)
+# The hang report names the rank the others wait for (WEFT_HANG_REPORT_MS, weftCommHangReport,
+# SIGUSR1), also with WEFT_CHECK_COLLECTIVES.
+foreach(c missing roots send destroyed)
+  weft_add_test(NAME host_hang_report_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_hang_report.c
+    LABELS mp fault TIMEOUT 90 ARGS ${c} timer)
+endforeach()
+foreach(t api signal)
+  weft_add_test(NAME host_hang_report_missing_${t} SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_hang_report.c
+    LABELS mp fault TIMEOUT 90 ARGS missing ${t})
+endforeach()
+weft_add_test(NAME host_hang_report_missing_checked SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_hang_report.c
+  LABELS mp fault TIMEOUT 90 ARGS missing timer ENV WEFT_CHECK_COLLECTIVES=1)

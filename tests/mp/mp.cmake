@@ -31,3 +31,7 @@ foreach(m init split)
       ARGS ${m} ${tr})
   endforeach()
 endforeach()
+foreach(c claim secret)
+  weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
+    LABELS mp fault ARGS ${c})
+endforeach()

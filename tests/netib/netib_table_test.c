@@ -132,6 +132,8 @@ static void teardown(loop_t* L) {
   CHECK(L->net->deregMr(L->s, L->ms) == ncclSuccess && L->net->deregMr(L->r, L->mr) == ncclSuccess);
   CHECK(L->net->closeSend(L->s) == ncclSuccess && L->net->closeRecv(L->r) == ncclSuccess);
   CHECK(L->net->finalize(L->ctx) == ncclSuccess);
+  free(L->a);
+  free(L->b);
 }
 
 static int poll_failure_fails_the_request(void) {

@@ -22,6 +22,8 @@ foreach(line ${lines})
       list(APPEND found ${sym})
     elseif(sym STREQUAL "weftTunerAlgorithms" AND kind MATCHES "^[DR]$")
       set(weft_ext 1)
+    elseif(sym MATCHES "^_+(odr_asan|asan|tsan|ubsan|lsan|sancov)")
+      # what a sanitizer build's instrumentation adds (WEFT_SANITIZE); not the plugin's own
     else()
       message(FATAL_ERROR "${file} exports ${sym} (${kind}); only ncclTunerPlugin_v2..v6 and "
         "weftTunerAlgorithms may be")
