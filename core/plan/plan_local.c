@@ -40,13 +40,12 @@ int plan_local_applies(const struct ncclComm* comm, const weft_op* op) {
 }
 
 ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op) {
-  (void)comm; /* device mode only */
+  (void)comm; /* read by the device branch only; host-only builds have none */
   size_t bytes = op->count * op->elem;
   /* AlltoAll/Gather/Scatter markers carry no data (their sends/receives to self do). */
   if (op->sendbuff == NULL || op->recvbuff == NULL || bytes == 0) return ncclSuccess;
   int scale = scales(op);
   if (!scale && op->recvbuff == op->sendbuff) return ncclSuccess;
-  (void)comm; /* used by device mode only */
 #ifdef WEFT_HAVE_CUDA
   if (comm->mode == WEFT_MODE_DEVICE) {
     if (!scale) return device_exec_copy(comm, op->recvbuff, op->sendbuff, bytes, op->stream);
@@ -55,8 +54,6 @@ ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op) {
     return device_exec_scale(comm, op->recvbuff, op->sendbuff, op->count, op->dtype, s,
                              op->scalar_ptr, op->stream);
   }
-#else
-  (void)comm; /* host mode only: nothing of the communicator is needed */
 #endif
   if (!scale) {
     memmove(op->recvbuff, op->sendbuff, bytes);
