@@ -190,7 +190,8 @@ ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src,
     struct cudaPointerAttributes da, sa;
     if (cs == cudaStreamCaptureStatusActive &&
         cudaPointerGetAttributes(&da, dst) == cudaSuccess && da.type == cudaMemoryTypeDevice &&
-        cudaPointerGetAttributes(&sa, src) == cudaSuccess && sa.type == cudaMemoryTypeDevice) {
+        da.device == comm->cuda_dev && cudaPointerGetAttributes(&sa, src) == cudaSuccess &&
+        sa.type == cudaMemoryTypeDevice && sa.device == comm->cuda_dev) {
       CUDA_TRY(comm, (cudaError_t)weft_dev_copy(dst, src, bytes, stream),
                "the captured copy kernel launch");
       goto out;
