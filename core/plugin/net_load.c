@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "plugin/net.h"
+#include "plugin/plugin_open.h"
 #include "plugin/net_shim.h"
 #include "util/log.h"
 #include "util/param.h"
@@ -43,20 +44,6 @@ static struct {
   int count; /* externals first, the built-in (if any) last */
   net_cand cand[NET_MAX_EXTERNAL_PLUGINS + 1];
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static const char* result_name(ncclResult_t r) {
-  switch (r) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "unknown result";
-  }
-}
 
 /* The profiler callback handed to v10+ plugins: weft has no net profiler yet, so events are
  * accepted and dropped (a start yields a NULL event handle). */
@@ -275,7 +262,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
   void* ctx = NULL;
   ncclResult_t res = c->view.api.init(&ctx, comm_id, &config, weft_log, net_profiler_stub);
   if (res != ncclSuccess) {
-    snprintf(why, sizeof why, "init failed (%s)", result_name(res));
+    snprintf(why, sizeof why, "init failed (%s)", plugin_result_name(res));
     mark_skipped(c, why);
     return 0;
   }
@@ -300,7 +287,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
   res = api->devices(&ndev);
   if (res != ncclSuccess || ndev <= 0) {
     if (res != ncclSuccess)
-      snprintf(why, sizeof why, "devices() failed (%s)", result_name(res));
+      snprintf(why, sizeof why, "devices() failed (%s)", plugin_result_name(res));
     else
       snprintf(why, sizeof why, "no devices (devices() reported %d)", ndev);
     goto fail_finalize;
@@ -308,7 +295,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
   ncclNetProperties_v12_t props;
   res = api->getProperties(0, &props);
   if (res != ncclSuccess) {
-    snprintf(why, sizeof why, "getProperties(0) failed (%s)", result_name(res));
+    snprintf(why, sizeof why, "getProperties(0) failed (%s)", plugin_result_name(res));
     goto fail_finalize;
   }
   if (props.netDeviceType != NCCL_NET_DEVICE_HOST) {
@@ -424,7 +411,7 @@ void net_close_for_comm(weft_net* net) {
   ncclResult_t res = net->api->finalize(net->ctx);
   if (res != ncclSuccess)
     WARN("NET/%s: finalize failed (%s); the communicator's context may leak", c->name,
-         result_name(res));
+         plugin_result_name(res));
   c->users--;
   cand_unload(c);
   pthread_mutex_unlock(&reg.lock);
