@@ -139,6 +139,8 @@ static size_t tcp_mem_max(const char* path) {
   return (size_t)c;
 }
 
+#define EXIT_SEED 0xE817ull
+
 static size_t exit_len(void) {
   size_t buffers = tcp_mem_max("/proc/sys/net/ipv4/tcp_rmem") +
                    tcp_mem_max("/proc/sys/net/ipv4/tcp_wmem");
@@ -149,7 +151,10 @@ static size_t exit_len(void) {
 
 /* Poll test() on req until it reports an error (PASS), or fail when it reports done or stays
  * pending for the wait bound. */
-static conf_result expect_error(nt_plugin* p, void* req, size_t len, const char* what) {
+static conf_result done_before_exit(const void* buf, size_t len, int size, int send);
+
+static conf_result expect_error(nt_plugin* p, void* req, const void* buf, size_t len, int send) {
+  const char* what = send ? "isend" : "irecv";
   double deadline = nt_now() + nt_ctx->wait_s;
   nt_backoff b = {0};
   for (;;) {
@@ -160,10 +165,7 @@ static conf_result expect_error(nt_plugin* p, void* req, size_t len, const char*
       conf_note("%s: test returned %s after the peer left", what, nt_result_str(r));
       return CONF_PASS;
     }
-    if (done)
-      return conf_fail("%s: test reported done (%d bytes) although the peer left before %zu "
-                       "bytes could move",
-                       what, size, len);
+    if (done) return done_before_exit(buf, len, size, send);
     if (nt_now() > deadline)
       return conf_fail("%s: test still pending %.0f s after the peer left (a dead peer must "
                        "surface as an error)",
@@ -188,6 +190,24 @@ static conf_result post_or_inconclusive(conf_result r) {
   return r;
 }
 
+/* A receive that completed before the sender was gone. A fast transport (shared memory with
+ * single-copy reads) can move the whole message in the few calls the leaving side makes: if the
+ * message arrived whole and intact, no transfer was cut short and the test could not be staged
+ * (inconclusive); a completion with missing or wrong bytes is a defect. A send that completes
+ * while the receiver leaves cannot be checked from this side, and stays a failure. */
+static conf_result done_before_exit(const void* buf, size_t len, int size, int send) {
+  if (!send && size == (int)len && nt_check(buf, len, EXIT_SEED, "message") == CONF_PASS)
+    return conf_inconclusive("the whole %zu-byte message arrived intact before the sender left, "
+                             "so no transfer was cut short (a faster transport than the test "
+                             "can outrun)",
+                             len);
+  conf_clear_reason();
+  return conf_fail("%s: test reported done (%d bytes) although the peer leaves before %zu bytes "
+                   "can move%s",
+                   send ? "isend" : "irecv", size, len,
+                   send ? "" : ", and the bytes are not the sender's");
+}
+
 static conf_result leave_midway(nt_side* s, int send) {
   nt_plugin* p = &s->plugin;
   size_t len = exit_len();
@@ -195,17 +215,16 @@ static conf_result leave_midway(nt_side* s, int send) {
   void* comm = send ? s->send[0] : s->recv[0];
   CONF_TRY(nt_alloc(len, &buf));
   CONF_TRY(nt_reg(p, comm, buf, len, &mh));
+  if (send) nt_fill(buf, len, EXIT_SEED);
   char ready;
   CONF_TRY(nt_ctl_recv(s, &ready, 1)); /* the other side has posted */
   if (send)
     CONF_TRY(post_or_inconclusive(nt_isend(p, comm, buf, len, 5, mh, &req)));
   else
     CONF_TRY(post_or_inconclusive(nt_irecv(p, comm, buf, len, 5, mh, &req)));
-  for (int i = 0; i < 3; i++) {
-    int done = 0;
-    int size[1];
-    p->api->test(req, &done, size);
-  }
+  /* Leave at once, without a test() call: on a single-copy transport (libfabric shm reads the
+   * sender's pages directly) a few test() calls are enough to move the whole message. */
+  (void)req;
   _exit(0);
 }
 
@@ -241,15 +260,12 @@ static conf_result stay(nt_side* s, int send) {
       ncclResult_t r;
       NT_CALL_RES("test", p->api->test(req, &done, &size), r);
       if (r != ncclSuccess) errored = 1;
-      if (done)
-        return conf_fail("%s: test reported done (%d bytes) although the peer leaves before "
-                         "%zu bytes can move",
-                         send ? "isend" : "irecv", size, len);
+      if (done) return done_before_exit(buf, len, size, send);
     }
     if (nt_now() > deadline) return conf_fail("the peer did not exit within %.0f s", nt_ctx->wait_s);
     nt_backoff_wait(&b);
   }
-  if (!errored) CONF_TRY(expect_error(p, req, len, send ? "isend" : "irecv"));
+  if (!errored) CONF_TRY(expect_error(p, req, buf, len, send));
   /* The comm is broken; deregistering and closing it must still work (NCCL's abort path). */
   CONF_TRY(nt_dereg(p, comm, mh));
   return CONF_PASS;
