@@ -17,6 +17,7 @@
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/param.h"
+#include "util/names.h"
 
 /* Host channels by default: enough to keep each rank's cores busy copying, at most 2 (more
  * worker threads than cores only adds switching; tests run 8 ranks on 2 cores). */
@@ -190,7 +191,7 @@ void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, con
   if (__atomic_compare_exchange_n(&comm->async_error, &ok, (int)res, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_RELAXED))
     WARN("rank %d: %s (rank %d) failed: %s; the communicator has failed", comm->rank, what, peer,
-         ncclGetErrorString(res));
+         weft_result_str(res));
   __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
 #ifdef WEFT_HAVE_CUDA
   device_exec_stop(comm->device); /* kernels waiting on the connection give up */

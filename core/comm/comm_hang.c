@@ -25,6 +25,7 @@
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define BOARD_MAGIC 0x7765667468616e67ull /* "wefthang" */
 
@@ -237,7 +238,7 @@ static void rank_key(struct ncclComm* comm, int r, char* buf, size_t len, int* w
     if (LD(s->done_result) != ncclSuccess)
       snprintf(buf, len, "not in a weft call (#%llu failed: %s)",
                (unsigned long long)LD(s->fail_seq),
-               ncclGetErrorString((ncclResult_t)LD(s->done_result)));
+               weft_result_str((ncclResult_t)LD(s->done_result)));
     else
       snprintf(buf, len, "not in a weft call (last %s #%llu)", done_word(comm),
                (unsigned long long)LD(s->done_seq));
@@ -251,7 +252,7 @@ static void rank_key(struct ncclComm* comm, int r, char* buf, size_t len, int* w
     snprintf(who, sizeof who, ", root %d", LD(s->root));
   char seq[24] = "";
   if (LD(s->seq)) snprintf(seq, sizeof seq, " #%llu", (unsigned long long)LD(s->seq));
-  snprintf(buf, len, "in %s%s (count %llu%s)", plan_func_name(func), seq,
+  snprintf(buf, len, "in %s%s (count %llu%s)", weft_func_name(func), seq,
            (unsigned long long)LD(s->count), who);
   if (LD(s->wait_launch) == LD(s->launches) && LD(s->phase) == PHASE_RUN) *waits = LD(s->wait_peer);
 }
@@ -269,7 +270,7 @@ static void rank_line(struct ncclComm* comm, int r, uint64_t now, char* buf, siz
   if (!in_call) {
     if (LD(s->state) == SLOT_LIVE && LD(s->done_launches))
       snprintf(buf, len, "rank %d (pid %d): %s; its last launch (%s) ended %.1f s ago", r,
-               (int)LD(s->pid), key, plan_func_name(LD(s->done_func)), secs);
+               (int)LD(s->pid), key, weft_func_name(LD(s->done_func)), secs);
     else
       snprintf(buf, len, "rank %d%s: %s", r, LD(s->pid) ? "" : " (no slot)", key);
     return;
@@ -320,7 +321,7 @@ static void odd_text(struct ncclComm* comm, int r, const char* key, int big_firs
   if (strncmp(key, "not in", 6) == 0 && LD(s->done_result) == ncclSuccess && LD(b->in_call) &&
       LD(b->state) == SLOT_LIVE && LD(b->seq) > LD(s->done_seq))
     snprintf(buf, len, "is not in a weft call (%s #%llu not called yet)",
-             plan_func_name(LD(b->func)), (unsigned long long)LD(b->seq));
+             weft_func_name(LD(b->func)), (unsigned long long)LD(b->seq));
   else
     snprintf(buf, len, "%s %s", strncmp(key, "in ", 3) && strncmp(key, "not ", 4) &&
                                         strncmp(key, "on ", 3) ? "has" : "is", key);

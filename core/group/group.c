@@ -9,6 +9,7 @@
 
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 typedef struct deferred_init {
   struct ncclComm* comm;

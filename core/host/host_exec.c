@@ -14,6 +14,7 @@
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define CHECK_INTERVAL_MS 100
 /* w->blocked while an item waits for its turn on a connection (an earlier item holds it). */
@@ -140,7 +141,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
          "exited",
-         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
          w->conns[w->blocked]->watch_pid);
     *res = ncclRemoteError;
     return 1;
@@ -152,7 +153,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
   if (now - w->idle_since_ms > (uint64_t)h->timeout_ms) {
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) waited %d ms for %s: timed out (WEFT_TIMEOUT_MS)", w->rank,
-         plan_func_name(w->op->func), (unsigned long long)w->op->seq, h->timeout_ms, what);
+         weft_func_name(w->op->func), (unsigned long long)w->op->seq, h->timeout_ms, what);
     *res = ncclRemoteError;
     return 1;
   }

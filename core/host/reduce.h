@@ -66,14 +66,6 @@ typedef struct {
   void* user;          /* CUSTOM */
 } weft_redop;
 
-/* Size in bytes of one element; 0 for an invalid type. */
-size_t dtype_size(ncclDataType_t type);
-/* "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
- * "bfloat16", "f8e4m3", "f8e5m2" for logs and tools; "invalid" otherwise. */
-const char* dtype_name(ncclDataType_t type);
-/* 1 for half, float, double, bfloat16 and both fp8 types; 0 for integers and invalid types. */
-int dtype_is_float(ncclDataType_t type);
-
 /* The redop an API op means for this type and communicator size: Avg becomes PreMulSum(1/n)
  * for float types (1/n rounded to nearest even in the type itself, so it underflows to 0 from
  * n = 1024 on for fp8 e4m3 and from n = 131072 for e5m2) and SumPostDiv(n) for integers.

@@ -178,7 +178,6 @@ void plan_direct_setup(weft_work* w);
 int plan_log_fits(int algo, int func, int nranks);
 ncclResult_t plan_log_setup(weft_work* w);
 
-const char* plan_func_name(int func);
 
 /* ---- profiler events of a launch (plan_prof.c; called only when the mask asks) ---- */
 /* Group, then Coll/P2p of every op with channels (ops list), for one communicator's launch. */

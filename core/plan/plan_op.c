@@ -26,6 +26,7 @@
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/names.h"
 
 #define P2P_LL_MAX_BYTES 16384
 #define P2P_BYTES_PER_CHANNEL (512u * 1024u)
@@ -74,7 +75,7 @@ ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
   r->algo = device_rule_algo(comm, func, nbytes, algos);
   if (!(algos & (1u << r->algo))) {
     WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", comm->rank,
-         plan_func_name(func));
+         weft_func_name(func));
     return ncclInvalidUsage;
   }
   int has_ll = (protos & (1u << NCCL_PROTO_LL)) != 0;
@@ -120,7 +121,7 @@ static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nby
   op->proto = r.proto;
   op->nchannels = direct_channels(op->algo, r.nchannels[r.proto]);
   INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
-       plan_func_name(op->func), nbytes, tune_algo_name(op->algo), tune_proto_name(op->proto),
+       weft_func_name(op->func), nbytes, tune_algo_name(op->algo), tune_proto_name(op->proto),
        op->nchannels);
   return ncclSuccess;
 }
@@ -173,7 +174,7 @@ static void name_first_use(struct ncclComm* comm, const weft_op* op) {
   p->algo_named[op->func] |= bit;
   INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
        "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
-       comm->rank, plan_func_name(op->func), tune_algo_name_for(op->func, op->algo),
+       comm->rank, weft_func_name(op->func), tune_algo_name_for(op->func, op->algo),
        tune_proto_name(op->proto), op->count * op->elem);
 }
 
@@ -181,7 +182,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
   struct weft_plan* p = comm->plan;
   *queued = 0;
   if (p == NULL) {
-    WARN("%s: the device data path is not available yet in weft %s", plan_func_name(in->func),
+    WARN("%s: the device data path is not available yet in weft %s", weft_func_name(in->func),
          WEFT_VERSION_STRING);
     return ncclInvalidUsage;
   }
@@ -190,7 +191,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
        in->func == ncclFuncReduceScatter)) {
     WARN("rank %d: %s: a custom (host function) reduction cannot run in GPU kernels; use it on "
          "a host-mode communicator",
-         comm->rank, plan_func_name(in->func));
+         comm->rank, weft_func_name(in->func));
     return ncclInvalidArgument;
   }
   if (plan_local_applies(comm, in)) {
@@ -201,7 +202,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
   }
   weft_op* op = malloc(sizeof *op);
   if (!op) {
-    WARN("rank %d: out of memory queueing %s", comm->rank, plan_func_name(in->func));
+    WARN("rank %d: out of memory queueing %s", comm->rank, weft_func_name(in->func));
     return ncclSystemError;
   }
   *op = *in;
@@ -338,7 +339,7 @@ static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_w
   }
   if (roles == 0) return;
   INFO(NCCL_TUNING, "rank %d: %s seq %llu runs %s/%s on %d channel(s) (%d work item(s))",
-       comm->rank, plan_func_name(op->func), (unsigned long long)op->seq,
+       comm->rank, weft_func_name(op->func), (unsigned long long)op->seq,
        tune_algo_name_for(op->func, w->alg.algo), tune_proto_name(proto), op->nchannels, n);
 }
 

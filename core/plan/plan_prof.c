@@ -11,6 +11,7 @@
 #include "proxy/proxy.h"
 #include "transport/transport.h"
 #include "util/clock.h"
+#include "util/names.h"
 
 static int is_p2p(int func) { return func == ncclFuncSend || func == ncclFuncRecv; }
 static int is_coll(int func) { return func >= ncclFuncBroadcast && func <= ncclFuncAllReduce; }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "plugin/profiler.h"
+#include "util/names.h"
 
 static const char* const funcs[WEFT_PROF_NFUNCS] = {
     "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",

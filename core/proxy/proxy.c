@@ -13,6 +13,7 @@
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/names.h"
 
 #define PROXY_TAG 0x77
 
@@ -65,7 +66,7 @@ static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const cha
   INFO(NCCL_NET, "rank %d: net %s: %s %s rank %d (channel %d) failed: %s", p->comm->rank,
        p->net->name,
        what, pc->conn->is_send ? "to" : "from", pc->conn->peer, pc->conn->channel,
-       ncclGetErrorString(res));
+       weft_result_str(res));
   /* Kernels do not read conn->error: the communicator fails and its kernels stop instead. */
   if (p->comm->mode == WEFT_MODE_DEVICE) {
     char how[96];

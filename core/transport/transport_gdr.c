@@ -22,6 +22,7 @@
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda.h>
@@ -118,7 +119,7 @@ static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, int ptr_suppor
       }
       INFO(NCCL_NET, "rank %d: net %s: regMrDmaBuf of %zu GPU bytes for rank %d failed (%s); "
            "trying regMr", comm->rank, comm->net->name, bytes, c->key.peer,
-           ncclGetErrorString(res));
+           weft_result_str(res));
     }
   }
   if (ptr_support & NCCL_PTR_CUDA)
@@ -142,7 +143,7 @@ int gdr_setup(struct ncclComm* comm, tconn* c, size_t bytes) {
     WARN("rank %d: net %s advertises GPU memory (ptrSupport 0x%x) but registering %zu bytes "
          "of it for rank %d failed (%s); this connection stages through host memory",
          comm->rank, comm->net->name, ptr_support, bytes, c->key.peer,
-         ncclGetErrorString(res));
+         weft_result_str(res));
     cudaFree(mem);
     return 0;
   }

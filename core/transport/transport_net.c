@@ -11,6 +11,7 @@
 #include "proxy/proxy.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
+#include "util/names.h"
 
 static const ncclNet_v12_t* api_of(struct ncclComm* comm) { return comm->net->api; }
 
@@ -24,7 +25,7 @@ ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   ncclResult_t res = api_of(comm)->listen(comm->net->ctx, c->dev, c->handle, &c->listen_comm);
   if (res != ncclSuccess || c->listen_comm == NULL) {
     WARN("rank %d: net %s: listen on device %d for a connection from rank %d failed (%s)",
-         comm->rank, comm->net->name, c->dev, c->key.peer, ncclGetErrorString(res));
+         comm->rank, comm->net->name, c->dev, c->key.peer, weft_result_str(res));
     c->listen_comm = NULL;
     return res != ncclSuccess ? res : ncclInternalError;
   }
@@ -65,7 +66,7 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
   ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, slots, NCCL_PTR_HOST, &c->mhandle);
   if (res != ncclSuccess) {
     WARN("rank %d: net %s: regMr of %zu bytes for rank %d failed (%s)", comm->rank,
-         comm->net->name, slots, c->key.peer, ncclGetErrorString(res));
+         comm->net->name, slots, c->key.peer, weft_result_str(res));
     c->mhandle = NULL;
     return res;
   }

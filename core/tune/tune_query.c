@@ -14,6 +14,7 @@
 #include "plan/plan.h"
 #include "tune/tune.h"
 #include "util/check.h"
+#include "util/names.h"
 
 WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
                                         ncclDataType_t datatype, int* algorithm, int* protocol,
