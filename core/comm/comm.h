@@ -9,7 +9,7 @@
 #include "nccl.h"
 #include "plugin/profiler.h"
 #include "policy/policy.h"
-#include "transport/transport.h"
+#include "topo/p2p_info.h"
 
 #define WEFT_COMM_MAGIC_START 0x77656674636f6d6dull /* "weftcomm" */
 #define WEFT_COMM_MAGIC_END 0x6d6d6f6374666577ull

@@ -9,6 +9,7 @@
 
 #include "comm/comm.h"
 #include "comm/comm_hang.h"
+#include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"

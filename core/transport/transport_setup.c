@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "device/device.h"
 #include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
