@@ -133,7 +133,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
   }
 #endif
   size_t ll_payload = conn_payload_max(tp.ll_buffsize / WEFT_NSTEPS, 1);
-  WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, &comm->host), res, out);
+  WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, plan_work_done, &comm->host), res, out);
   INFO(NCCL_INIT, "rank %d: host data path: %d channel(s), Simple %zu B / LL %zu B per "
        "connection, shm %s, net %s",
        comm->rank, tp.nchannels, tp.buffsize, tp.ll_buffsize, tp.shm_disable ? "off" : "on",

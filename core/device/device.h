@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan/algo.h"
+#include "algo/algo.h"
 #include "transport/conn.h"
 
 

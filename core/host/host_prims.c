@@ -11,6 +11,7 @@
 
 #include "comm/comm.h"
 #include "host/host.h"
+#include "host/reduce.h"
 #include "util/check.h"
 #include "util/names.h"
 

@@ -96,7 +96,7 @@ static void describe(const host_sig* s, char* buf, size_t len) {
     n += snprintf(buf + n, len - (size_t)n, ", root %d", s->root);
   if (n > 0 && (size_t)n < len)
     snprintf(buf + n, len - (size_t)n, ", %s/%s on %d channel(s))",
-             s->algo == NCCL_ALGO_TREE ? "Tree" : "Ring", tune_proto_name(s->proto),
+             s->algo == NCCL_ALGO_TREE ? "Tree" : "Ring", weft_proto_name(s->proto),
              s->nchannels);
 }
 
@@ -184,14 +184,14 @@ int host_sig_check_sibling(weft_work* w, int idx, ncclResult_t* res) {
   host_sig got;
   if (!peek(s, &got) || got.magic != SIG_MAGIC) return 0;
   char where[64];
-  snprintf(where, sizeof where, " (sent with %s, on channel %d)", tune_proto_name(got.proto),
+  snprintf(where, sizeof where, " (sent with %s, on channel %d)", weft_proto_name(got.proto),
            s->channel);
   if (compare(w, s, &got, where, res) == 0) {
     /* Same arguments, other protocol: the ranks disagree on NCCL_PROTO or the tuning. */
     WARN("rank %d: %s (seq %llu) waits on %s while rank %d sent it with %s: do all ranks set "
          "the same NCCL_PROTO/NCCL_ALGO?",
          w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq,
-         tune_proto_name(w->keys[idx].proto), s->peer, tune_proto_name(got.proto));
+         weft_proto_name(w->keys[idx].proto), s->peer, weft_proto_name(got.proto));
     *res = ncclInvalidUsage;
   }
   return 1;

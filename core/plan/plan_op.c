@@ -461,7 +461,7 @@ static void commit(comm_launch* cl) {
       if (!any) continue;
       for (int s = 0; s < w->nstreams; s++) {
         weft_prim p;
-        for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++)
+        for (uint64_t pc = 0; work_prim(w, s, pc, &p); pc++)
           for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
       }
       for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)

@@ -144,7 +144,7 @@ void plan_prof_proxy_ops(struct ncclComm* comm, weft_work* works, int nworks) {
     uint64_t steps[WEFT_WORK_MAX_CONNS] = {0};
     for (int s = 0; s < w->nstreams; s++) {
       weft_prim p;
-      for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++) {
+      for (uint64_t pc = 0; work_prim(w, s, pc, &p); pc++) {
         for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
         for (int r = 0; r < p.nsend; r++) steps[p.send[r]]++;
       }

@@ -112,7 +112,4 @@ ncclResult_t plan_work_setup(weft_work* w) {
   return ncclSuccess;
 }
 
-int plan_work_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p) {
-  return algo_prim(&w->alg, stream, pc, p);
-}
 

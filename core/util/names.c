@@ -52,6 +52,15 @@ const char* weft_func_name(int func) {
   }
 }
 
+const char* weft_proto_name(int proto) {
+  switch (proto) {
+    case NCCL_PROTO_LL: return "LL";
+    case NCCL_PROTO_LL128: return "LL128";
+    case NCCL_PROTO_SIMPLE: return "Simple";
+    default: return "Unknown";
+  }
+}
+
 const char* weft_result_str(ncclResult_t res) {
   switch (res) {
     case ncclSuccess: return "no error";

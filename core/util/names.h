@@ -19,6 +19,9 @@ int dtype_is_float(ncclDataType_t type);
  * value; "Unknown" otherwise. */
 const char* weft_func_name(int func);
 
+/* "LL", "LL128", "Simple" for NCCL_PROTO_x; "Unknown" otherwise. */
+const char* weft_proto_name(int proto);
+
 /* The text ncclGetErrorString returns for res (NCCL's wording). */
 const char* weft_result_str(ncclResult_t res);
 
