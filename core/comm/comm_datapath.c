@@ -66,6 +66,17 @@ static int propose_channels(const struct ncclComm* comm) {
   return nch < 1 ? 1 : nch;
 }
 
+/* transport/'s net_start hook: the proxy starts with the first net connection. A connection
+ * failure it sees where no operation will (device mode) fails the communicator. Connections are
+ * made from one thread at a time (transport_connect's rule), so the proxy is created once. */
+static ncclResult_t datapath_net_start(struct ncclComm* comm, weft_conn* conn, void* net_comm,
+                                       void* mhandle, int flush) {
+  if (comm->proxy == NULL)
+    WEFT_CHECK(proxy_create(comm, comm->net, (int)transport_capacity(comm), comm_datapath_broken,
+                            &comm->proxy));
+  return proxy_add_conn(comm->proxy, conn, net_comm, mhandle, flush);
+}
+
 ncclResult_t comm_datapath_init(struct ncclComm* comm) {
 #ifndef WEFT_HAVE_CUDA
   if (comm->mode != WEFT_MODE_HOST) return ncclSuccess; /* built without kernels: enqueue says so */
@@ -86,7 +97,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, out);
   /* The smallest proposal wins: every rank must cut data into the same steps. */
   weft_transport_params tp = {mine->nchannels, (size_t)mine->buffsize, (size_t)mine->ll_buffsize,
-                              mine->shm_disable};
+                              mine->shm_disable, datapath_net_start};
   for (int r = 0; r < comm->nranks; r++) {
     if (all[r].nchannels < tp.nchannels) tp.nchannels = all[r].nchannels;
     if (all[r].buffsize < tp.buffsize) tp.buffsize = (size_t)all[r].buffsize;

@@ -42,16 +42,34 @@ typedef struct {
   int proto;   /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
 } weft_conn_key;
 
+/* When a net connection's receives need the plugin's iflush (slots in GPU memory). */
+enum {
+  WEFT_NET_FLUSH_NONE = 0,   /* host memory, or NCCL_GDR_FLUSH_DISABLE=1 */
+  WEFT_NET_FLUSH_DATA = 1,   /* after every receive that carried bytes */
+  WEFT_NET_FLUSH_ALWAYS = 2  /* after every receive (the plugin's forceFlush) */
+};
+
+/* Hands a connected net connection to whatever moves its slots through the plugin (the proxy,
+ * which sits above transport/: the communicator's owner passes this in). net_comm is the
+ * plugin's send or recv comm, mhandle the registration of conn->buff, flush a WEFT_NET_FLUSH_*
+ * (receives only). */
+typedef ncclResult_t (*weft_net_start_fn)(struct ncclComm* comm, weft_conn* conn, void* net_comm,
+                                          void* mhandle, int flush);
+
 typedef struct {
   int nchannels;
   size_t buffsize;    /* Simple: bytes of a connection's 8 slots (NCCL_BUFFSIZE) */
   size_t ll_buffsize; /* LL: same (NCCL_LL_BUFFSIZE) */
   int shm_disable;    /* agreed across ranks */
+  weft_net_start_fn net_start; /* required when the communicator has a net */
 } weft_transport_params;
 
 /* Table of connections; nothing is connected yet. Device mode makes no CUDA call here: the
  * device table and the private stream are created by the first transport_connect. */
 ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* p);
+
+/* The most connections the table can hold (what the proxy must be sized for). */
+size_t transport_capacity(struct ncclComm* comm);
 
 /* Connect every key not connected yet (duplicates and connected keys are skipped). Blocking,
  * bounded by WEFT_TIMEOUT_MS, polls the abort flag; errors name the peer and the key. Only one

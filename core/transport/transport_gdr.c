@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "proxy/proxy.h"
+#include "transport/transport.h"
 #include "topo/cuda_entry.h"
 #include "topo/pci_path.h"
 #include "transport/transport_internal.h"
@@ -52,7 +52,7 @@ static int gdr_read_default(struct ncclComm* comm) {
  * device. Decided from the plugin's properties, the PCI path and the environment; every "no"
  * is logged at INFO. */
 static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* ptr_support) {
-  *flush = WEFT_PROXY_FLUSH_NONE;
+  *flush = WEFT_NET_FLUSH_NONE;
   if (c->key.proto != NCCL_PROTO_SIMPLE) return 0;
   ncclNetProperties_v12_t props;
   memset(&props, 0, sizeof props);
@@ -79,9 +79,9 @@ static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* pt
       return 0;
     }
   } else if (props.forceFlush) {
-    *flush = WEFT_PROXY_FLUSH_ALWAYS;
+    *flush = WEFT_NET_FLUSH_ALWAYS;
   } else if (!param_int(WEFT_PARAM_GDR_FLUSH_DISABLE)) {
-    *flush = WEFT_PROXY_FLUSH_DATA;
+    *flush = WEFT_NET_FLUSH_DATA;
   }
   *ptr_support = props.ptrSupport;
   return 1;

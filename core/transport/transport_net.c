@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "proxy/proxy.h"
+#include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/names.h"
@@ -74,9 +74,13 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
 }
 
 ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
-  if (comm->proxy == NULL)
-    WEFT_CHECK(proxy_create(comm, comm->net, (int)comm->transport->ntable, &comm->proxy));
-  return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
+  weft_net_start_fn start = comm->transport->p.net_start;
+  if (start == NULL) {
+    WARN("rank %d: net connection to peer %d has no progress engine (internal)", comm->rank,
+         c->conn.peer);
+    return ncclInternalError;
+  }
+  return start(comm, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
 }
 
 void net_close_comms(struct ncclComm* comm, tconn* c) {

@@ -124,6 +124,10 @@ weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* ke
   return c && c->connected ? comm->transport->dev_table + i : NULL;
 }
 
+size_t transport_capacity(struct ncclComm* comm) {
+  return comm->transport ? comm->transport->ntable : 0;
+}
+
 weft_dev_conn* transport_dev_table(struct ncclComm* comm) {
   return comm->transport ? comm->transport->dev_table : NULL;
 }
