@@ -20,8 +20,6 @@
 
 #include "comm/comm.h"
 #include "comm/comm_hang.h"
-#include "host/reduce.h"
-#include "plan/plan.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
@@ -122,11 +120,11 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
-void comm_hang_ready(struct ncclComm* comm) {
+void comm_hang_ready(struct ncclComm* comm, int check_colls) {
   struct weft_hang* h = comm->hang;
   if (!h) return;
   if (h->shared) shm_unlink(h->name); /* ENOENT: another rank did */
-  h->check_colls = comm->plan && comm->plan->check_colls;
+  h->check_colls = check_colls;
   __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -148,24 +146,16 @@ void comm_hang_detach(struct ncclComm* comm) {
 
 /* ---- what the data path tells it ---- */
 
-void comm_hang_note_launch(struct ncclComm* comm, const weft_op* ops, int setup) {
-  if (!comm->hang || !ops) return;
+void comm_hang_note_launch(struct ncclComm* comm, const weft_hang_launch* l, int setup) {
+  if (!comm->hang || !l) return;
   hang_slot* s = me(comm);
-  const weft_op* first = ops;
-  int nops = 0;
-  uint64_t last_seq = 0;
-  for (const weft_op* op = ops; op; op = op->next) {
-    nops++;
-    if (op->seq && !first->seq) first = op;
-    if (op->seq) last_seq = op->seq;
-  }
-  ST(s->func, first->func);
-  ST(s->dtype, (int32_t)first->dtype);
-  ST(s->root, first->root);
-  ST(s->nops, nops);
-  ST(s->count, (uint64_t)first->count);
-  ST(s->seq, first->seq);
-  ST(s->last_seq, last_seq);
+  ST(s->func, l->func);
+  ST(s->dtype, (int32_t)l->dtype);
+  ST(s->root, l->root);
+  ST(s->nops, l->nops);
+  ST(s->count, l->count);
+  ST(s->seq, l->seq);
+  ST(s->last_seq, l->last_seq);
   ST(s->phase, setup ? PHASE_SETUP : PHASE_RUN);
   ST(s->since_ms, clock_ms());
   ST(s->launches, LD(s->launches) + 1);

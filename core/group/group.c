@@ -2,6 +2,7 @@
  * group belongs to the thread that opened it. Errors are sticky: the first one is what End
  * returns, and a group with an error launches nothing. */
 #include "group/group.h"
+#include "lifecycle/lifecycle.h"
 
 #include <pthread.h>
 #include <stdlib.h>

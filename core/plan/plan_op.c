@@ -516,6 +516,24 @@ static ncclResult_t launch_one_rank(struct ncclComm* comm) {
   return res;
 }
 
+/* The hang board's view of a launch's ops: the first collective (else the first op), how many,
+ * the last collective sequence number. 0 for no ops. */
+static int hang_summary(const weft_op* ops, weft_hang_launch* l) {
+  if (!ops) return 0;
+  const weft_op* first = ops;
+  int nops = 0;
+  uint64_t last_seq = 0;
+  for (const weft_op* op = ops; op; op = op->next) {
+    nops++;
+    if (op->seq && !first->seq) first = op;
+    if (op->seq) last_seq = op->seq;
+  }
+  *l = (weft_hang_launch){.func = first->func, .dtype = (int)first->dtype, .root = first->root,
+                          .nops = nops, .count = (uint64_t)first->count, .seq = first->seq,
+                          .last_seq = last_seq};
+  return 1;
+}
+
 ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   if (n == 1 && comms[0]->nranks == 1) return launch_one_rank(comms[0]);
   ncclResult_t res = ncclSuccess;
@@ -538,7 +556,10 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
   }
   if (res != ncclSuccess) goto done;
-  for (int i = 0; i < n; i++) comm_hang_note_launch(comms[i], cls[i].ops, cls[i].needs_prep);
+  for (int i = 0; i < n; i++) {
+    weft_hang_launch hl;
+    if (hang_summary(cls[i].ops, &hl)) comm_hang_note_launch(comms[i], &hl, cls[i].needs_prep);
+  }
 
   int nprep = 0;
   for (int i = 0; i < n; i++) nprep += cls[i].needs_prep;

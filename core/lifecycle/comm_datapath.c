@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
 #endif

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "comm/comm_hang.h"
+#include "plan/plan.h"
 #include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
@@ -128,7 +130,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
        (unsigned long long)comm->comm_hash);
-  comm_hang_ready(comm); /* all ranks mapped the board (the allgather); the watchdog may look */
+  comm_hang_ready(comm, comm->plan && comm->plan->check_colls); /* all ranks mapped the board (the allgather); the watchdog may look */
   __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
   return ncclSuccess;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "util/check.h"
 #include "util/names.h"
 
