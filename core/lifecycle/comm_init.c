@@ -123,7 +123,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
   WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
-  WEFT_CHECK_GOTO(tune_comm_init(comm), res, fail);
+  if (comm->plan) WEFT_CHECK_GOTO(tune_comm_init(comm, comm->plan->nchannels), res, fail);
   prof_open_for_comm(&comm->prof, comm->comm_hash, comm->name, count_nodes(comm), comm->nranks,
                      comm->rank);
   INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",

@@ -63,6 +63,7 @@ struct weft_plan {
   int nuops;
   uint32_t uop_salt;
   unsigned algo_named[WEFT_NUM_COLL_FUNCS]; /* algorithms NCCL_DEBUG=INFO named once (bits) */
+  weft_tune_ask ask; /* what tune_op is told of this communicator (plan_comm_init) */
 };
 
 /* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state. */
@@ -81,10 +82,6 @@ int plan_local_applies(const struct ncclComm* comm, const weft_op* op);
 /* Carry op out now: nothing in place, a copy out of place, a scale for PreMulSum. op->elem is
  * set. */
 ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op);
-/* Device communicators: the algorithm, protocol and channels per protocol that the rule
- * measured on GPUs picks for func (a collective) of nbytes (tune_decide_from's default). */
-ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
-                              weft_default_choice* r);
 /* Launch every op queued on comms[0..n) and wait for all of them. Returns the first error. */
 ncclResult_t plan_launch(struct ncclComm** comms, int n);
 /* Drop the queued ops of comm (a group that failed before launch). */
