@@ -134,6 +134,11 @@ void comm_hang_detach(struct ncclComm* comm) {
   comm_hang_watch_remove();
   int aborted = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
   __atomic_store_n(&me(comm)->state, aborted ? SLOT_ABORTED : SLOT_DESTROYED, __ATOMIC_RELEASE);
+}
+
+void comm_hang_free(struct ncclComm* comm) {
+  struct weft_hang* h = comm->hang;
+  if (!h) return;
   if (h->shared) {
     shm_unlink(h->name);
     munmap(h->board, h->bytes);

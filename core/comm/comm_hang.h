@@ -24,8 +24,11 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm);
  * init allgather) and let the watchdog read this communicator. check_colls: the communicator
  * checks collectives across ranks (WEFT_CHECK_COLLECTIVES), which the report mentions. */
 void comm_hang_ready(struct ncclComm* comm, int check_colls);
-/* Mark this rank destroyed (or aborted) and unmap; stops the watchdog with the last comm. */
+/* Mark this rank destroyed (or aborted); stops the watchdog with the last comm. */
 void comm_hang_detach(struct ncclComm* comm);
+/* Unmap the board, once no launch (another thread's, after an abort) and no executor worker
+ * can note anything on it: after the data path is gone. */
+void comm_hang_free(struct ncclComm* comm);
 
 /* A launch of ops begins (setup: it connects or checks arguments first), runs, ends. */
 void comm_hang_note_launch(struct ncclComm* comm, const weft_hang_launch* l, int setup);

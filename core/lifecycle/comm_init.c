@@ -184,6 +184,7 @@ void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_hang_detach(comm);     /* the peers' reports see this rank gone */
   comm_datapath_fini(comm);
+  comm_hang_free(comm); /* after every thread that notes launches and waits has left */
   prof_close_for_comm(&comm->prof); /* after the proxy thread, which reports too */
   tune_comm_fini(comm);
   if (comm->bootstrap) bootstrap_close(comm->bootstrap);
