@@ -167,7 +167,7 @@ static void print_items(const weft_policy* p, int cluster) {
 }
 
 int wp_explain(int argc, char** argv) {
-  explain_args* a = malloc(sizeof *a);
+  explain_args* a = calloc(1, sizeof *a); /* the flags start cleared */
   policy_errors* e = malloc(sizeof *e);
   int rc = 2;
   weft_policy* p = NULL;

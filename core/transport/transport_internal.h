@@ -29,7 +29,8 @@ typedef struct tconn {
   void* gdr_mem;  /* device mode, GPUDirect: the slots, in GPU memory (cudaMalloc) */
   int gdr_flush;  /* receive side: WEFT_NET_FLUSH_* */
   int gdr_dmabuf; /* registered through regMrDmaBuf */
-  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+  /* plugins cast the handle to their own struct (8-byte fields): keep it aligned as NCCL's */
+  _Alignas(16) unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   /* device mode */
   void* p2p_mem;           /* p2p receiver: cudaMalloc'd control block + slots */
   void* p2p_ipc;           /* p2p sender: the receiver's memory opened through CUDA IPC */

@@ -38,7 +38,7 @@ typedef struct {
   int is_send;
   int dev;
   int peer, channel;
-  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+  _Alignas(16) unsigned char handle[NCCL_NET_HANDLE_MAXSIZE]; /* cast by plugins: aligned */
   void* listen;      /* receiver: the listen comm, until the accept completes */
   void* comm;        /* the plugin's send or receive comm, once it exists */
   int done;
