@@ -38,8 +38,10 @@ set_tests_properties(policy_two_hosts_netns PROPERTIES LABELS "netns;policy" TIM
   ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
 
 # The env plugin (plugins/env-policy) loaded as NCCL loads it, against the bad corpus too.
+# MALLOC_PERTURB_: glibc fills fresh allocations with garbage, so reading one unset (as
+# weft-policy explain once did its flags) shows here, not only under ASan.
 weft_add_test(NAME policy_env_plugin SOURCES ${WEFT_POLICY_TESTS}/policy_env_plugin.c
-  LABELS "unit;plugin;policy" TIMEOUT 120
+  LABELS "unit;plugin;policy" TIMEOUT 120 ENV MALLOC_PERTURB_=165
   ARGS $<TARGET_FILE_DIR:nccl-env-weft> ${WEFT_POLICY_TESTS}/bad $<TARGET_FILE:weft-policy>)
 add_dependencies(policy_env_plugin nccl-env-weft weft-policy)
 

@@ -181,6 +181,9 @@ ncclResult_t refnet_connect(void* ctx, int dev, void* handle, void** sendComm,
   (void)ctx, (void)sendDevComm;
   *sendComm = NULL;
   if (dev != 0) return ncclInvalidArgument;
+  /* NCCL hands plugins handles aligned for 8-byte fields, and plugins cast them (as here):
+   * a core that does not is caught here, not only under UBSan. */
+  if ((uintptr_t)handle % _Alignof(refnet_handle) != 0) return ncclInvalidUsage;
   refnet_handle* h = handle;
   if (h->magic != REFNET_MAGIC) return ncclInvalidArgument;
   refnet_connecting* st = h->pending;
