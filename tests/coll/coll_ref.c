@@ -163,7 +163,10 @@ static void ref_int(const coll_gen* g, size_t i, coll_expect* e) {
       case OP_MIN:
         if (sgn ? sv < coll_sext(g->type, acc) : v < acc) acc = v;
         break;
-      case OP_AVG: sacc += sv, acc += v; break;
+      case OP_AVG: /* the signed sum only where it is used: bounded inputs keep it in range */
+        if (sgn) sacc += sv;
+        acc += v;
+        break;
       case OP_PREMULSUM: acc += v * g->scalar_bits; break;
       case OP_CUSTOM: acc ^= v; break;
       default: break;
