@@ -66,19 +66,20 @@ static int duplicate(int proc, int n, ncclUniqueId* u, void* arg) {
 
 int main(void) {
   test_require_weft_lib();
-  ctx c;
+  ctx c; /* the ids' root lives here: the ranks are fork+exec'd */
+  memset(&c, 0, sizeof c);
   EXPECT_OK(bootstrap_get_unique_id(&c.id));
-  EXPECT_EQ_INT(test_fork_plain(2, missing, &c, 20), 0);
+  EXPECT_EQ_INT(test_exec_ranks(2, missing, &c, sizeof c, NULL, 20), 0);
   EXPECT(bs_wait_settled(-1, 3000));
   fprintf(stderr, "missing rank: ok\n");
 
   EXPECT_OK(bootstrap_get_unique_id(&c.id));
-  EXPECT_EQ_INT(test_fork_plain(2, nranks_mismatch, &c, 20), 0);
+  EXPECT_EQ_INT(test_exec_ranks(2, nranks_mismatch, &c, sizeof c, NULL, 20), 0);
   EXPECT(bs_wait_settled(-1, 3000));
   fprintf(stderr, "nranks mismatch: ok\n");
 
   EXPECT_OK(bootstrap_get_unique_id(&c.id));
-  EXPECT_EQ_INT(test_fork_plain(3, duplicate, &c, 20), 0);
+  EXPECT_EQ_INT(test_exec_ranks(3, duplicate, &c, sizeof c, NULL, 20), 0);
   EXPECT(bs_wait_settled(-1, 3000));
   fprintf(stderr, "duplicate rank: ok\n");
 

@@ -11,13 +11,10 @@
 
 #define BIG (30u << 20)
 
-static ncclUniqueId g_id;
-
-static int run_rank(int rank, int n, ncclUniqueId* u, void* arg) {
-  (void)u;
+static int run_rank(int rank, int n, ncclUniqueId* id, void* arg) {
   (void)arg;
   weft_bootstrap* b = NULL;
-  EXPECT_OK(bootstrap_init(&g_id, rank, n, 15000, NULL, &b));
+  EXPECT_OK(bootstrap_init(id, rank, n, 15000, NULL, &b));
   unsigned char* big = malloc(BIG);
   EXPECT(big != NULL);
   if (rank == 0) {
@@ -68,8 +65,9 @@ static int run_rank(int rank, int n, ncclUniqueId* u, void* arg) {
 
 int main(void) {
   test_require_weft_lib();
-  EXPECT_OK(bootstrap_get_unique_id(&g_id));
-  EXPECT_EQ_INT(test_fork_plain(2, run_rank, NULL, 25), 0);
+  ncclUniqueId id; /* its root lives here: the ranks are fork+exec'd */
+  EXPECT_OK(bootstrap_get_unique_id(&id));
+  EXPECT_EQ_INT(test_exec_ranks(2, run_rank, NULL, 0, &id, 25), 0);
   EXPECT(bs_wait_settled(-1, 3000));
   fprintf(stderr, "ok\n");
   return 0;

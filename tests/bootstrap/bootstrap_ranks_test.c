@@ -1,6 +1,6 @@
-/* 1, 2, 3 and 8 forked ranks join one bootstrap (the id and its root live in the parent) and
- * run: allgather of random data (1 B, 4099 B and 1 MiB per rank, checked against what every rank
- * generated), barriers, a ring of send/recv, an all-to-all with four tags received in reverse
+/* 1, 2, 3 and 8 ranks join one bootstrap (the id and its root live in the parent, so the ranks
+ * are fork+exec'd: test_exec_ranks) and run: allgather of random data (1 B, 4099 B and 1 MiB
+ * per rank, checked against what every rank generated), barriers, a ring of send/recv, an all-to-all with four tags received in reverse
  * order (so most messages wait in the unexpected queue; some are 300 KB and cross in both
  * directions at once), a receive whose size differs from the sent size (an error naming both),
  * and close, after which the rank holds no more fds than before init.
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     EXPECT_OK(bootstrap_id_decode(&c.id, &d));
     if (c.ipv6) EXPECT_EQ_INT(d.addr.sa.sa_family, AF_INET6);
     c.seed += 1;
-    if (test_fork_plain(n, run_rank, &c, 40) != 0) {
+    if (test_exec_ranks(n, run_rank, &c, sizeof c, NULL, 40) != 0) {
       fprintf(stderr, "%d ranks failed\n", n);
       return 1;
     }

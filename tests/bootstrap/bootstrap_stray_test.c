@@ -87,13 +87,12 @@ static void* strays(void* arg) {
   return NULL;
 }
 
-static int run_rank(int rank, int n, ncclUniqueId* u, void* arg) {
-  (void)u;
+static int run_rank(int rank, int n, ncclUniqueId* id, void* arg) {
   (void)arg;
   bs_sleep_ms(50 + 100 * rank); /* arrive while the strays are at it */
   uint64_t t0 = bs_now_ms();
   weft_bootstrap* b = NULL;
-  EXPECT_OK(bootstrap_init(&g_id, rank, n, 10000, NULL, &b));
+  EXPECT_OK(bootstrap_init(id, rank, n, 10000, NULL, &b));
   uint64_t took = bs_now_ms() - t0;
   fprintf(stderr, "rank %d: init took %llu ms\n", rank, (unsigned long long)took);
   EXPECT(took < 4000);
@@ -150,7 +149,7 @@ int main(void) {
   pthread_t t;
   EXPECT_EQ_INT(pthread_create(&t, NULL, strays, NULL), 0);
   while (!__atomic_load_n(&g_ready, __ATOMIC_ACQUIRE)) bs_sleep_ms(1);
-  int rc = test_fork_plain(4, run_rank, NULL, 25);
+  int rc = test_exec_ranks(4, run_rank, NULL, 0, &g_id, 25); /* threads here: fork+exec */
   pthread_join(t, NULL);
   EXPECT_EQ_INT(rc, 0);
   for (int i = 0; i < nsilent; i++) close(silent[i]);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include "nccl.h"
 
 #define TEST_SKIP_RC 77
@@ -51,6 +52,27 @@ int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s);
 
 /* Fork n children running fn(rank, nranks, NULL, arg) with no id exchange. Same result rules. */
 int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
+
+/* Fork+exec n ranks of this same program (/proc/self/exe, the same arguments and the current
+ * environment): each starts as a fresh process, with none of the parent's threads, locks or
+ * sanitizer state, so the parent may have threads when it calls this (the bootstrap root of an
+ * id it made, a communicator of its own), which a plain fork does not allow (ThreadSanitizer
+ * refuses threads in a child forked from a multi-threaded process; a lock held by another
+ * thread at the fork stays held in the child for ever). Rank r runs fn(r, n, id, copy) inside
+ * its test_require_weft_lib(), which every test's main calls first, and exits with fn's
+ * result: copy holds arg_bytes copied from arg (plain data: no pointers), id is a copy of *id
+ * (NULL when id is). fn must be a function of the test program itself, and sees only what main
+ * sets before test_require_weft_lib, the environment and these: not globals main set later.
+ * Same result rules as test_fork_ranks. */
+int test_exec_ranks(int n, test_rank_fn fn, const void* arg, size_t arg_bytes,
+                    const ncclUniqueId* id, int timeout_s);
+/* For test_require_weft_lib: run the rank this process was exec'd as (test_exec_ranks), if it
+ * was one; returns when it was not. */
+void test_exec_child(void);
+
+/* Wait for n children (pids; an entry becomes 0 once reaped) for up to timeout_s: 0 when each
+ * exited 0, else 1 after naming which rank failed and how (those still running are killed). */
+int test_wait_children(pid_t* pids, int n, int timeout_s);
 
 /* Read exactly len bytes from fd (retrying short reads and EINTR). Returns the bytes read:
  * len, or fewer when the writer closed or read failed. */

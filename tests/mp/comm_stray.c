@@ -1,6 +1,7 @@
 /* Stray connections to the bootstrap root during a real 4-rank init: one client sends
  * garbage, one connects and stays silent, one sends a plausible-looking header with a wrong
- * secret. The init still succeeds on every rank. */
+ * secret. The init still succeeds on every rank. The root thread lives in this process, so the
+ * ranks are fork+exec'd (test_exec_ranks). */
 #include <arpa/inet.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,9 +11,8 @@
 #include "testutil.h"
 #include "weft.h"
 
-static int rank_main(int rank, int nranks, ncclUniqueId* unused, void* arg) {
-  ncclUniqueId* id = arg;
-  (void)unused;
+static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
+  (void)arg;
   usleep(200000); /* let the strays reach the root first */
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
@@ -49,7 +49,7 @@ int main(void) {
   uint64_t hdr[8] = {b.magic, b.secret ^ 1, 1, 0, 4, 0, 0, 0};
   EXPECT(write(forged, hdr, sizeof hdr) == (ssize_t)sizeof hdr);
 
-  int rc = test_fork_plain(4, rank_main, &id, 60);
+  int rc = test_exec_ranks(4, rank_main, NULL, 0, &id, 60);
   close(garbage);
   close(silent);
   close(forged);
