@@ -109,7 +109,7 @@ ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm)
   l->magic = IB_LISTEN_MAGIC;
   l->dev = dev;
   l->sfd = -1;
-  l->secret = net_ib_random64();
+  l->secret = weft_net_random64();
   ib_handle h;
   memset(&h, 0, sizeof h);
   h.magic = IB_HANDLE_MAGIC;
@@ -286,20 +286,20 @@ static void pending_free(ib_pending_connect* p) {
 }
 
 static void pending_remove(ib_ctx* ctx, ib_pending_connect* p) {
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->head.lock);
   for (ib_pending_connect** pp = &ctx->pending; *pp; pp = &(*pp)->next)
     if (*pp == p) {
       *pp = p->next;
       break;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->head.lock);
 }
 
 void net_ib_pending_free_all(ib_ctx* ctx) {
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->head.lock);
   ib_pending_connect* p = ctx->pending;
   ctx->pending = NULL;
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->head.lock);
   while (p) {
     ib_pending_connect* next = p->next;
     pending_free(p);
@@ -390,10 +390,10 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
   }
   ib_pending_connect* p = NULL;
   if (h->stage != 0) {
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->head.lock);
     for (p = c->pending; p && p->id != h->stage; p = p->next) {
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->head.lock);
     if (p == NULL) {
       IB_WARN("NET/IB: connect: the handle names a connect this context does not know");
       return ncclInternalError;
@@ -408,8 +408,8 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
     p->dev = dev;
     p->addr = h->addr;
     p->traffic_class = traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF ? traffic_class
-                       : c->traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF
-                           ? c->traffic_class
+                       : c->head.traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF
+                           ? c->head.traffic_class
                            : (int)param_int(WEFT_PARAM_IB_TC);
     socket_addr_str(&p->addr, p->peer, sizeof p->peer);
     ncclResult_t r = socket_connect_start(&p->addr, &p->fd);
@@ -419,12 +419,12 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
       return r == ncclRemoteError ? ncclRemoteError : ncclSystemError;
     }
     do {
-      p->id = net_ib_random64();
+      p->id = weft_net_random64();
     } while (p->id == 0);
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->head.lock);
     p->next = c->pending;
     c->pending = p;
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->head.lock);
     h->stage = p->id;
   }
   int finished = 0;

@@ -20,12 +20,13 @@
 #include <stdint.h>
 
 #include "nccl_net.h"
+#include "net_common.h"
 #include "net_ib_verbs.h"
 #include "util/socket.h"
 
 #define IB_MAX_DEVS 32
 #define IB_MAX_QPS 16
-#define IB_MAX_RECVS 8
+#define IB_MAX_RECVS WEFT_NET_MAX_RECVS
 #define IB_MAX_REQUESTS NCCL_NET_MAX_REQUESTS
 /* A send comm takes NCCL_NET_MAX_REQUESTS x maxRecvs requests, as the net ABI asks. */
 #define IB_SEND_REQS (IB_MAX_REQUESTS * IB_MAX_RECVS)
@@ -124,10 +125,7 @@ void net_ib_async_stop(ib_hw* hw);
 /* ---- per-communicator context (net_ib_plugin.c) ---- */
 struct ib_pending_connect;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;               /* guards pending */
+  weft_net_ctx head;                  /* magic, comm id, traffic class, lock (guards pending) */
   struct ib_pending_connect* pending; /* connects not finished yet */
 } ib_ctx;
 
@@ -135,7 +133,6 @@ ncclResult_t net_ib_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* 
                          ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t net_ib_finalize(void* ctx);
 ib_ctx* net_ib_ctx_check(void* ctx, const char* fn);
-uint64_t net_ib_random64(void);
 ncclResult_t net_ib_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr);
 
 /* ---- wire formats ---- */

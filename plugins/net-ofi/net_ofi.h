@@ -31,12 +31,13 @@
 #include <rdma/fi_tagged.h>
 
 #include "nccl_net.h"
+#include "net_common.h"
 
 /* libfabric API version we ask for: FI_HMEM and fi_mr_attr.iface exist since 1.10. */
 #define OFI_API_VERSION FI_VERSION(1, 11)
 
 #define OFI_MAX_DEVS 16
-#define OFI_MAX_RECVS 8
+#define OFI_MAX_RECVS WEFT_NET_MAX_RECVS
 #define OFI_RECV_WINDOW NCCL_NET_MAX_REQUESTS
 #define OFI_SEND_WINDOW (NCCL_NET_MAX_REQUESTS * OFI_MAX_RECVS)
 #define OFI_LISTEN_BUFS 4
@@ -396,11 +397,8 @@ typedef struct {
 
 struct ofi_pending;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;         /* guards pending */
-  struct ofi_pending* pending;  /* connects under way */
+  weft_net_ctx head;           /* magic, comm id, traffic class, lock (guards pending) */
+  struct ofi_pending* pending; /* connects under way */
   uint64_t next_stage;
 } ofi_ctx;
 
@@ -433,7 +431,6 @@ ncclResult_t net_ofi_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t*
 ncclResult_t net_ofi_finalize(void* ctx);
 ncclResult_t net_ofi_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr);
 ofi_ctx* net_ofi_ctx_check(void* ctx, const char* fn);
-uint64_t net_ofi_random64(void);
 /* The plugin's global lock (devices, NIC open/close, live context count). */
 void net_ofi_global_lock(void);
 void net_ofi_global_unlock(void);

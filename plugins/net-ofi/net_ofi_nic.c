@@ -64,7 +64,7 @@ static int unique_shm_name(struct fi_info* info) {
     return 1;
   char name[64];
   int n = snprintf(name, sizeof name, "%sweft-%d-%08llx", prefix, (int)getpid(),
-                   (unsigned long long)(net_ofi_random64() & 0xffffffffull));
+                   (unsigned long long)(weft_net_random64() & 0xffffffffull));
   char* copy = strdup(name);
   if (copy == NULL) return 0;
   free(info->src_addr);
@@ -146,7 +146,7 @@ static ncclResult_t nic_open(int dev, ofi_dev* d, ofi_nic** out) {
   nic->tag_bits = d->tag_bits;
   nic->id_bits = nic->tag_bits - 2 - 32;
   if (nic->id_bits > 30) nic->id_bits = 30;
-  nic->next_id = (uint32_t)(net_ofi_random64() & ((1u << nic->id_bits) - 1));
+  nic->next_id = (uint32_t)(weft_net_random64() & ((1u << nic->id_bits) - 1));
   nic->next_key = 1;
   int tx = (int)(info->tx_attr->size ? info->tx_attr->size : 256);
   int rx = (int)(info->rx_attr->size ? info->rx_attr->size : 256);

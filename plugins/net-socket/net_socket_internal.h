@@ -22,12 +22,13 @@
 #include <stdint.h>
 
 #include "nccl_net.h"
+#include "net_common.h"
 #include "util/socket.h"
 
 #define NS_MAX_DEVS 16
 #define NS_MAX_THREADS 16
 #define NS_MAX_SOCKS 64
-#define NS_MAX_RECVS 8
+#define NS_MAX_RECVS WEFT_NET_MAX_RECVS
 /* Requests in flight per comm: a receive comm holds NCCL_NET_MAX_REQUESTS (each up to
  * NS_MAX_RECVS grouped receives); a send comm NCCL_NET_MAX_REQUESTS × NS_MAX_RECVS, as the net
  * ABI asks, so every slot of a full receive window can have its send posted. */
@@ -75,10 +76,7 @@ ncclResult_t net_socket_get_properties(int dev, ncclNetProperties_v11_t* props);
 /* ---- per-communicator context (net_socket_plugin.c) ---- */
 struct ns_pending_connect;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;               /* guards pending */
+  weft_net_ctx head;                  /* magic, comm id, traffic class, lock (guards pending) */
   struct ns_pending_connect* pending; /* connects not finished yet */
 } ns_ctx;
 
@@ -86,7 +84,6 @@ ncclResult_t net_socket_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t net_socket_finalize(void* ctx);
 ns_ctx* net_socket_ctx_check(void* ctx, const char* fn); /* NULL (and a WARN) when not a live ctx */
-uint64_t net_socket_random64(void);
 
 /* ---- connections ---- */
 enum { NS_SEND = 1, NS_RECV = 2 };
