@@ -9,6 +9,7 @@
 #include "group/group.h"
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 /* What every collective checks. */
 static ncclResult_t check_common(const char* fn, const struct ncclComm* comm,

@@ -5,6 +5,7 @@
 #include "device/device_exec.h"
 #endif
 #include "group/group.h"
+#include "lifecycle/lifecycle.h"
 #include "util/check.h"
 
 WEFT_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);

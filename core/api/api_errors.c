@@ -1,21 +1,10 @@
 /* Error strings, the last error text, and the debug reset. */
 #include "api/api.h"
 #include "util/log.h"
+#include "util/names.h"
 
 WEFT_API(const char*, ncclGetErrorString, ncclResult_t result);
-const char* ncclGetErrorString(ncclResult_t result) {
-  switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the weft developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
-  }
-}
+const char* ncclGetErrorString(ncclResult_t result) { return weft_result_str(result); }
 
 /* The text of the last WARN in this process (NCCL keeps one process-wide string too); the
  * copy is per thread so the pointer stays valid while other threads log. */

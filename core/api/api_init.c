@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "group/group.h"
+#include "lifecycle/lifecycle.h"
 #include "util/check.h"
 #include "util/param.h"
 

@@ -9,7 +9,7 @@
 #include "nccl.h"
 #include "plugin/profiler.h"
 #include "policy/policy.h"
-#include "transport/transport.h"
+#include "topo/p2p_info.h"
 
 #define WEFT_COMM_MAGIC_START 0x77656674636f6d6dull /* "weftcomm" */
 #define WEFT_COMM_MAGIC_END 0x6d6d6f6374666577ull
@@ -84,29 +84,10 @@ struct ncclComm {
   uint64_t magic_end;
 };
 
-/* Arguments of one init, owned by the job until it runs (non-blocking and group inits). */
-typedef struct {
-  struct ncclComm* comm;
-  ncclUniqueId id;
-  int nranks, rank;
-} weft_init_job;
-
 /* ---- comm_config.c ---- */
 /* Copy a user config honouring its size/version (NULL: defaults), validate, apply defaults and
  * environment overrides. ncclInvalidArgument with a WARN naming the field on bad input. */
 ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclConfig_t* out);
-
-/* ---- comm_init.c ---- */
-/* Allocate a communicator shell (not yet connected) for rank of nranks. */
-ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cuda_dev,
-                        struct ncclComm** out);
-/* Connect the shell: bootstrap, exchange rank info, check versions. Sets state/async_error. */
-ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id);
-/* Blocking: run now. Non-blocking: start the init thread and return ncclInProgress. */
-ncclResult_t comm_init_start(struct ncclComm* comm, const ncclUniqueId* id);
-/* Wait for a non-blocking init thread (if any) and reap it. */
-void comm_join_init(struct ncclComm* comm);
-void comm_free(struct ncclComm* comm);
 
 /* ---- comm_check.c ---- */
 /* A usable communicator handle: non-NULL, magics intact, not finalized/failed. */
@@ -123,33 +104,5 @@ int comm_registry_live(const struct ncclComm* comm);
 /* fn(comm, arg) for each live communicator, under the registry lock: a comm visited is not
  * freed meanwhile; fn must not block and must not call back into the registry. */
 void comm_registry_visit(void (*fn)(struct ncclComm* comm, void* arg), void* arg);
-
-/* ---- comm_datapath.c ---- */
-/* Agree on channels and buffer sizes, open the net, start the executor (host mode). Called at
- * the end of comm_init_run; an unknown NCCL_ALGO/NCCL_PROTO token fails it (InvalidUsage). */
-ncclResult_t comm_datapath_init(struct ncclComm* comm);
-/* Flush net sends still in flight (bounded; skipped after abort). */
-ncclResult_t comm_datapath_quiesce(struct ncclComm* comm);
-/* Stop threads, close connections and the net. Safe on a partly initialised comm. */
-void comm_datapath_fini(struct ncclComm* comm);
-/* A connection failed where no operation will see it (the proxy, under device kernels): fail
- * the communicator (ncclCommGetAsyncError reports res), WARN once, stop its kernels. */
-void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, const char* what);
-
-/* ---- comm_split.c ---- */
-ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclConfig_t* config,
-                        struct ncclComm** out);
-
-/* ---- comm_destroy.c ---- */
-ncclResult_t comm_finalize(struct ncclComm* comm);
-ncclResult_t comm_destroy(struct ncclComm* comm);
-ncclResult_t comm_abort(struct ncclComm* comm);
-
-/* ---- comm_mode.c ---- */
-/* Host or device executor for a new comm (WEFT_DEVICE, then whether a CUDA device is usable),
- * and the CUDA device to use (the current one, or devlist entry); -1 in host mode. */
-ncclResult_t comm_choose_mode(int requested_dev, weft_mode* mode, int* cuda_dev);
-/* The INFO banner on first init: weft version, NCCL version answered to, CUDA versions. */
-void comm_print_banner(void);
 
 #endif

@@ -3,6 +3,7 @@
  * or corrupted handle is an error, not a read of freed memory or a crash. */
 #include "comm/comm.h"
 #include "util/check.h"
+#include "util/names.h"
 
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn) {
   if (comm == NULL) {
@@ -36,7 +37,7 @@ ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
       return ncclInvalidUsage;
     default:
       WARN("%s: comm %p (rank %d) failed earlier (%s); abort or destroy it", fn, (void*)comm,
-           comm->rank, ncclGetErrorString((ncclResult_t)comm->async_error));
+           comm->rank, weft_result_str((ncclResult_t)comm->async_error));
       return ncclInvalidUsage;
   }
 }

@@ -20,11 +20,10 @@
 
 #include "comm/comm.h"
 #include "comm/comm_hang.h"
-#include "host/reduce.h"
-#include "plan/plan.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define BOARD_MAGIC 0x7765667468616e67ull /* "wefthang" */
 
@@ -121,11 +120,11 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
-void comm_hang_ready(struct ncclComm* comm) {
+void comm_hang_ready(struct ncclComm* comm, int check_colls) {
   struct weft_hang* h = comm->hang;
   if (!h) return;
   if (h->shared) shm_unlink(h->name); /* ENOENT: another rank did */
-  h->check_colls = comm->plan && comm->plan->check_colls;
+  h->check_colls = check_colls;
   __atomic_store_n(&h->ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -147,24 +146,16 @@ void comm_hang_detach(struct ncclComm* comm) {
 
 /* ---- what the data path tells it ---- */
 
-void comm_hang_note_launch(struct ncclComm* comm, const weft_op* ops, int setup) {
-  if (!comm->hang || !ops) return;
+void comm_hang_note_launch(struct ncclComm* comm, const weft_hang_launch* l, int setup) {
+  if (!comm->hang || !l) return;
   hang_slot* s = me(comm);
-  const weft_op* first = ops;
-  int nops = 0;
-  uint64_t last_seq = 0;
-  for (const weft_op* op = ops; op; op = op->next) {
-    nops++;
-    if (op->seq && !first->seq) first = op;
-    if (op->seq) last_seq = op->seq;
-  }
-  ST(s->func, first->func);
-  ST(s->dtype, (int32_t)first->dtype);
-  ST(s->root, first->root);
-  ST(s->nops, nops);
-  ST(s->count, (uint64_t)first->count);
-  ST(s->seq, first->seq);
-  ST(s->last_seq, last_seq);
+  ST(s->func, l->func);
+  ST(s->dtype, (int32_t)l->dtype);
+  ST(s->root, l->root);
+  ST(s->nops, l->nops);
+  ST(s->count, l->count);
+  ST(s->seq, l->seq);
+  ST(s->last_seq, l->last_seq);
   ST(s->phase, setup ? PHASE_SETUP : PHASE_RUN);
   ST(s->since_ms, clock_ms());
   ST(s->launches, LD(s->launches) + 1);
@@ -237,7 +228,7 @@ static void rank_key(struct ncclComm* comm, int r, char* buf, size_t len, int* w
     if (LD(s->done_result) != ncclSuccess)
       snprintf(buf, len, "not in a weft call (#%llu failed: %s)",
                (unsigned long long)LD(s->fail_seq),
-               ncclGetErrorString((ncclResult_t)LD(s->done_result)));
+               weft_result_str((ncclResult_t)LD(s->done_result)));
     else
       snprintf(buf, len, "not in a weft call (last %s #%llu)", done_word(comm),
                (unsigned long long)LD(s->done_seq));
@@ -251,7 +242,7 @@ static void rank_key(struct ncclComm* comm, int r, char* buf, size_t len, int* w
     snprintf(who, sizeof who, ", root %d", LD(s->root));
   char seq[24] = "";
   if (LD(s->seq)) snprintf(seq, sizeof seq, " #%llu", (unsigned long long)LD(s->seq));
-  snprintf(buf, len, "in %s%s (count %llu%s)", plan_func_name(func), seq,
+  snprintf(buf, len, "in %s%s (count %llu%s)", weft_func_name(func), seq,
            (unsigned long long)LD(s->count), who);
   if (LD(s->wait_launch) == LD(s->launches) && LD(s->phase) == PHASE_RUN) *waits = LD(s->wait_peer);
 }
@@ -269,7 +260,7 @@ static void rank_line(struct ncclComm* comm, int r, uint64_t now, char* buf, siz
   if (!in_call) {
     if (LD(s->state) == SLOT_LIVE && LD(s->done_launches))
       snprintf(buf, len, "rank %d (pid %d): %s; its last launch (%s) ended %.1f s ago", r,
-               (int)LD(s->pid), key, plan_func_name(LD(s->done_func)), secs);
+               (int)LD(s->pid), key, weft_func_name(LD(s->done_func)), secs);
     else
       snprintf(buf, len, "rank %d%s: %s", r, LD(s->pid) ? "" : " (no slot)", key);
     return;
@@ -320,7 +311,7 @@ static void odd_text(struct ncclComm* comm, int r, const char* key, int big_firs
   if (strncmp(key, "not in", 6) == 0 && LD(s->done_result) == ncclSuccess && LD(b->in_call) &&
       LD(b->state) == SLOT_LIVE && LD(b->seq) > LD(s->done_seq))
     snprintf(buf, len, "is not in a weft call (%s #%llu not called yet)",
-             plan_func_name(LD(b->func)), (unsigned long long)LD(b->seq));
+             weft_func_name(LD(b->func)), (unsigned long long)LD(b->seq));
   else
     snprintf(buf, len, "%s %s", strncmp(key, "in ", 3) && strncmp(key, "not ", 4) &&
                                         strncmp(key, "on ", 3) ? "has" : "is", key);

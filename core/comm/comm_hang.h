@@ -9,19 +9,26 @@
 #include "nccl.h"
 
 struct ncclComm;
-struct weft_op;
+
+/* What the board shows of a launch: its first collective (or first op), how many ops it has
+ * and the last collective sequence number among them. */
+typedef struct {
+  int func, dtype, root, nops;
+  uint64_t count, seq, last_seq;
+} weft_hang_launch;
 
 /* Map (creating if first) this communicator's board and mark this rank live; starts the
  * watchdog with the first communicator of the process. Before the init's allgather. */
 ncclResult_t comm_hang_attach(struct ncclComm* comm);
 /* At the end of a successful init: remove the board's name (every rank has mapped it by the
- * init allgather) and let the watchdog read this communicator. */
-void comm_hang_ready(struct ncclComm* comm);
+ * init allgather) and let the watchdog read this communicator. check_colls: the communicator
+ * checks collectives across ranks (WEFT_CHECK_COLLECTIVES), which the report mentions. */
+void comm_hang_ready(struct ncclComm* comm, int check_colls);
 /* Mark this rank destroyed (or aborted) and unmap; stops the watchdog with the last comm. */
 void comm_hang_detach(struct ncclComm* comm);
 
 /* A launch of ops begins (setup: it connects or checks arguments first), runs, ends. */
-void comm_hang_note_launch(struct ncclComm* comm, const struct weft_op* ops, int setup);
+void comm_hang_note_launch(struct ncclComm* comm, const weft_hang_launch* l, int setup);
 void comm_hang_note_run(struct ncclComm* comm);
 void comm_hang_note_done(struct ncclComm* comm, ncclResult_t res);
 /* A work item has waited ~100 ms on this connection (host executor). */

@@ -19,20 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "plan/algo.h"
+#include "algo/algo.h"
 #include "transport/conn.h"
 
-typedef struct weft_dev_conn {
-  weft_fifo_ctrl* ctrl; /* head/tail/sizes, device-accessible */
-  char* buff;           /* WEFT_NSTEPS slots of step_bytes, device-accessible */
-  uint64_t step_bytes;
-  uint64_t step;  /* next step this side produces or consumes; advanced by the kernels */
-  uint64_t head_seen; /* send side: the last head read (saves a remote read per launch) */
-  int32_t proto;  /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
-  int32_t flags;  /* WEFT_CONN_* */
-  int32_t is_send;
-  int32_t host_mem; /* 1: SHM or NET (a host agent reads the FIFO): stores need a system fence */
-} weft_dev_conn;
 
 /* Reduction kinds the kernels implement (host/reduce.h's weft_red_kind, minus Custom). */
 enum {

@@ -19,6 +19,7 @@
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define DEVICE_DEFAULT_CHANNELS 64
 
@@ -262,7 +263,7 @@ static ncclResult_t fill_work(struct ncclComm* comm, const weft_work* w, weft_de
     if (dc) dw->conns[k] = (uint32_t)(dc - table) + 1;
     if (!dc) {
       WARN("rank %d: %s: connection to rank %d (channel %d) has no device side", comm->rank,
-           plan_func_name(op->func), w->keys[k].peer, w->keys[k].channel);
+           weft_func_name(op->func), w->keys[k].peer, w->keys[k].channel);
       return ncclInternalError;
     }
   }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "nccl.h"
-#include "plan/plan.h"
+#include "algo/work.h"
 
 struct ncclComm;
 struct weft_device;

@@ -2,6 +2,7 @@
  * group belongs to the thread that opened it. Errors are sticky: the first one is what End
  * returns, and a group with an error launches nothing. */
 #include "group/group.h"
+#include "lifecycle/lifecycle.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 typedef struct deferred_init {
   struct ncclComm* comm;

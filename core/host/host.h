@@ -1,5 +1,5 @@
 /* The host executor: one worker thread per channel of a communicator runs the work items
- * (plan.h) submitted to its channel. Each item is a non-blocking state machine: a step runs
+ * (algo/work.h) submitted to its channel. Each item is a non-blocking state machine: a step runs
  * only when every FIFO it touches is ready (data in its receive slots, room in its send
  * slots), and then runs whole; otherwise the worker moves on to the next item. The worker
  * round-robins all its items and backs off (spin, yield, sleep) when none moved, so any set
@@ -14,15 +14,16 @@
 
 #include <stddef.h>
 #include "nccl.h"
-#include "plan/plan.h"
+#include "algo/work.h"
 
 struct ncclComm;
 typedef struct weft_host weft_host;
 
-/* Start nchannels workers. ll_payload: the largest LL payload of one step (scratch size). */
+/* Start nchannels workers. ll_payload: the largest LL payload of one step (scratch size).
+ * done is called once per submitted work item when it ends, on the worker's thread. */
 ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_payload,
-                              weft_host** out);
-/* Hand w to the worker of w->channel; plan_work_done(w, res) is called when it ends. */
+                              weft_work_done_fn done, weft_host** out);
+/* Hand w to the worker of w->channel; the done function is called when it ends. */
 void host_exec_submit(weft_host* h, weft_work* w);
 /* Stop the workers (items still running fail with ncclRemoteError) and join them. */
 void host_exec_destroy(weft_host* h);

@@ -14,6 +14,7 @@
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define CHECK_INTERVAL_MS 100
 /* w->blocked while an item waits for its turn on a connection (an earlier item holds it). */
@@ -36,6 +37,7 @@ typedef struct {
 
 struct weft_host {
   struct ncclComm* comm;
+  weft_work_done_fn done;
   int nchannels;
   int timeout_ms;
   host_channel* ch;
@@ -72,7 +74,7 @@ static void describe_wait(const weft_work* w, char* buf, size_t len) {
   }
 }
 
-static void finish(weft_work* w, ncclResult_t res) {
+static void finish(const struct weft_host* h, weft_work* w, ncclResult_t res) {
   for (int i = 0; i < WEFT_WORK_MAX_CONNS; i++) {
     weft_conn* c = w->conns[i];
     if (!c) continue;
@@ -87,7 +89,7 @@ static void finish(weft_work* w, ncclResult_t res) {
     }
     c->ticket_serving++;
   }
-  plan_work_done(w, res);
+  h->done(w, res);
 }
 
 /* 2 done, 1 moved, 0 waiting, -1 failed (*res). */
@@ -107,7 +109,7 @@ static int work_step(host_channel* ch, weft_work* w, ncclResult_t* res) {
     for (int k = 0; k < 2 * WEFT_NSTEPS && w->pc[s] < w->npc[s]; k++) {
       if (s == 1 && w->down_after_up && w->pc[1] >= w->pc[0]) break;
       weft_prim p;
-      plan_work_prim(w, s, w->pc[s], &p);
+      work_prim(w, s, w->pc[s], &p);
       int r = host_prim_try(w, &p, ch->scratch, res);
       if (r < 0) return -1;
       if (r == 0) break;
@@ -140,7 +142,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
          "exited",
-         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
          w->conns[w->blocked]->watch_pid);
     *res = ncclRemoteError;
     return 1;
@@ -152,18 +154,18 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
   if (now - w->idle_since_ms > (uint64_t)h->timeout_ms) {
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) waited %d ms for %s: timed out (WEFT_TIMEOUT_MS)", w->rank,
-         plan_func_name(w->op->func), (unsigned long long)w->op->seq, h->timeout_ms, what);
+         weft_func_name(w->op->func), (unsigned long long)w->op->seq, h->timeout_ms, what);
     *res = ncclRemoteError;
     return 1;
   }
   return 0;
 }
 
-static void fail_all(weft_work** head, ncclResult_t res) {
+static void fail_all(const struct weft_host* h, weft_work** head, ncclResult_t res) {
   while (*head) {
     weft_work* w = *head;
     *head = w->next;
-    finish(w, res);
+    finish(h, w, res);
   }
 }
 
@@ -191,7 +193,7 @@ static void* worker_main(void* arg) {
       int stop = ch->stop;
       pthread_mutex_unlock(&ch->lock);
       if (stop) {
-        fail_all(&head, ncclRemoteError);
+        fail_all(ch->host, &head, ncclRemoteError);
         return NULL;
       }
       bo.polls = 0;
@@ -212,7 +214,7 @@ static void* worker_main(void* arg) {
         else
           head = next;
         if (tail == w) tail = prev;
-        finish(w, r == 2 ? ncclSuccess : res);
+        finish(ch->host, w, r == 2 ? ncclSuccess : res);
         moved = 1;
         w = next;
         continue;
@@ -222,7 +224,7 @@ static void* worker_main(void* arg) {
     }
     if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) && head) {
       INFO(NCCL_COLL, "rank %d: channel %d: aborting its operations", comm->rank, ch->index);
-      fail_all(&head, ncclRemoteError);
+      fail_all(ch->host, &head, ncclRemoteError);
       tail = NULL;
       continue;
     }
@@ -241,7 +243,7 @@ static void* worker_main(void* arg) {
           else
             head = next;
           if (tail == w) tail = prev;
-          finish(w, res);
+          finish(ch->host, w, res);
           w = next;
           continue;
         }
@@ -258,7 +260,7 @@ static void* worker_main(void* arg) {
 }
 
 ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_payload,
-                              weft_host** out) {
+                              weft_work_done_fn done, weft_host** out) {
   weft_host* h = calloc(1, sizeof *h);
   host_channel* ch = h ? calloc((size_t)nchannels, sizeof *ch) : NULL;
   if (!ch) {
@@ -267,6 +269,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
     return ncclSystemError;
   }
   h->comm = comm;
+  h->done = done;
   h->ch = ch;
   h->timeout_ms = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
   ncclResult_t res = ncclSuccess;
@@ -330,7 +333,7 @@ void host_exec_destroy(weft_host* h) {
   for (int i = 0; i < h->nchannels; i++) {
     host_channel* c = &h->ch[i];
     if (c->started) pthread_join(c->thread, NULL);
-    fail_all(&c->in_head, ncclRemoteError);
+    fail_all(h, &c->in_head, ncclRemoteError);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
     free(c->scratch_mem);

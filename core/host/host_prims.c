@@ -11,7 +11,9 @@
 
 #include "comm/comm.h"
 #include "host/host.h"
+#include "host/reduce.h"
 #include "util/check.h"
+#include "util/names.h"
 
 /* ---- LL lines: {u32 data, u32 flag} halves, each one 8-byte atomic ---- */
 
@@ -72,7 +74,7 @@ static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
     int why = __atomic_load_n(&c->ctrl->broken, __ATOMIC_ACQUIRE);
     if (why == 0) return 0;
     WARN("rank %d: %s (seq %llu) cannot go on: rank %d %s (connection %s it, channel %d)",
-         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq, c->peer,
+         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, c->peer,
          why == WEFT_CONN_BROKEN_ABORT    ? "aborted its communicator"
          : why == WEFT_CONN_BROKEN_CLOSED ? "destroyed its communicator"
                                           : "failed an operation on this connection",
@@ -84,8 +86,8 @@ static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
   }
   WARN("rank %d: %s (seq %llu) cannot go on: the connection %s rank %d (channel %d) failed "
        "(%s)",
-       w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
-       c->is_send ? "to" : "from", c->peer, c->channel, ncclGetErrorString((ncclResult_t)e));
+       w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq,
+       c->is_send ? "to" : "from", c->peer, c->channel, weft_result_str((ncclResult_t)e));
   *res = (ncclResult_t)e;
   return 1;
 }
@@ -105,7 +107,7 @@ static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, nccl
     if ((size_t)got != bytes) {
       WARN("rank %d: %s (seq %llu) received %lld bytes from rank %d on channel %d where it "
            "expected %zu: do all ranks pass the same count and datatype?",
-           w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
+           w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq,
            (long long)got, c->peer, c->channel, bytes);
       *res = ncclInvalidUsage;
       return -1;

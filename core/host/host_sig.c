@@ -20,6 +20,7 @@
 #include "comm/comm.h"
 #include "host/host.h"
 #include "util/check.h"
+#include "util/names.h"
 
 #define SIG_MAGIC 0x67697377u /* "wsig" */
 
@@ -86,7 +87,7 @@ static void describe(const host_sig* s, char* buf, size_t len) {
              dtype_name((ncclDataType_t)s->dtype), (unsigned long long)(s->count * elem));
     return;
   }
-  int n = snprintf(buf, len, "%s #%llu (count %llu, %s", plan_func_name(s->func),
+  int n = snprintf(buf, len, "%s #%llu (count %llu, %s", weft_func_name(s->func),
                    (unsigned long long)s->seq, (unsigned long long)s->count,
                    dtype_name((ncclDataType_t)s->dtype));
   if (n > 0 && (size_t)n < len && s->redop != 0xff)
@@ -95,7 +96,7 @@ static void describe(const host_sig* s, char* buf, size_t len) {
     n += snprintf(buf + n, len - (size_t)n, ", root %d", s->root);
   if (n > 0 && (size_t)n < len)
     snprintf(buf + n, len - (size_t)n, ", %s/%s on %d channel(s))",
-             s->algo == NCCL_ALGO_TREE ? "Tree" : "Ring", tune_proto_name(s->proto),
+             s->algo == NCCL_ALGO_TREE ? "Tree" : "Ring", weft_proto_name(s->proto),
              s->nchannels);
 }
 
@@ -110,7 +111,7 @@ static int compare(const weft_work* w, const weft_conn* c, const host_sig* got,
     WARN("rank %d: %s (seq %llu) expected rank %d to start an operation on channel %d and got "
          "other data: the two ranks' operations are out of step (an earlier send/receive or "
          "collective of another size?)",
-         w->rank, plan_func_name(op->func), (unsigned long long)op->seq, c->peer, c->channel);
+         w->rank, weft_func_name(op->func), (unsigned long long)op->seq, c->peer, c->channel);
     *res = ncclInvalidUsage;
     return -1;
   }
@@ -183,14 +184,14 @@ int host_sig_check_sibling(weft_work* w, int idx, ncclResult_t* res) {
   host_sig got;
   if (!peek(s, &got) || got.magic != SIG_MAGIC) return 0;
   char where[64];
-  snprintf(where, sizeof where, " (sent with %s, on channel %d)", tune_proto_name(got.proto),
+  snprintf(where, sizeof where, " (sent with %s, on channel %d)", weft_proto_name(got.proto),
            s->channel);
   if (compare(w, s, &got, where, res) == 0) {
     /* Same arguments, other protocol: the ranks disagree on NCCL_PROTO or the tuning. */
     WARN("rank %d: %s (seq %llu) waits on %s while rank %d sent it with %s: do all ranks set "
          "the same NCCL_PROTO/NCCL_ALGO?",
-         w->rank, plan_func_name(w->op->func), (unsigned long long)w->op->seq,
-         tune_proto_name(w->keys[idx].proto), s->peer, tune_proto_name(got.proto));
+         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq,
+         weft_proto_name(w->keys[idx].proto), s->peer, weft_proto_name(got.proto));
     *res = ncclInvalidUsage;
   }
   return 1;

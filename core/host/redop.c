@@ -5,6 +5,7 @@
 #include "host/dtype_narrow.h"
 #include "host/reduce.h"
 #include "util/log.h"
+#include "util/names.h"
 
 /* Store v, rounded to nearest even, as one element of a float type. */
 static void store_float_scalar(ncclDataType_t type, double v, unsigned char* out) {

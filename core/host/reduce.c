@@ -6,6 +6,7 @@
 #include "host/reduce.h"
 #include "host/reduce_kernels.h"
 #include "util/log.h"
+#include "util/names.h"
 
 /* Scratch for the case dst == in == local: the kernels take each operand restrict, so one of
  * them goes through this buffer in slices. Small enough to stay in L1. */

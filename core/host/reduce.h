@@ -45,34 +45,8 @@
 #include <stdint.h>
 #include "nccl.h"
 #include "weft.h"
+#include "algo/redop.h"
 
-typedef enum {
-  WEFT_RED_SUM = 0,
-  WEFT_RED_PROD,
-  WEFT_RED_MAX,
-  WEFT_RED_MIN,
-  WEFT_RED_PREMULSUM, /* sum of scalar*x; ncclAvg on float types is PreMulSum(1/nranks) */
-  WEFT_RED_SUMPOSTDIV, /* sum, then divide by nranks; ncclAvg on integer types */
-  WEFT_RED_CUSTOM      /* weftRedOpCreateCustom: user callback */
-} weft_red_kind;
-
-typedef struct {
-  weft_red_kind kind;
-  ncclDataType_t type;
-  /* PreMulSum scalar, stored as the datatype's own value (bytes of one element). */
-  unsigned char scalar[8];
-  int nranks;          /* SumPostDiv divisor */
-  weftReduceFn_t fn;   /* CUSTOM */
-  void* user;          /* CUSTOM */
-} weft_redop;
-
-/* Size in bytes of one element; 0 for an invalid type. */
-size_t dtype_size(ncclDataType_t type);
-/* "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64",
- * "bfloat16", "f8e4m3", "f8e5m2" for logs and tools; "invalid" otherwise. */
-const char* dtype_name(ncclDataType_t type);
-/* 1 for half, float, double, bfloat16 and both fp8 types; 0 for integers and invalid types. */
-int dtype_is_float(ncclDataType_t type);
 
 /* The redop an API op means for this type and communicator size: Avg becomes PreMulSum(1/n)
  * for float types (1/n rounded to nearest even in the type itself, so it underflows to 0 from

@@ -19,75 +19,14 @@
 #include "host/reduce.h"
 #include "nccl.h"
 #include "nccl_common.h"
-#include "plan/algo.h"
+#include "algo/algo.h"
+#include "algo/work.h"
 #include "transport/conn.h"
 #include "transport/transport.h"
 #include "tune/algo_proto.h"
 #include "tune/tune.h"
 
 struct ncclComm;
-
-/* One API call. func is an ncclFunc_t: Broadcast … AllReduce, Send or Recv (AlltoAll, Gather
- * and Scatter are lowered to Send/Recv at the API). */
-typedef struct weft_op {
-  struct weft_op* next;
-  int func;
-  const void* sendbuff;
-  void* recvbuff;
-  size_t count; /* AllGather: sendcount; ReduceScatter: recvcount; otherwise count */
-  ncclDataType_t dtype;
-  size_t elem;
-  ncclRedOp_t user_op;
-  weft_redop redop;          /* resolved at enqueue; a device-resident scalar is read at launch */
-  const void* scalar_ptr;    /* PreMulSum with ncclScalarDevice: read at launch */
-  int root;                  /* root, or peer for Send/Recv */
-  int algo, proto, nchannels;
-  uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
-  void* stream;              /* cudaStream_t of the call (device mode) */
-  void* prof_api;            /* profiler: the CollApi/P2pApi event of the call, or NULL */
-  void* prof_ev;             /* profiler: the Coll/P2p event while it runs, or NULL */
-} weft_op;
-
-#define WEFT_WORK_MAX_CONNS WEFT_ALGO_MAX_CONNS
-
-struct weft_launch;
-
-/* An op's share on one channel. Streams are independent sequences of primitives (a tree's
- * reduce-up and broadcast-down run as two, so the pipeline runs both ways at once). */
-typedef struct weft_work {
-  struct weft_work* next;
-  struct weft_launch* launch;
-  struct ncclComm* comm;
-  const weft_op* op;
-  int channel;
-  int nranks, rank;
-  const char* src;
-  char* dst;
-  size_t part_off, part_count; /* elements of this channel's part */
-  size_t chunk;                /* elements per step */
-  int nstreams;
-  uint64_t pc[2], npc[2];
-  int down_after_up;           /* stream 1 step i needs stream 0 past step i (tree root) */
-  weft_algo alg;               /* what the steps depend on (algo.h) */
-  weft_ring ring;
-  weft_tree tree;
-  /* Connections by role (NULL: unused), as algo.h lists them: ring and p2p [0] receive from
-   * prev/peer, [1] send to next/peer; tree [0] up, [1..3] from children, [4] from up, [5..7] to
-   * children; direct [d-1] from and [8+d-1] to the rank d places on. */
-  weft_conn* conns[WEFT_WORK_MAX_CONNS];
-  weft_conn_key keys[WEFT_WORK_MAX_CONNS];
-  uint64_t tickets[WEFT_WORK_MAX_CONNS];
-  /* executor state */
-  uint32_t ll_ready[WEFT_WORK_MAX_CONNS]; /* LL lines of the current step seen complete */
-  int blocked;                            /* conn index the last attempt waited for */
-  uint32_t sig_done;                      /* conns whose first step (signature) is done */
-  uint64_t idle_since_ms;
-  void* prof_ch; /* profiler: the KernelCh event of this channel's share, or NULL */
-  ncclResult_t result;
-} weft_work;
-
-/* Step pc of stream s: fills *p and returns 1, or 0 when pc is past the end. */
-int plan_work_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p);
 
 /* Completion of the works of one group launch. */
 typedef struct weft_launch {
@@ -97,7 +36,8 @@ typedef struct weft_launch {
   ncclResult_t result;
 } weft_launch;
 
-/* Called by the executor when a work item has finished (res != ncclSuccess: failed). */
+/* The executors' done callback (weft_work_done_fn): a work item has finished (res !=
+ * ncclSuccess: failed). plan_launch hands it to the executor. */
 void plan_work_done(weft_work* w, ncclResult_t res);
 
 /* ---- per-communicator plan state (plan_comm.c) ---- */
@@ -123,6 +63,7 @@ struct weft_plan {
   int nuops;
   uint32_t uop_salt;
   unsigned algo_named[WEFT_NUM_COLL_FUNCS]; /* algorithms NCCL_DEBUG=INFO named once (bits) */
+  weft_tune_ask ask; /* what tune_op is told of this communicator (plan_comm_init) */
 };
 
 /* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state. */
@@ -141,10 +82,6 @@ int plan_local_applies(const struct ncclComm* comm, const weft_op* op);
 /* Carry op out now: nothing in place, a copy out of place, a scale for PreMulSum. op->elem is
  * set. */
 ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op);
-/* Device communicators: the algorithm, protocol and channels per protocol that the rule
- * measured on GPUs picks for func (a collective) of nbytes (tune_decide_from's default). */
-ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
-                              weft_default_choice* r);
 /* Launch every op queued on comms[0..n) and wait for all of them. Returns the first error. */
 ncclResult_t plan_launch(struct ncclComm** comms, int n);
 /* Drop the queued ops of comm (a group that failed before launch). */
@@ -178,7 +115,6 @@ void plan_direct_setup(weft_work* w);
 int plan_log_fits(int algo, int func, int nranks);
 ncclResult_t plan_log_setup(weft_work* w);
 
-const char* plan_func_name(int func);
 
 /* ---- profiler events of a launch (plan_prof.c; called only when the mask asks) ---- */
 /* Group, then Coll/P2p of every op with channels (ops list), for one communicator's launch. */

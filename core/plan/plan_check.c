@@ -10,6 +10,7 @@
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 typedef struct {
   uint64_t seq;
@@ -52,7 +53,7 @@ static const char* op_name(int op) {
 }
 
 static void show(const coll_fp* f, char* buf, size_t len) {
-  snprintf(buf, len, "%s(seq %llu, count %llu, datatype %s", plan_func_name(f->func),
+  snprintf(buf, len, "%s(seq %llu, count %llu, datatype %s", weft_func_name(f->func),
            (unsigned long long)f->seq, (unsigned long long)f->count,
            dtype_name((ncclDataType_t)f->dtype));
   size_t n = strlen(buf);

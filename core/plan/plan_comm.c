@@ -3,7 +3,9 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
+#include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #include "plan/plan.h"
+#include "transport/transport.h"
 #include "util/check.h"
 #include "util/param.h"
 
@@ -20,6 +22,14 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels) {
     return res;
   }
   p->nchannels = nchannels;
+  int device = comm->mode == WEFT_MODE_DEVICE;
+  p->ask = (weft_tune_ask){.rank = comm->rank,
+                           .nranks = comm->nranks,
+                           .device = device,
+                           .max_channels = nchannels,
+                           .all_p2p = device && transport_all_p2p(comm),
+                           .launch_blocks = device ? WEFT_DEV_MAX_BLOCKS : 0,
+                           .mask = &p->mask};
   p->check_colls = (int)param_int(WEFT_PARAM_CHECK_COLLECTIVES);
   /* Same on every rank (comm_hash comes from the unique id), different across comms. */
   p->uop_salt = (uint32_t)((comm->comm_hash >> 17) ^ comm->comm_hash) & 0x7ffffffu;

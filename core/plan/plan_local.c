@@ -15,6 +15,7 @@
 #endif
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 /* 1 when PreMulSum's host scalar is exactly one in the datatype (ncclAvg on one rank is). */
 static int scalar_is_one(const weft_redop* r, size_t elem) {

@@ -26,9 +26,7 @@
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/clock.h"
-
-#define P2P_LL_MAX_BYTES 16384
-#define P2P_BYTES_PER_CHANNEL (512u * 1024u)
+#include "util/names.h"
 
 static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
 
@@ -39,127 +37,22 @@ static int is_marker(int func) {
 
 /* ---- enqueue ---- */
 
-/* Device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in for
- * the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
- * 512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
- * where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a channel
- * per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's (direct
- * algorithms: up to WEFT_DIRECT_MAX_CHANNELS). A tuner plugin sees the model's table and
- * overrides the rule by editing it or by setting a channel count (tune_decide_from). */
-#define DEVICE_LL_MAX_BYTES 65536
-#define DEVICE_LL128_MAX_BYTES (512u * 1024u)
-/* AllReduce up to this size runs OneShot (one link crossing instead of 2(n-1) ring steps) on
- * 2..WEFT_DIRECT_MAX_RANKS ranks that all reach each other peer-to-peer. */
-#define DEVICE_ONESHOT_MAX_BYTES 65536
-
-/* The algorithm of the device rule: OneShot for small AllReduce where it may run, else the
- * ring; what NCCL_ALGO leaves when it excludes the ring (OneShot, TwoShot, then Tree). */
-static int device_rule_algo(struct ncclComm* comm, int func, size_t nbytes, unsigned algos) {
-  const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
-  unsigned usable = algos & tune_func_algos((ncclFunc_t)func);
-  if (comm->nranks > WEFT_DIRECT_MAX_RANKS) usable &= ~(one | two);
-  if (func == ncclFuncAllReduce && (usable & one) && comm->nranks > 1 &&
-      nbytes <= DEVICE_ONESHOT_MAX_BYTES && transport_all_p2p(comm))
-    return WEFT_ALGO_ONESHOT_ID;
-  if (usable & (1u << NCCL_ALGO_RING)) return NCCL_ALGO_RING;
-  if (usable & one) return WEFT_ALGO_ONESHOT_ID;
-  if (usable & two) return WEFT_ALGO_TWOSHOT_ID;
-  return NCCL_ALGO_TREE;
-}
-
-ncclResult_t plan_device_rule(struct ncclComm* comm, int func, size_t nbytes,
-                              weft_default_choice* r) {
-  struct weft_plan* p = comm->plan;
-  unsigned algos = p->mask.algo[func], protos = p->mask.proto[func];
-  r->algo = device_rule_algo(comm, func, nbytes, algos);
-  if (!(algos & (1u << r->algo))) {
-    WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", comm->rank,
-         plan_func_name(func));
-    return ncclInvalidUsage;
-  }
-  int has_ll = (protos & (1u << NCCL_PROTO_LL)) != 0;
-  int has_ll128 = (protos & (1u << NCCL_PROTO_LL128)) != 0; /* P2P everywhere (datapath) */
-  int has_simple = (protos & (1u << NCCL_PROTO_SIMPLE)) != 0;
-  if (has_ll && (nbytes <= DEVICE_LL_MAX_BYTES || !(has_ll128 || has_simple)))
-    r->proto = NCCL_PROTO_LL;
-  else if (has_ll128 && (nbytes <= DEVICE_LL128_MAX_BYTES || !has_simple))
-    r->proto = NCCL_PROTO_LL128;
-  else
-    r->proto = NCCL_PROTO_SIMPLE;
-  static const size_t per[NCCL_NUM_PROTOCOLS] = {8192, 32768, 65536}; /* LL, LL128, Simple */
-  for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) {
-    size_t nch = divup(nbytes, per[q]);
-    r->nchannels[q] = nch < 1 ? 1 : (nch > (size_t)p->nchannels ? p->nchannels : (int)nch);
-  }
-  return ncclSuccess;
-}
-
-/* Direct algorithms connect every pair on each channel they use: a few channels saturate the
- * links (tune/'s cap, applied again to a tuner's count). */
-static int direct_channels(int algo, int nch) {
-  int direct = algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID || algo_is_log(algo);
-  return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
-}
-
-static ncclResult_t choose_device(struct ncclComm* comm, weft_op* op, size_t nbytes) {
-  weft_default_choice r;
-  WEFT_CHECK(plan_device_rule(comm, op->func, nbytes, &r));
-  if (comm->tune) {
-    weft_decision d; /* tune/ logs it at NCCL_DEBUG_SUBSYS=TUNING */
-    WEFT_CHECK(tune_decide_from(comm->tune, &comm->plan->mask, (ncclFunc_t)op->func, nbytes, 1,
-                                0, 0, &r, &d));
-    op->algo = d.algo;
-    op->proto = d.proto;
-    op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > comm->plan->nchannels
-                                               ? comm->plan->nchannels
-                                               : d.nchannels);
-    op->nchannels = direct_channels(op->algo, op->nchannels);
-    return ncclSuccess;
-  }
-  op->algo = r.algo;
-  op->proto = r.proto;
-  op->nchannels = direct_channels(op->algo, r.nchannels[r.proto]);
-  INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", comm->rank,
-       plan_func_name(op->func), nbytes, tune_algo_name(op->algo), tune_proto_name(op->proto),
-       op->nchannels);
-  return ncclSuccess;
-}
-
+/* Algorithm, protocol and channels: tune/ decides (tune_op). */
 static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   struct weft_plan* p = comm->plan;
   size_t bytes = op->count * op->elem;
-  if (op->func == ncclFuncSend || op->func == ncclFuncRecv) {
-    op->algo = NCCL_ALGO_RING;
-    int ll_ok = (p->mask.proto[ncclFuncAllReduce] & (1u << NCCL_PROTO_LL)) != 0;
-    op->proto = bytes <= P2P_LL_MAX_BYTES && ll_ok ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
-    size_t nch = divup(bytes, P2P_BYTES_PER_CHANNEL);
-    /* Device: every channel of a peer is a FIFO pair of its own in GPU memory and a block of
-     * its own in the launch; an all-to-all of every peer must fit one launch. A function of
-     * nranks alone, so that both ends of a transfer cut it alike. */
-    int maxch = p->nchannels;
-    if (comm->mode == WEFT_MODE_DEVICE && comm->nranks > 1) {
-      int fit = WEFT_DEV_MAX_BLOCKS / (2 * (comm->nranks - 1));
-      if (fit < 1) fit = 1;
-      if (maxch > fit) maxch = fit;
-    }
-    op->nchannels = nch < 1 ? 1 : (nch > (size_t)maxch ? maxch : (int)nch);
-    if (bytes == 0) op->nchannels = 0;
-    return ncclSuccess;
-  }
-  if (!is_coll(op->func) || op->count == 0) {
+  int p2p = op->func == ncclFuncSend || op->func == ncclFuncRecv;
+  if (!p2p && (!is_coll(op->func) || op->count == 0)) {
     op->nchannels = 0;
     return ncclSuccess;
   }
-  size_t nbytes = bytes;
   if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
-    nbytes *= (size_t)comm->nranks;
-  if (comm->mode == WEFT_MODE_DEVICE) return choose_device(comm, op, nbytes);
-  weft_decision d; /* tune/ logs the decision at NCCL_DEBUG_SUBSYS=TUNING */
-  WEFT_CHECK(tune_decide(comm->tune, &p->mask, (ncclFunc_t)op->func, nbytes, 1, 0, 0, &d));
-  op->algo = d.algo;
-  op->proto = d.proto;
-  op->nchannels = d.nchannels < 1 ? 1 : (d.nchannels > p->nchannels ? p->nchannels : d.nchannels);
-  op->nchannels = direct_channels(op->algo, op->nchannels);
+    bytes *= (size_t)comm->nranks;
+  weft_op_choice c;
+  WEFT_CHECK(tune_op(comm->tune, &p->ask, op->func, bytes, &c));
+  op->algo = c.algo;
+  op->proto = c.proto;
+  op->nchannels = c.nchannels;
   return ncclSuccess;
 }
 
@@ -173,7 +66,7 @@ static void name_first_use(struct ncclComm* comm, const weft_op* op) {
   p->algo_named[op->func] |= bit;
   INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
        "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
-       comm->rank, plan_func_name(op->func), tune_algo_name_for(op->func, op->algo),
+       comm->rank, weft_func_name(op->func), tune_algo_name_for(op->func, op->algo),
        tune_proto_name(op->proto), op->count * op->elem);
 }
 
@@ -181,7 +74,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
   struct weft_plan* p = comm->plan;
   *queued = 0;
   if (p == NULL) {
-    WARN("%s: the device data path is not available yet in weft %s", plan_func_name(in->func),
+    WARN("%s: the device data path is not available yet in weft %s", weft_func_name(in->func),
          WEFT_VERSION_STRING);
     return ncclInvalidUsage;
   }
@@ -190,7 +83,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
        in->func == ncclFuncReduceScatter)) {
     WARN("rank %d: %s: a custom (host function) reduction cannot run in GPU kernels; use it on "
          "a host-mode communicator",
-         comm->rank, plan_func_name(in->func));
+         comm->rank, weft_func_name(in->func));
     return ncclInvalidArgument;
   }
   if (plan_local_applies(comm, in)) {
@@ -201,7 +94,7 @@ ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued)
   }
   weft_op* op = malloc(sizeof *op);
   if (!op) {
-    WARN("rank %d: out of memory queueing %s", comm->rank, plan_func_name(in->func));
+    WARN("rank %d: out of memory queueing %s", comm->rank, weft_func_name(in->func));
     return ncclSystemError;
   }
   *op = *in;
@@ -338,7 +231,7 @@ static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_w
   }
   if (roles == 0) return;
   INFO(NCCL_TUNING, "rank %d: %s seq %llu runs %s/%s on %d channel(s) (%d work item(s))",
-       comm->rank, plan_func_name(op->func), (unsigned long long)op->seq,
+       comm->rank, weft_func_name(op->func), (unsigned long long)op->seq,
        tune_algo_name_for(op->func, w->alg.algo), tune_proto_name(proto), op->nchannels, n);
 }
 
@@ -460,7 +353,7 @@ static void commit(comm_launch* cl) {
       if (!any) continue;
       for (int s = 0; s < w->nstreams; s++) {
         weft_prim p;
-        for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++)
+        for (uint64_t pc = 0; work_prim(w, s, pc, &p); pc++)
           for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
       }
       for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
@@ -515,6 +408,24 @@ static ncclResult_t launch_one_rank(struct ncclComm* comm) {
   return res;
 }
 
+/* The hang board's view of a launch's ops: the first collective (else the first op), how many,
+ * the last collective sequence number. 0 for no ops. */
+static int hang_summary(const weft_op* ops, weft_hang_launch* l) {
+  if (!ops) return 0;
+  const weft_op* first = ops;
+  int nops = 0;
+  uint64_t last_seq = 0;
+  for (const weft_op* op = ops; op; op = op->next) {
+    nops++;
+    if (op->seq && !first->seq) first = op;
+    if (op->seq) last_seq = op->seq;
+  }
+  *l = (weft_hang_launch){.func = first->func, .dtype = (int)first->dtype, .root = first->root,
+                          .nops = nops, .count = (uint64_t)first->count, .seq = first->seq,
+                          .last_seq = last_seq};
+  return 1;
+}
+
 ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   if (n == 1 && comms[0]->nranks == 1) return launch_one_rank(comms[0]);
   ncclResult_t res = ncclSuccess;
@@ -537,7 +448,10 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
   }
   if (res != ncclSuccess) goto done;
-  for (int i = 0; i < n; i++) comm_hang_note_launch(comms[i], cls[i].ops, cls[i].needs_prep);
+  for (int i = 0; i < n; i++) {
+    weft_hang_launch hl;
+    if (hang_summary(cls[i].ops, &hl)) comm_hang_note_launch(comms[i], &hl, cls[i].needs_prep);
+  }
 
   int nprep = 0;
   for (int i = 0; i < n; i++) nprep += cls[i].needs_prep;

@@ -11,6 +11,7 @@
 #include "proxy/proxy.h"
 #include "transport/transport.h"
 #include "util/clock.h"
+#include "util/names.h"
 
 static int is_p2p(int func) { return func == ncclFuncSend || func == ncclFuncRecv; }
 static int is_coll(int func) { return func >= ncclFuncBroadcast && func <= ncclFuncAllReduce; }
@@ -143,7 +144,7 @@ void plan_prof_proxy_ops(struct ncclComm* comm, weft_work* works, int nworks) {
     uint64_t steps[WEFT_WORK_MAX_CONNS] = {0};
     for (int s = 0; s < w->nstreams; s++) {
       weft_prim p;
-      for (uint64_t pc = 0; plan_work_prim(w, s, pc, &p); pc++) {
+      for (uint64_t pc = 0; work_prim(w, s, pc, &p); pc++) {
         for (int r = 0; r < p.nrecv; r++) steps[p.recv[r]]++;
         for (int r = 0; r < p.nsend; r++) steps[p.send[r]]++;
       }

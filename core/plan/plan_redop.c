@@ -8,6 +8,7 @@
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "util/check.h"
+#include "util/names.h"
 
 #define UOP_SLOT_BITS 12
 #define UOP_MAX (1 << UOP_SLOT_BITS)

@@ -7,6 +7,7 @@
 #include "plan/plan.h"
 #include "util/check.h"
 #include "weft.h"
+#include "util/names.h"
 
 _Static_assert((int)WEFT_FN_SEND == (int)ncclFuncSend && (int)WEFT_FN_RECV == (int)ncclFuncRecv &&
                    (int)WEFT_FN_ALLREDUCE == (int)ncclFuncAllReduce &&
@@ -86,7 +87,7 @@ ncclResult_t plan_work_setup(weft_work* w) {
         if (comm->nranks > WEFT_DIRECT_MAX_RANKS ||
             (op->algo == WEFT_ALGO_TWOSHOT_ID && op->func != ncclFuncAllReduce)) {
           WARN("rank %d: %s cannot run %s on %d ranks", comm->rank, tune_algo_name(op->algo),
-               plan_func_name(op->func), comm->nranks);
+               weft_func_name(op->func), comm->nranks);
           return ncclInternalError;
         }
         plan_direct_setup(w);
@@ -95,7 +96,7 @@ ncclResult_t plan_work_setup(weft_work* w) {
       if (algo_is_log(op->algo) && comm->nranks > 1) {
         if (!plan_log_fits(op->algo, op->func, comm->nranks)) {
           WARN("rank %d: %s cannot run %s on %d ranks", comm->rank,
-               tune_algo_name_for(op->func, op->algo), plan_func_name(op->func), comm->nranks);
+               tune_algo_name_for(op->func, op->algo), weft_func_name(op->func), comm->nranks);
           return ncclInternalError;
         }
         WEFT_CHECK(plan_log_setup(w));
@@ -111,22 +112,4 @@ ncclResult_t plan_work_setup(weft_work* w) {
   return ncclSuccess;
 }
 
-int plan_work_prim(const weft_work* w, int stream, uint64_t pc, weft_prim* p) {
-  return algo_prim(&w->alg, stream, pc, p);
-}
 
-const char* plan_func_name(int func) {
-  switch (func) {
-    case ncclFuncBroadcast: return "Broadcast";
-    case ncclFuncReduce: return "Reduce";
-    case ncclFuncAllGather: return "AllGather";
-    case ncclFuncReduceScatter: return "ReduceScatter";
-    case ncclFuncAllReduce: return "AllReduce";
-    case ncclFuncSend: return "Send";
-    case ncclFuncRecv: return "Recv";
-    case ncclFuncAlltoAll: return "AlltoAll";
-    case ncclFuncGather: return "Gather";
-    case ncclFuncScatter: return "Scatter";
-    default: return "Unknown";
-  }
-}

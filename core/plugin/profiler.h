@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "nccl_profiler.h"
+#include "util/names.h"
 
 #define WEFT_PROFILER_MIN_VERSION 1
 #define WEFT_PROFILER_MAX_VERSION 6

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "plugin/profiler.h"
+#include "util/names.h"
 
 static const char* const funcs[WEFT_PROF_NFUNCS] = {
     "Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
@@ -11,7 +12,7 @@ static const char* const dtypes[ncclNumTypes] = {
     "ncclInt8",    "ncclUint8",   "ncclInt32",      "ncclUint32",     "ncclInt64",
     "ncclUint64",  "ncclFloat16", "ncclFloat32",    "ncclFloat64",    "ncclBfloat16",
     "ncclFloat8e4m3", "ncclFloat8e5m2"};
-/* NCCL's seven, then weft's own in NCCL's spelling (plan/algo.h numbers them after NCCL's). */
+/* NCCL's seven, then weft's own in NCCL's spelling (algo/algo.h numbers them after NCCL's). */
 static const char* const algos[] = {"TREE",    "RING",        "COLLNET_DIRECT", "COLLNET_CHAIN",
                                     "NVLS",    "NVLS_TREE",   "PAT",            "ONESHOT",
                                     "TWOSHOT", "RECDOUBLING", "RABENSEIFNER",   "BINOMIAL"};

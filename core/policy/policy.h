@@ -2,8 +2,8 @@
  * which net plugin, tuner and settings a communicator uses. The engine (the engine/ folder, a
  * static library of its own that tools/weft-policy links too) reads and validates a file,
  * matches it against this host's facts and applies the chosen block through
- * param_apply_policy, so an explicit environment variable always wins. policy_comm.c hooks it
- * into communicator init and checks that every rank chose the same cluster. docs/policy.md is
+ * param_apply_policy, so an explicit environment variable always wins. lifecycle/policy_comm.c hooks
+ * it into communicator init and checks that every rank chose the same cluster. docs/policy.md is
  * the user's reference. */
 #ifndef WEFT_POLICY_H
 #define WEFT_POLICY_H
@@ -106,7 +106,7 @@ int policy_apply(const weft_policy* p, int cluster);
  * table (markdown). */
 void policy_print_schema(FILE* out);
 
-/* ---- communicator init (policy_comm.c) ---- */
+/* ---- what a communicator resolved (lifecycle/policy_comm.c fills it) ---- */
 
 typedef enum {
   POLICY_STATUS_NONE = 0, /* no policy file: built-in defaults */
@@ -123,16 +123,5 @@ typedef struct {
   char name[POLICY_NAME_MAX + 1]; /* cluster name, "(defaults)" or "(none)" */
   char detail[192];               /* the file, or its first error */
 } weft_policy_outcome;
-
-struct ncclComm;
-/* Start of init, before anything reads settings: read the policy and, when this host's facts
- * decide the cluster, apply it. Never fails: an invalid file is WARNed here and reported on
- * every rank by policy_comm_agree. */
-void policy_comm_begin(struct ncclComm* comm);
-/* After the rank-info allgather (node count and ranks per node known), before nets are opened:
- * finish a choice that waited for them and apply it, then compare every rank's (cluster,
- * settings hash). ncclInvalidUsage, on every rank, naming the ranks and the clusters they
- * chose, when they differ or a rank's file is invalid. */
-ncclResult_t policy_comm_agree(struct ncclComm* comm);
 
 #endif

@@ -13,6 +13,7 @@
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/names.h"
 
 #define PROXY_TAG 0x77
 
@@ -35,7 +36,7 @@ typedef struct {
   void* reqs[WEFT_NSTEPS];
   int flushing[WEFT_NSTEPS]; /* recv: reqs[slot] is the iflush of a completed receive */
   int got[WEFT_NSTEPS];      /* recv: bytes the receive delivered */
-  int flush;                 /* WEFT_PROXY_FLUSH_* */
+  int flush;                 /* WEFT_NET_FLUSH_* */
   int failed;
   /* profiler (ProxyOp/ProxyStep): segments appended under the proxy lock, consumed here */
   int prof;                  /* a segment was ever appended */
@@ -46,6 +47,7 @@ typedef struct {
 
 struct weft_proxy {
   struct ncclComm* comm;
+  weft_proxy_fail_fn on_fail;
   weft_net* net;
   pthread_t thread;
   int started;
@@ -65,12 +67,12 @@ static void conn_fail(weft_proxy* p, proxy_conn* pc, ncclResult_t res, const cha
   INFO(NCCL_NET, "rank %d: net %s: %s %s rank %d (channel %d) failed: %s", p->comm->rank,
        p->net->name,
        what, pc->conn->is_send ? "to" : "from", pc->conn->peer, pc->conn->channel,
-       ncclGetErrorString(res));
+       weft_result_str(res));
   /* Kernels do not read conn->error: the communicator fails and its kernels stop instead. */
   if (p->comm->mode == WEFT_MODE_DEVICE) {
     char how[96];
     snprintf(how, sizeof how, "net %s: %s on channel %d", p->net->name, what, pc->conn->channel);
-    comm_datapath_broken(p->comm, res, pc->conn->peer, how);
+    p->on_fail(p->comm, res, pc->conn->peer, how);
   }
 }
 
@@ -227,8 +229,8 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     if (flushing) {
       pc->flushing[slot] = 0;
       size = pc->got[slot];
-    } else if (pc->flush == WEFT_PROXY_FLUSH_ALWAYS ||
-               (pc->flush == WEFT_PROXY_FLUSH_DATA && size > 0)) {
+    } else if (pc->flush == WEFT_NET_FLUSH_ALWAYS ||
+               (pc->flush == WEFT_NET_FLUSH_DATA && size > 0)) {
       /* GPU memory: the NIC's writes are visible to the kernel once the flush completes. */
       void* data = conn_slot(c, pc->done);
       void* mh = pc->mhandle;
@@ -323,13 +325,15 @@ static void* proxy_main(void* arg) {
   return NULL;
 }
 
-ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, weft_proxy** out) {
+ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns,
+                          weft_proxy_fail_fn on_fail, weft_proxy** out) {
   weft_proxy* p = calloc(1, sizeof *p);
   if (!p) {
     WARN("rank %d: out of memory for the proxy", comm->rank);
     return ncclSystemError;
   }
   p->comm = comm;
+  p->on_fail = on_fail;
   p->net = net;
   /* Every connection the table can hold, so that appending never reallocates. */
   p->cap = max_conns;
@@ -411,7 +415,7 @@ ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void
   pc->conn = conn;
   pc->net_comm = net_comm;
   pc->mhandle = mhandle;
-  pc->flush = conn->is_send ? WEFT_PROXY_FLUSH_NONE : flush;
+  pc->flush = conn->is_send ? WEFT_NET_FLUSH_NONE : flush;
   __atomic_store_n(&p->nconns, p->nconns + 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&p->lock);
   return ncclSuccess;

@@ -18,20 +18,21 @@
 #include "nccl.h"
 #include "plugin/net.h"
 #include "transport/conn.h"
+#include "transport/transport.h"
 
 struct ncclComm;
 typedef struct weft_proxy weft_proxy;
 
+/* How a connection failure that no operation will see (device mode: the kernels wait on it) is
+ * reported: the communicator's owner fails it. peer: the connection's; what: the plugin call. */
+typedef void (*weft_proxy_fail_fn)(struct ncclComm* comm, ncclResult_t res, int peer,
+                                   const char* what);
+
 /* Start the thread (idle until activated); at most max_conns connections will be added. */
-ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns, weft_proxy** out);
-/* When the proxy calls the plugin's iflush after a receive (slots in GPU memory). */
-enum {
-  WEFT_PROXY_FLUSH_NONE = 0,   /* host memory, or NCCL_GDR_FLUSH_DISABLE=1 */
-  WEFT_PROXY_FLUSH_DATA = 1,   /* after every receive that carried bytes */
-  WEFT_PROXY_FLUSH_ALWAYS = 2  /* after every receive (the plugin's forceFlush) */
-};
+ncclResult_t proxy_create(struct ncclComm* comm, weft_net* net, int max_conns,
+                          weft_proxy_fail_fn on_fail, weft_proxy** out);
 /* Hand a connected net connection to the proxy; net_comm is its plugin send or recv comm,
- * mhandle the registration of conn->buff and flush a WEFT_PROXY_FLUSH_* (receives only). */
+ * mhandle the registration of conn->buff and flush a WEFT_NET_FLUSH_* (receives only). */
 ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void* mhandle,
                             int flush);
 /* Launched operations will consume nsteps more steps of receive connection conn (receives are

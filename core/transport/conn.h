@@ -95,4 +95,20 @@ static inline size_t ll_lines_for(size_t bytes) {
   return n ? n : 1;
 }
 
+/* A connection as the GPU executor's kernels see it (device/device.h says how each transport
+ * maps it): the FIFO at device-accessible addresses, plus the kernels' own position in it, kept
+ * in device memory between launches. transport/ writes one per connection into the table the
+ * kernels read. */
+typedef struct weft_dev_conn {
+  weft_fifo_ctrl* ctrl; /* head/tail/sizes, device-accessible */
+  char* buff;           /* WEFT_NSTEPS slots of step_bytes, device-accessible */
+  uint64_t step_bytes;
+  uint64_t step;  /* next step this side produces or consumes; advanced by the kernels */
+  uint64_t head_seen; /* send side: the last head read (saves a remote read per launch) */
+  int32_t proto;  /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
+  int32_t flags;  /* WEFT_CONN_* */
+  int32_t is_send;
+  int32_t host_mem; /* 1: SHM or NET (a host agent reads the FIFO): stores need a system fence */
+} weft_dev_conn;
+
 #endif

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "nccl.h"
+#include "topo/p2p_info.h"
 #include "transport/conn.h"
 
 struct ncclComm;
@@ -41,16 +42,34 @@ typedef struct {
   int proto;   /* NCCL_PROTO_SIMPLE or NCCL_PROTO_LL */
 } weft_conn_key;
 
+/* When a net connection's receives need the plugin's iflush (slots in GPU memory). */
+enum {
+  WEFT_NET_FLUSH_NONE = 0,   /* host memory, or NCCL_GDR_FLUSH_DISABLE=1 */
+  WEFT_NET_FLUSH_DATA = 1,   /* after every receive that carried bytes */
+  WEFT_NET_FLUSH_ALWAYS = 2  /* after every receive (the plugin's forceFlush) */
+};
+
+/* Hands a connected net connection to whatever moves its slots through the plugin (the proxy,
+ * which sits above transport/: the communicator's owner passes this in). net_comm is the
+ * plugin's send or recv comm, mhandle the registration of conn->buff, flush a WEFT_NET_FLUSH_*
+ * (receives only). */
+typedef ncclResult_t (*weft_net_start_fn)(struct ncclComm* comm, weft_conn* conn, void* net_comm,
+                                          void* mhandle, int flush);
+
 typedef struct {
   int nchannels;
   size_t buffsize;    /* Simple: bytes of a connection's 8 slots (NCCL_BUFFSIZE) */
   size_t ll_buffsize; /* LL: same (NCCL_LL_BUFFSIZE) */
   int shm_disable;    /* agreed across ranks */
+  weft_net_start_fn net_start; /* required when the communicator has a net */
 } weft_transport_params;
 
 /* Table of connections; nothing is connected yet. Device mode makes no CUDA call here: the
  * device table and the private stream are created by the first transport_connect. */
 ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* p);
+
+/* The most connections the table can hold (what the proxy must be sized for). */
+size_t transport_capacity(struct ncclComm* comm);
 
 /* Connect every key not connected yet (duplicates and connected keys are skipped). Blocking,
  * bounded by WEFT_TIMEOUT_MS, polls the abort flag; errors name the peer and the key. Only one
@@ -90,22 +109,6 @@ void transport_fini(struct ncclComm* comm);
 /* The two ends' byte sizes of one step for a protocol under the agreed parameters. */
 size_t transport_step_bytes(struct ncclComm* comm, int proto);
 
-/* What each rank publishes at init (inside weft_rank_info) so that both ends of a pair decide
- * p2p against shm from the same facts: device ordinals mean nothing across processes
- * (CUDA_VISIBLE_DEVICES), PCI addresses do. Zero in host mode. */
-#define WEFT_P2P_MAX_GPUS 32
-typedef struct {
-  uint64_t proc_id;    /* random per process: "same process" survives pid namespaces */
-  uint64_t bus;        /* this rank's GPU: PCI domain << 16 | bus << 8 | device */
-  uint8_t uuid[16];    /* this rank's GPU (MIG instance): "the same GPU" */
-  int32_t p2p_disable; /* this rank's NCCL_P2P_DISABLE */
-  int32_t p2p_level;   /* this rank's NCCL_P2P_LEVEL (WEFT_P2P_LEVEL_*) */
-  int32_t npeers;      /* GPUs this rank's GPU can write peer to peer (visible to it) */
-  int32_t pad;
-  uint64_t peer_bus[WEFT_P2P_MAX_GPUS];
-  uint8_t peer_nvl[WEFT_P2P_MAX_GPUS]; /* 1: NVLink-class link (see transport_p2p.c) */
-} weft_p2p_rank_info;
-enum { WEFT_P2P_LEVEL_ANY = 0, WEFT_P2P_LEVEL_LOC = 1, WEFT_P2P_LEVEL_NVL = 2 };
 
 /* Fill this rank's weft_p2p_rank_info (CUDA queries in device mode, zeros in host mode). */
 ncclResult_t transport_p2p_rank_info(const struct ncclComm* comm, weft_p2p_rank_info* out);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "device/device.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 

@@ -16,12 +16,13 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "proxy/proxy.h"
+#include "transport/transport.h"
 #include "topo/cuda_entry.h"
 #include "topo/pci_path.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda.h>
@@ -51,7 +52,7 @@ static int gdr_read_default(struct ncclComm* comm) {
  * device. Decided from the plugin's properties, the PCI path and the environment; every "no"
  * is logged at INFO. */
 static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* ptr_support) {
-  *flush = WEFT_PROXY_FLUSH_NONE;
+  *flush = WEFT_NET_FLUSH_NONE;
   if (c->key.proto != NCCL_PROTO_SIMPLE) return 0;
   ncclNetProperties_v12_t props;
   memset(&props, 0, sizeof props);
@@ -78,9 +79,9 @@ static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* pt
       return 0;
     }
   } else if (props.forceFlush) {
-    *flush = WEFT_PROXY_FLUSH_ALWAYS;
+    *flush = WEFT_NET_FLUSH_ALWAYS;
   } else if (!param_int(WEFT_PARAM_GDR_FLUSH_DISABLE)) {
-    *flush = WEFT_PROXY_FLUSH_DATA;
+    *flush = WEFT_NET_FLUSH_DATA;
   }
   *ptr_support = props.ptrSupport;
   return 1;
@@ -118,7 +119,7 @@ static ncclResult_t gdr_register(struct ncclComm* comm, tconn* c, int ptr_suppor
       }
       INFO(NCCL_NET, "rank %d: net %s: regMrDmaBuf of %zu GPU bytes for rank %d failed (%s); "
            "trying regMr", comm->rank, comm->net->name, bytes, c->key.peer,
-           ncclGetErrorString(res));
+           weft_result_str(res));
     }
   }
   if (ptr_support & NCCL_PTR_CUDA)
@@ -142,7 +143,7 @@ int gdr_setup(struct ncclComm* comm, tconn* c, size_t bytes) {
     WARN("rank %d: net %s advertises GPU memory (ptrSupport 0x%x) but registering %zu bytes "
          "of it for rank %d failed (%s); this connection stages through host memory",
          comm->rank, comm->net->name, ptr_support, bytes, c->key.peer,
-         ncclGetErrorString(res));
+         weft_result_str(res));
     cudaFree(mem);
     return 0;
   }

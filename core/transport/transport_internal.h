@@ -27,7 +27,7 @@ typedef struct tconn {
   void* mhandle;
   void* mem;      /* local control block (+ slots, unless they are in GPU memory) */
   void* gdr_mem;  /* device mode, GPUDirect: the slots, in GPU memory (cudaMalloc) */
-  int gdr_flush;  /* receive side: WEFT_PROXY_FLUSH_* */
+  int gdr_flush;  /* receive side: WEFT_NET_FLUSH_* */
   int gdr_dmabuf; /* registered through regMrDmaBuf */
   unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
   /* device mode */

@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "proxy/proxy.h"
+#include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
+#include "util/names.h"
 
 static const ncclNet_v12_t* api_of(struct ncclComm* comm) { return comm->net->api; }
 
@@ -24,7 +25,7 @@ ncclResult_t net_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   ncclResult_t res = api_of(comm)->listen(comm->net->ctx, c->dev, c->handle, &c->listen_comm);
   if (res != ncclSuccess || c->listen_comm == NULL) {
     WARN("rank %d: net %s: listen on device %d for a connection from rank %d failed (%s)",
-         comm->rank, comm->net->name, c->dev, c->key.peer, ncclGetErrorString(res));
+         comm->rank, comm->net->name, c->dev, c->key.peer, weft_result_str(res));
     c->listen_comm = NULL;
     return res != ncclSuccess ? res : ncclInternalError;
   }
@@ -65,7 +66,7 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
   ncclResult_t res = api->regMr(c->net_comm, c->conn.buff, slots, NCCL_PTR_HOST, &c->mhandle);
   if (res != ncclSuccess) {
     WARN("rank %d: net %s: regMr of %zu bytes for rank %d failed (%s)", comm->rank,
-         comm->net->name, slots, c->key.peer, ncclGetErrorString(res));
+         comm->net->name, slots, c->key.peer, weft_result_str(res));
     c->mhandle = NULL;
     return res;
   }
@@ -73,9 +74,13 @@ ncclResult_t net_finish(struct ncclComm* comm, tconn* c) {
 }
 
 ncclResult_t net_start(struct ncclComm* comm, tconn* c) {
-  if (comm->proxy == NULL)
-    WEFT_CHECK(proxy_create(comm, comm->net, (int)comm->transport->ntable, &comm->proxy));
-  return proxy_add_conn(comm->proxy, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
+  weft_net_start_fn start = comm->transport->p.net_start;
+  if (start == NULL) {
+    WARN("rank %d: net connection to peer %d has no progress engine (internal)", comm->rank,
+         c->conn.peer);
+    return ncclInternalError;
+  }
+  return start(comm, &c->conn, c->net_comm, c->mhandle, c->gdr_flush);
 }
 
 void net_close_comms(struct ncclComm* comm, tconn* c) {

@@ -26,6 +26,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define NETCONN_REPORT_MS 5000 /* a connection pending this long is reported once */
 #define NETCONN_GROW_MS 20     /* all workers inside a call this long: start another */
@@ -346,7 +347,7 @@ ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) {
     char what[96];
     describe_item(it, what, sizeof what);
     WARN("rank %d: net %s: %s for connection %s failed (%s)", comm->rank, comm->net->name,
-         call_name(it), what, ncclGetErrorString(r->err));
+         call_name(it), what, weft_result_str(r->err));
     res = r->err;
   }
 leave:

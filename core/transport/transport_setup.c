@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "device/device.h"
 #include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
@@ -123,6 +122,10 @@ weft_dev_conn* transport_dev_conn(struct ncclComm* comm, const weft_conn_key* ke
     return NULL;
   tconn* c = comm->transport->table[i];
   return c && c->connected ? comm->transport->dev_table + i : NULL;
+}
+
+size_t transport_capacity(struct ncclComm* comm) {
+  return comm->transport ? comm->transport->ntable : 0;
 }
 
 weft_dev_conn* transport_dev_table(struct ncclComm* comm) {

@@ -19,8 +19,9 @@
 #include <strings.h>
 
 #include "util/log.h"
+#include "util/names.h"
 
-/* NCCL's seven, then weft's own (plan/algo.h numbers them after NCCL's). */
+/* NCCL's seven, then weft's own (algo/algo.h numbers them after NCCL's). */
 static const char* const algo_names[WEFT_NUM_ALGORITHMS] = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT",
     "OneShot", "TwoShot", "RecDoubling", "Rabenseifner", "Binomial"};
@@ -43,9 +44,7 @@ const char* tune_algo_name_for(int func, int algo) {
   return tune_algo_name(algo);
 }
 
-const char* tune_proto_name(int proto) {
-  return (proto >= 0 && proto < NCCL_NUM_PROTOCOLS) ? proto_names[proto] : "Unknown";
-}
+const char* tune_proto_name(int proto) { return weft_proto_name(proto); }
 
 const char* tune_func_name(int func) {
   return (func >= 0 && func < WEFT_NUM_COLL_FUNCS) ? func_names[func] : "Unknown";

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include "nccl.h"
 #include "nccl_common.h"
-#include "plan/algo.h" /* WEFT_NUM_ALGORITHMS, WEFT_ALGO_ONESHOT_ID, WEFT_ALGO_TWOSHOT_ID */
+#include "algo/algo.h" /* WEFT_NUM_ALGORITHMS, WEFT_ALGO_ONESHOT_ID, WEFT_ALGO_TWOSHOT_ID */
 
 /* Per collective (ncclFuncBroadcast … ncclFuncAllReduce, indexes 0..4), a bit mask of allowed
  * algorithms (bit NCCL_ALGO_x) and protocols (bit NCCL_PROTO_x). */

@@ -77,10 +77,36 @@ ncclResult_t tune_choose(const weft_tune_model* m, const weft_algo_proto_mask* m
                          const weft_exec_caps* caps, ncclFunc_t func, size_t nbytes,
                          weft_choice* out, double* predicted_us);
 
+/* ---- the choice for one operation (tune_op.c) ---- */
+/* What plan/ knows when it asks: the communicator's shape and the NCCL_ALGO/NCCL_PROTO masks. */
+typedef struct {
+  int rank, nranks;
+  int device;        /* device executor (the measured rule stands in for the model) */
+  int max_channels;  /* the communicator's agreed channel count */
+  int all_p2p;       /* device: every peer is reached peer to peer */
+  int launch_blocks; /* device: blocks one launch can hold (0: host) */
+  int quiet;         /* no INFO line (queries) */
+  const weft_algo_proto_mask* mask;
+} weft_tune_ask;
+
+typedef struct {
+  int algo, proto;
+  int nchannels;       /* 0: nothing to move (an empty operation) */
+  double predicted_us; /* the model's time (0 where the rule decided alone) */
+} weft_op_choice;
+
+/* Algorithm, protocol and channels for func (a collective, Send or Recv) of nbytes (collectives:
+ * as tune_decide counts them; p2p: the bytes of the transfer). t may be NULL (no model). */
+ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbytes,
+                     weft_op_choice* out);
+/* The device rule alone (tune_decide_from's default on device communicators). */
+ncclResult_t tune_device_rule(const weft_tune_ask* a, int func, size_t nbytes,
+                              weft_default_choice* r);
+
 /* Communicator hooks (tune_comm.c): after the data path is up, gather and agree on the facts
  * (host: cores, shared memory; device: NVLink, compute capability), open the tuner, derive the
  * model; at free, close the tuner. */
-ncclResult_t tune_comm_init(struct ncclComm* comm);
+ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels);
 void tune_comm_fini(struct ncclComm* comm);
 
 #endif

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
-#include "plan/plan.h"
 #include "plugin/net.h"
 #include "transport/transport.h"
 #include "tune/tune.h"
@@ -130,17 +129,17 @@ static int net_is_socket(const struct ncclComm* comm) {
 }
 
 /* This rank's facts before agreement. */
-static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
+static void local_facts(struct ncclComm* comm, int nchannels, weft_tune_facts* f) {
   int local = 1;
   if (comm->mode == WEFT_MODE_DEVICE) {
     tune_facts_device(f, comm->nranks, 1, transport_all_nvlink(comm), compcap_idx(comm),
-                      comm->plan->nchannels);
+                      nchannels);
     count_nodes(comm, f, &local);
     f->net_socket = net_is_socket(comm);
     return;
   }
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  tune_facts_host(f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), comm->plan->nchannels,
+  tune_facts_host(f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), nchannels,
                   1, 1.0);
   count_nodes(comm, f, &local);
   f->cores_per_rank = ncpu > local ? (int)(ncpu / local) : 1;
@@ -148,8 +147,7 @@ static void local_facts(struct ncclComm* comm, weft_tune_facts* f) {
   f->net_socket = net_is_socket(comm);
 }
 
-ncclResult_t tune_comm_init(struct ncclComm* comm) {
-  if (comm->plan == NULL) return ncclSuccess;
+ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels) {
   ncclResult_t res = ncclSuccess;
   weft_tune* t = calloc(1, sizeof *t);
   tune_proposal* all = calloc((size_t)comm->nranks, sizeof *all);
@@ -159,7 +157,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
     goto fail;
   }
   weft_tune_facts f;
-  local_facts(comm, &f);
+  local_facts(comm, nchannels, &f);
 
   ncclTunerConstants_v5_t k;
   tune_constants_default(&f, &k);
@@ -185,7 +183,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
     /* The oldest GPU of the communicator sets the row (and with it the link bandwidth). */
     int nnodes = f.nnodes, pmin = f.ppn_min, pmax = f.ppn_max, sock = f.net_socket;
     tune_facts_device(&f, comm->nranks, nnodes, f.intra_link == TUNE_LINK_NVLINK,
-                      f.compcap_idx, comm->plan->nchannels);
+                      f.compcap_idx, nchannels);
     f.ppn_min = pmin;
     f.ppn_max = pmax;
     f.net_socket = sock;
@@ -208,7 +206,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm) {
   t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
                                  (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) |
                                  (f.host ? log_algos : 0u),
-                             protos, comm->plan->nchannels};
+                             protos, nchannels};
   t->rank = comm->rank;
   if (f.host)
     INFO(NCCL_INIT | NCCL_TUNING,

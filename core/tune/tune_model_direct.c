@@ -1,4 +1,4 @@
-/* The cost model's rows for weft's direct algorithms, OneShot and TwoShot (plan/algo_direct.h),
+/* The cost model's rows for weft's direct algorithms, OneShot and TwoShot (algo/algo_direct.h),
  * for both parameter sets. They have no row in NCCL's constants, so they borrow the Ring row of
  * the same link and protocol (a tuner that rewrote it moves them too):
  *

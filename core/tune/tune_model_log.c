@@ -1,4 +1,4 @@
-/* The cost model's host rows for weft's logarithmic algorithms (plan/algo_log.h): RecDoubling
+/* The cost model's host rows for weft's logarithmic algorithms (algo/algo_log.h): RecDoubling
  * and Rabenseifner AllReduce, the log-step AllGather (Bruck) and ReduceScatter (RecHalving) in
  * NCCL's PAT row, Binomial Broadcast and Reduce. An alpha-beta model per step:
  *

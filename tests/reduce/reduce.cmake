@@ -1,6 +1,5 @@
-# Host reductions (core/host/reduce*.c, dtype*.c, redop.c), linked statically into each test.
+# Host reductions (core/host/reduce*.c, dtype_convert.c, redop.c; the datatype table is in weft_util), linked statically into each test.
 set(WEFT_REDUCE_SOURCES
-  ${PROJECT_SOURCE_DIR}/core/host/dtype.c
   ${PROJECT_SOURCE_DIR}/core/host/dtype_convert.c
   ${PROJECT_SOURCE_DIR}/core/host/redop.c
   ${PROJECT_SOURCE_DIR}/core/host/reduce.c

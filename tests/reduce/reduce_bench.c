@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "host/reduce.h"
+#include "util/names.h"
 
 static double now_s(void) {
   struct timespec t;

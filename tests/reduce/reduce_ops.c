@@ -12,6 +12,7 @@
 #include "host/reduce_kernels.h"
 #include "reduce_ref.h"
 #include "testutil.h"
+#include "util/names.h"
 
 enum { OP_SUM, OP_PROD, OP_MAX, OP_MIN, OP_N };
 static const char* op_names[] = {"sum", "prod", "max", "min"};

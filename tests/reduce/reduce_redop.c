@@ -9,6 +9,7 @@
 #include "host/reduce.h"
 #include "reduce_ref.h"
 #include "testutil.h"
+#include "util/names.h"
 
 static uint64_t rng;
 

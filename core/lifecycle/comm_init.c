@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "comm/comm_hang.h"
+#include "plan/plan.h"
+#include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -120,14 +123,14 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
   WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
-  WEFT_CHECK_GOTO(tune_comm_init(comm), res, fail);
+  if (comm->plan) WEFT_CHECK_GOTO(tune_comm_init(comm, comm->plan->nchannels), res, fail);
   prof_open_for_comm(&comm->prof, comm->comm_hash, comm->name, count_nodes(comm), comm->nranks,
                      comm->rank);
   INFO(NCCL_INIT, "comm %p%s%s rank %d nranks %d cudaDev %d mode %s hash 0x%llx - Init COMPLETE",
        (void*)comm, comm->name[0] ? " " : "", comm->name, comm->rank, comm->nranks,
        comm->cuda_dev, comm->mode == WEFT_MODE_DEVICE ? "device" : "host",
        (unsigned long long)comm->comm_hash);
-  comm_hang_ready(comm); /* all ranks mapped the board (the allgather); the watchdog may look */
+  comm_hang_ready(comm, comm->plan && comm->plan->check_colls); /* all ranks mapped the board (the allgather); the watchdog may look */
   __atomic_store_n(&comm->state, WEFT_COMM_READY, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->async_error, ncclSuccess, __ATOMIC_RELEASE);
   return ncclSuccess;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "plugin/net.h"
 #include "util/check.h"
 

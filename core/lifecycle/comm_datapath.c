@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
 #endif
@@ -17,6 +18,7 @@
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/param.h"
+#include "util/names.h"
 
 /* Host channels by default: enough to keep each rank's cores busy copying, at most 2 (more
  * worker threads than cores only adds switching; tests run 8 ranks on 2 cores). */
@@ -65,6 +67,17 @@ static int propose_channels(const struct ncclComm* comm) {
   return nch < 1 ? 1 : nch;
 }
 
+/* transport/'s net_start hook: the proxy starts with the first net connection. A connection
+ * failure it sees where no operation will (device mode) fails the communicator. Connections are
+ * made from one thread at a time (transport_connect's rule), so the proxy is created once. */
+static ncclResult_t datapath_net_start(struct ncclComm* comm, weft_conn* conn, void* net_comm,
+                                       void* mhandle, int flush) {
+  if (comm->proxy == NULL)
+    WEFT_CHECK(proxy_create(comm, comm->net, (int)transport_capacity(comm), comm_datapath_broken,
+                            &comm->proxy));
+  return proxy_add_conn(comm->proxy, conn, net_comm, mhandle, flush);
+}
+
 ncclResult_t comm_datapath_init(struct ncclComm* comm) {
 #ifndef WEFT_HAVE_CUDA
   if (comm->mode != WEFT_MODE_HOST) return ncclSuccess; /* built without kernels: enqueue says so */
@@ -85,7 +98,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, out);
   /* The smallest proposal wins: every rank must cut data into the same steps. */
   weft_transport_params tp = {mine->nchannels, (size_t)mine->buffsize, (size_t)mine->ll_buffsize,
-                              mine->shm_disable};
+                              mine->shm_disable, datapath_net_start};
   for (int r = 0; r < comm->nranks; r++) {
     if (all[r].nchannels < tp.nchannels) tp.nchannels = all[r].nchannels;
     if (all[r].buffsize < tp.buffsize) tp.buffsize = (size_t)all[r].buffsize;
@@ -132,7 +145,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
   }
 #endif
   size_t ll_payload = conn_payload_max(tp.ll_buffsize / WEFT_NSTEPS, 1);
-  WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, &comm->host), res, out);
+  WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, plan_work_done, &comm->host), res, out);
   INFO(NCCL_INIT, "rank %d: host data path: %d channel(s), Simple %zu B / LL %zu B per "
        "connection, shm %s, net %s",
        comm->rank, tp.nchannels, tp.buffsize, tp.ll_buffsize, tp.shm_disable ? "off" : "on",
@@ -190,7 +203,7 @@ void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, con
   if (__atomic_compare_exchange_n(&comm->async_error, &ok, (int)res, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_RELAXED))
     WARN("rank %d: %s (rank %d) failed: %s; the communicator has failed", comm->rank, what, peer,
-         ncclGetErrorString(res));
+         weft_result_str(res));
   __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
 #ifdef WEFT_HAVE_CUDA
   device_exec_stop(comm->device); /* kernels waiting on the connection give up */

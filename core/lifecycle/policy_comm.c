@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "policy/policy.h"
 #include "util/check.h"
 #include "util/param.h"

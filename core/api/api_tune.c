@@ -1,5 +1,5 @@
 /* weftCommTuneQuery, a weft extension: what a communicator would run for one collective call,
- * asked exactly as the plan asks (same bytes, masks, model and tuner), without running or
+ * asked exactly as the plan asks (tune_op: same bytes, masks, rule, model and tuner), without running or
  * logging it. weft-perf --explain prints it next to the measured time.
  *
  *   ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
@@ -10,10 +10,11 @@
  * (AllGather: sendcount, ReduceScatter: recvcount). Outputs may be NULL when not wanted and are
  * written only on success. ncclInvalidUsage on a communicator without a data path. */
 #include "api/api.h"
-#include "host/reduce.h"
+#include "comm/comm.h"
 #include "plan/plan.h"
 #include "tune/tune.h"
 #include "util/check.h"
+#include "util/names.h"
 
 WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
                                         ncclDataType_t datatype, int* algorithm, int* protocol,
@@ -36,13 +37,10 @@ WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
   }
   size_t nbytes = count * dtype_size(datatype);
   if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) nbytes *= (size_t)comm->nranks;
-  /* Device communicators: the measured rule stands in for the model, as in the plan. */
-  weft_default_choice rule;
-  int device = comm->mode == WEFT_MODE_DEVICE;
-  if (device) WEFT_CHECK(plan_device_rule(comm, coll, nbytes, &rule));
-  weft_decision d;
-  WEFT_CHECK(tune_decide_from(comm->tune, &comm->plan->mask, (ncclFunc_t)coll, nbytes, 1, 0, 1,
-                              device ? &rule : NULL, &d));
+  weft_tune_ask ask = comm->plan->ask;
+  ask.quiet = 1;
+  weft_op_choice d;
+  WEFT_CHECK(tune_op(comm->tune, &ask, coll, nbytes, &d));
   if (algorithm) *algorithm = d.algo;
   if (protocol) *protocol = d.proto;
   if (nChannels) *nChannels = d.nchannels;

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "topo/cuda_probe.h"
 #include "util/check.h"
 #include "util/param.h"

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
+#include "lifecycle/lifecycle.h"
 #include "util/check.h"
+#include "util/names.h"
 
 ncclResult_t comm_finalize(struct ncclComm* comm) {
   comm_join_init(comm);
@@ -14,7 +16,7 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
   }
   if (state != WEFT_COMM_READY) {
     WARN("ncclCommFinalize: comm %p (rank %d) is not initialized (%s)", (void*)comm, comm->rank,
-         ncclGetErrorString((ncclResult_t)comm->async_error));
+         weft_result_str((ncclResult_t)comm->async_error));
     return ncclInvalidUsage;
   }
   /* Host operations are complete when their call returns; what may still be in flight are net
@@ -22,7 +24,7 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
   ncclResult_t res = comm_datapath_quiesce(comm);
   if (res != ncclSuccess) {
     WARN("ncclCommFinalize: comm %p (rank %d): data still in flight could not be delivered (%s)",
-         (void*)comm, comm->rank, ncclGetErrorString(res));
+         (void*)comm, comm->rank, weft_result_str(res));
     return res;
   }
   __atomic_store_n(&comm->state, WEFT_COMM_FINALIZED, __ATOMIC_RELEASE);

@@ -345,8 +345,8 @@ WEFT_HD int algo_p2p(const weft_algo* w, uint64_t pc, weft_prim* p) {
   return 1;
 }
 
-#include "plan/algo_direct.h"
-#include "plan/algo_log.h"
+#include "algo/algo_direct.h"
+#include "algo/algo_log.h"
 
 /* Step pc of stream s: fills *p and returns 1, or 0 when pc is past the end. */
 WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p) {

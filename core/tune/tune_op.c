@@ -1,0 +1,129 @@
+/* The whole choice for one operation, asked by plan/ (and weftCommTuneQuery): algorithm,
+ * protocol and channels for a collective or a point-to-point transfer. The one owner of every
+ * such rule:
+ *
+ *  - host communicators: the cost model and the tuner plugin (tune_decide);
+ *  - device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in
+ *    for the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
+ *    512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
+ *    where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a
+ *    channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. A
+ *    tuner plugin sees the model's table and overrides the rule by editing it or by setting a
+ *    channel count (tune_decide_from);
+ *  - direct and logarithmic algorithms connect every pair on each channel they use: at most
+ *    WEFT_DIRECT_MAX_CHANNELS (applied to a tuner's count too);
+ *  - point-to-point: LL up to 16 KiB (when NCCL_PROTO allows LL for AllReduce), a channel per
+ *    512 KiB; on devices every peer's channel is a block of its own in one launch, so an
+ *    all-to-all of every peer must fit one launch (a function of nranks alone, so both ends of
+ *    a transfer cut it alike). */
+#include "tune/tune.h"
+
+#include "util/check.h"
+#include "util/log.h"
+#include "util/names.h"
+
+/* The rule's thresholds, as data. */
+static const struct {
+  size_t ll_max, ll128_max, oneshot_max;
+  size_t per_channel[NCCL_NUM_PROTOCOLS]; /* LL, LL128, Simple */
+} device_rule = {65536, 512u * 1024u, 65536, {8192, 32768, 65536}};
+
+static const struct {
+  size_t ll_max, bytes_per_channel;
+} p2p_rule = {16384, 512u * 1024u};
+
+static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static int clamp_channels(size_t n, int max) {
+  return n < 1 ? 1 : (n > (size_t)max ? max : (int)n);
+}
+
+/* The algorithm of the device rule: OneShot for small AllReduce where it may run, else the
+ * ring; what NCCL_ALGO leaves when it excludes the ring (OneShot, TwoShot, then Tree). */
+static int device_rule_algo(const weft_tune_ask* a, int func, size_t nbytes, unsigned algos) {
+  const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
+  unsigned usable = algos & tune_func_algos((ncclFunc_t)func);
+  if (a->nranks > WEFT_DIRECT_MAX_RANKS) usable &= ~(one | two);
+  if (func == ncclFuncAllReduce && (usable & one) && a->nranks > 1 &&
+      nbytes <= device_rule.oneshot_max && a->all_p2p)
+    return WEFT_ALGO_ONESHOT_ID;
+  if (usable & (1u << NCCL_ALGO_RING)) return NCCL_ALGO_RING;
+  if (usable & one) return WEFT_ALGO_ONESHOT_ID;
+  if (usable & two) return WEFT_ALGO_TWOSHOT_ID;
+  return NCCL_ALGO_TREE;
+}
+
+ncclResult_t tune_device_rule(const weft_tune_ask* a, int func, size_t nbytes,
+                              weft_default_choice* r) {
+  unsigned algos = a->mask->algo[func], protos = a->mask->proto[func];
+  r->algo = device_rule_algo(a, func, nbytes, algos);
+  if (!(algos & (1u << r->algo))) {
+    WARN("rank %d: NCCL_ALGO leaves no algorithm the device executor has for %s", a->rank,
+         weft_func_name(func));
+    return ncclInvalidUsage;
+  }
+  int has_ll = (protos & (1u << NCCL_PROTO_LL)) != 0;
+  int has_ll128 = (protos & (1u << NCCL_PROTO_LL128)) != 0; /* P2P everywhere (datapath) */
+  int has_simple = (protos & (1u << NCCL_PROTO_SIMPLE)) != 0;
+  if (has_ll && (nbytes <= device_rule.ll_max || !(has_ll128 || has_simple)))
+    r->proto = NCCL_PROTO_LL;
+  else if (has_ll128 && (nbytes <= device_rule.ll128_max || !has_simple))
+    r->proto = NCCL_PROTO_LL128;
+  else
+    r->proto = NCCL_PROTO_SIMPLE;
+  for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++)
+    r->nchannels[q] = clamp_channels(divup(nbytes, device_rule.per_channel[q]), a->max_channels);
+  return ncclSuccess;
+}
+
+static int direct_channels(int algo, int nch) {
+  int direct = algo == WEFT_ALGO_ONESHOT_ID || algo == WEFT_ALGO_TWOSHOT_ID || algo_is_log(algo);
+  return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
+}
+
+static void p2p_choice(const weft_tune_ask* a, size_t bytes, weft_op_choice* out) {
+  out->algo = NCCL_ALGO_RING;
+  int ll_ok = (a->mask->proto[ncclFuncAllReduce] & (1u << NCCL_PROTO_LL)) != 0;
+  out->proto = bytes <= p2p_rule.ll_max && ll_ok ? NCCL_PROTO_LL : NCCL_PROTO_SIMPLE;
+  int maxch = a->max_channels;
+  if (a->launch_blocks > 0 && a->nranks > 1) {
+    int fit = a->launch_blocks / (2 * (a->nranks - 1));
+    if (fit < 1) fit = 1;
+    if (maxch > fit) maxch = fit;
+  }
+  out->nchannels = bytes == 0 ? 0 : clamp_channels(divup(bytes, p2p_rule.bytes_per_channel), maxch);
+}
+
+ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbytes,
+                     weft_op_choice* out) {
+  *out = (weft_op_choice){.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_SIMPLE};
+  if (func == ncclFuncSend || func == ncclFuncRecv) {
+    p2p_choice(a, nbytes, out);
+    return ncclSuccess;
+  }
+  if (func < ncclFuncBroadcast || func > ncclFuncAllReduce) return ncclSuccess;
+  weft_decision d; /* tune_decide logs it at NCCL_DEBUG_SUBSYS=TUNING */
+  if (a->device) {
+    weft_default_choice r;
+    WEFT_CHECK(tune_device_rule(a, func, nbytes, &r));
+    if (t == NULL) {
+      out->algo = r.algo;
+      out->proto = r.proto;
+      out->nchannels = direct_channels(r.algo, r.nchannels[r.proto]);
+      if (!a->quiet)
+        INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s/%s on %d channel(s)", a->rank,
+             weft_func_name(func), nbytes, tune_algo_name(out->algo), tune_proto_name(out->proto),
+             out->nchannels);
+      return ncclSuccess;
+    }
+    WEFT_CHECK(tune_decide_from(t, a->mask, (ncclFunc_t)func, nbytes, 1, 0, a->quiet, &r, &d));
+  } else {
+    WEFT_CHECK(tune_decide(t, a->mask, (ncclFunc_t)func, nbytes, 1, 0, a->quiet, &d));
+  }
+  out->algo = d.algo;
+  out->proto = d.proto;
+  out->nchannels = direct_channels(d.algo, clamp_channels((size_t)(d.nchannels < 1 ? 1 : d.nchannels),
+                                                          a->max_channels));
+  out->predicted_us = d.predicted_us;
+  return ncclSuccess;
+}
