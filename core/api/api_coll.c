@@ -169,7 +169,7 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
   WEFT_CHECK(check_size(fn, count, datatype, (size_t)comm->nranks));
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(res);
   res = add_marker(comm, ncclFuncAlltoAll, count, datatype, -1, stream);
   for (int p = 0; p < comm->nranks && res == ncclSuccess; p++) {
     res = add_p2p(comm, ncclFuncSend, (const char*)sendbuff + (size_t)p * bytes, NULL, count,
@@ -195,7 +195,7 @@ ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
   WEFT_CHECK(check_size(fn, count, datatype, (size_t)comm->nranks));
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(res);
   res = add_marker(comm, ncclFuncGather, count, datatype, root, stream);
   if (res == ncclSuccess)
     res = add_p2p(comm, ncclFuncSend, sendbuff, NULL, count, datatype, root, stream);
@@ -220,7 +220,7 @@ ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
   WEFT_CHECK(check_size(fn, count, datatype, (size_t)comm->nranks));
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(res);
   res = add_marker(comm, ncclFuncScatter, count, datatype, root, stream);
   if (comm->rank == root)
     for (int p = 0; p < comm->nranks && res == ncclSuccess; p++)

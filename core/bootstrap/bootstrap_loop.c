@@ -14,6 +14,7 @@
 #include "bootstrap/bootstrap_internal.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/check.h"
 
 #define CONNECT_RETRY_MS 20
 
@@ -238,7 +239,7 @@ static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const
         x->retry_at = now + CONNECT_RETRY_MS;
         return ncclSuccess;
       }
-      if (r != ncclSuccess) return r;
+      WEFT_CHECK(r);
       x->state = 1;
     }
     int done = 0;

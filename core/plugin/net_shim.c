@@ -8,6 +8,7 @@
 
 #include "plugin/net_shim_impl.h"
 #include "util/log.h"
+#include "util/check.h"
 
 static const char* const symbols[] = {
     "ncclNetPlugin_v6", "ncclNetPlugin_v7",  "ncclNetPlugin_v8",
@@ -139,7 +140,7 @@ ncclResult_t net_shim_adapt(const void* raw, int version, weft_net_view* out, ch
                             size_t whylen) {
   weft_net_view v;
   ncclResult_t res = net_shim_bind(raw, version, &v, why, whylen);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(res);
   res = net_shim_complete(&v, why, whylen);
   if (res != ncclSuccess) {
     net_shim_release(&v);
@@ -153,8 +154,7 @@ ncclResult_t net_shim_old_bind(net_shim_slot* s, const void* raw, int version, c
                                int has_init, net_shim_init_fn init, net_shim_finalize_fn fini,
                                weft_net_view* out, char* why, size_t whylen) {
   if (!has_init) return net_shim_missing("init", why, whylen);
-  ncclResult_t res = net_shim_slot_bind(s, raw, version, why, whylen);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_slot_bind(s, raw, version, why, whylen));
   *out = (weft_net_view){.version = version,
                          .raw = raw,
                          .api = {.name = name, .init = init, .finalize = fini}};

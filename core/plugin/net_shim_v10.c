@@ -6,6 +6,7 @@
 
 #include "plugin/net_shim_impl.h"
 #include "util/log.h"
+#include "util/check.h"
 
 static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
 #define RAW ((const ncclNet_v10_t*)slot.raw)
@@ -25,8 +26,7 @@ static ncclResult_t v10_finalize(void* ctx) { return net_shim_old_finalize(&slot
 
 static ncclResult_t v10_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v10_t p;
-  ncclResult_t res = RAW->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(RAW->getProperties(dev, &p));
   net_shim_props_defaults(props, dev);
   props->name = p.name;
   props->pciPath = p.pciPath;

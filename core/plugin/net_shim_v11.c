@@ -12,6 +12,7 @@
 
 #include "plugin/net_shim_impl.h"
 #include "util/log.h"
+#include "util/check.h"
 
 #define V11_SLOTS 6
 
@@ -25,8 +26,7 @@ static ncclResult_t props_from_v11(const ncclNet_v11_t* raw, int dev,
                                    ncclNetProperties_v12_t* props) {
   if (props == NULL) return ncclInvalidArgument;
   ncclNetProperties_v11_t p;
-  ncclResult_t res = raw->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(raw->getProperties(dev, &p));
   net_shim_props_defaults(props, dev);
   props->name = p.name;
   props->pciPath = p.pciPath;

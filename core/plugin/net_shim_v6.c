@@ -3,6 +3,7 @@
  * at maxRecvs. Entries with the current signature (devices, deregMr, iflush, test, close*,
  * regMrDmaBuf) are passed through; the rest forward to the struct in this file's slot. */
 #include "plugin/net_shim_impl.h"
+#include "util/check.h"
 
 static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
 #define RAW ((const ncclNet_v6_t*)slot.raw)
@@ -23,8 +24,7 @@ static ncclResult_t v6_finalize(void* ctx) { return net_shim_old_finalize(&slot,
 
 static ncclResult_t v6_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v6_t p;
-  ncclResult_t res = RAW->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(RAW->getProperties(dev, &p));
   net_shim_props_defaults(props, dev);
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -58,8 +58,7 @@ static ncclResult_t v6_accept(void* listen_comm, void** recv_comm,
 
 static ncclResult_t v6_regMr(void* comm, void* data, size_t size, int type, void** mhandle) {
   int n;
-  ncclResult_t res = net_shim_int_size(6, "regMr", size, &n);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_size(6, "regMr", size, &n));
   return RAW->regMr(comm, data, n, type, mhandle);
 }
 
@@ -67,8 +66,7 @@ static ncclResult_t v6_isend(void* send_comm, void* data, size_t size, int tag, 
                              void* phandle, void** request) {
   (void)phandle;
   int n;
-  ncclResult_t res = net_shim_int_size(6, "isend", size, &n);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_size(6, "isend", size, &n));
   return RAW->isend(send_comm, data, n, tag, mhandle, request);
 }
 
@@ -76,8 +74,7 @@ static ncclResult_t v6_irecv(void* recv_comm, int n, void** data, size_t* sizes,
                              void** mhandles, void** phandles, void** request) {
   (void)phandles;
   int isizes[NET_SHIM_MAX_RECVS];
-  ncclResult_t res = net_shim_int_sizes(6, n, sizes, isizes);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_sizes(6, n, sizes, isizes));
   net_shim_clear_recv_hint(request);
   return RAW->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
 }

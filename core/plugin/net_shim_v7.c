@@ -2,6 +2,7 @@
  * per-comm context, has int sizes in regMr/isend/irecv, and properties without regIsGlobal,
  * forceFlush, vProps and the byte limits. Entries with the current signature pass through. */
 #include "plugin/net_shim_impl.h"
+#include "util/check.h"
 
 static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
 #define RAW ((const ncclNet_v7_t*)slot.raw)
@@ -22,8 +23,7 @@ static ncclResult_t v7_finalize(void* ctx) { return net_shim_old_finalize(&slot,
 
 static ncclResult_t v7_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v7_t p;
-  ncclResult_t res = RAW->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(RAW->getProperties(dev, &p));
   net_shim_props_defaults(props, dev);
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -52,8 +52,7 @@ static ncclResult_t v7_connect(void* ctx, int dev, void* handle, void** send_com
 
 static ncclResult_t v7_regMr(void* comm, void* data, size_t size, int type, void** mhandle) {
   int n;
-  ncclResult_t res = net_shim_int_size(7, "regMr", size, &n);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_size(7, "regMr", size, &n));
   return RAW->regMr(comm, data, n, type, mhandle);
 }
 
@@ -61,8 +60,7 @@ static ncclResult_t v7_isend(void* send_comm, void* data, size_t size, int tag, 
                              void* phandle, void** request) {
   (void)phandle;
   int n;
-  ncclResult_t res = net_shim_int_size(7, "isend", size, &n);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_size(7, "isend", size, &n));
   return RAW->isend(send_comm, data, n, tag, mhandle, request);
 }
 
@@ -70,8 +68,7 @@ static ncclResult_t v7_irecv(void* recv_comm, int n, void** data, size_t* sizes,
                              void** mhandles, void** phandles, void** request) {
   (void)phandles;
   int isizes[NET_SHIM_MAX_RECVS];
-  ncclResult_t res = net_shim_int_sizes(7, n, sizes, isizes);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_sizes(7, n, sizes, isizes));
   net_shim_clear_recv_hint(request);
   return RAW->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
 }

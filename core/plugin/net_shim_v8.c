@@ -3,6 +3,7 @@
  * without forceFlush, vProps and the byte limits. Entries with the current signature pass
  * through. */
 #include "plugin/net_shim_impl.h"
+#include "util/check.h"
 
 static net_shim_slot slot = NET_SHIM_SLOT_INITIALIZER;
 #define RAW ((const ncclNet_v8_t*)slot.raw)
@@ -23,8 +24,7 @@ static ncclResult_t v8_finalize(void* ctx) { return net_shim_old_finalize(&slot,
 
 static ncclResult_t v8_getProperties(int dev, ncclNetProperties_v12_t* props) {
   ncclNetProperties_v8_t p;
-  ncclResult_t res = RAW->getProperties(dev, &p);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(RAW->getProperties(dev, &p));
   net_shim_props_defaults(props, dev);
   props->name = p.name;
   props->pciPath = p.pciPath;
@@ -56,8 +56,7 @@ static ncclResult_t v8_isend(void* send_comm, void* data, size_t size, int tag, 
                              void* phandle, void** request) {
   (void)phandle;
   int n;
-  ncclResult_t res = net_shim_int_size(8, "isend", size, &n);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_size(8, "isend", size, &n));
   return RAW->isend(send_comm, data, n, tag, mhandle, request);
 }
 
@@ -65,8 +64,7 @@ static ncclResult_t v8_irecv(void* recv_comm, int n, void** data, size_t* sizes,
                              void** mhandles, void** phandles, void** request) {
   (void)phandles;
   int isizes[NET_SHIM_MAX_RECVS];
-  ncclResult_t res = net_shim_int_sizes(8, n, sizes, isizes);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(net_shim_int_sizes(8, n, sizes, isizes));
   net_shim_clear_recv_hint(request);
   return RAW->irecv(recv_comm, n, data, isizes, tags, mhandles, request);
 }

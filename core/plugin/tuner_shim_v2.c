@@ -9,6 +9,7 @@
 
 #include "plugin/tuner.h"
 #include "util/log.h"
+#include "util/check.h"
 
 static const ncclTuner_v2_t* v2;
 
@@ -28,8 +29,7 @@ static ncclResult_t get_v2(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe_o
   int nvls = nalgo > NCCL_ALGO_NVLS && nproto > NCCL_PROTO_SIMPLE &&
              cost[NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE] != NCCL_ALGO_PROTO_IGNORE;
   int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
-  ncclResult_t res = v2->getCollInfo(ctx, coll, nbytes, collnet, nvls, pipe_ops, &algo, &proto, nch);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(v2->getCollInfo(ctx, coll, nbytes, collnet, nvls, pipe_ops, &algo, &proto, nch));
   if (algo == NCCL_ALGO_UNDEF || proto == NCCL_PROTO_UNDEF) return ncclSuccess;
   if (algo < 0 || algo >= nalgo || proto < 0 || proto >= nproto) {
     WARN_ONCE("TUNER/Plugin: %s (v2) chose algorithm %d, protocol %d: not an NCCL_ALGO_*/"

@@ -1,7 +1,6 @@
 # core/policy. The engine (engine/*.c: read, validate, match and apply a policy file) is a
 # static library of its own, so tools/weft-policy and the tests link it without the rest of the
-# core; policy_comm.c (the init hooks) is in weft_core through the folder glob. Included from
-# core/CMakeLists.txt right after add_library(weft_core …).
+# core; the init hooks (policy_comm.c) are lifecycle/'s. Included from core/CMakeLists.txt.
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(WEFT_YAML QUIET IMPORTED_TARGET yaml-0.1)
@@ -25,4 +24,3 @@ file(GLOB WEFT_POLICY_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/engine
 add_library(weft_policy STATIC ${WEFT_POLICY_SOURCES})
 set_target_properties(weft_policy PROPERTIES C_VISIBILITY_PRESET hidden)
 target_link_libraries(weft_policy PUBLIC weft_util ${WEFT_YAML_TARGET})
-target_link_libraries(weft_core PUBLIC weft_policy)

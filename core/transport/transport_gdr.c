@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "plugin/net.h"
 #include "transport/transport.h"
 #include "topo/cuda_entry.h"
 #include "topo/pci_path.h"

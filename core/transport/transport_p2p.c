@@ -177,7 +177,7 @@ ncclResult_t transport_p2p_rank_info(const struct ncclComm* ccomm, weft_p2p_rank
   WEFT_CHECK(devmem_enter(comm, &saved));
   ncclResult_t res = gather_peers(comm, &info);
   devmem_leave(comm, saved);
-  if (res != ncclSuccess) return res;
+  WEFT_CHECK(res);
   INFO(NCCL_INIT | NCCL_P2P, "rank %d: GPU %d at %04llx:%02llx:%02llx reaches %d peer GPU(s)%s%s",
        comm->rank, comm->cuda_dev, (unsigned long long)(info.bus >> 16),
        (unsigned long long)((info.bus >> 8) & 0xff), (unsigned long long)(info.bus & 0xff),

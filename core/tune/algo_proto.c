@@ -20,6 +20,7 @@
 
 #include "util/log.h"
 #include "util/names.h"
+#include "util/check.h"
 
 /* NCCL's seven, then weft's own (algo/algo.h numbers them after NCCL's). */
 static const char* const algo_names[WEFT_NUM_ALGORITHMS] = {
@@ -141,8 +142,7 @@ static ncclResult_t parse_spec(const char* var, const char* spec, const char* co
       }
       first = 0;
       unsigned bits;
-      ncclResult_t r = parse_elems(var, spec, list, names, n, &bits);
-      if (r != ncclSuccess) return r;
+      WEFT_CHECK(parse_elems(var, spec, list, names, n, &bits));
       if (func < 0) {
         for (int f = 0; f < WEFT_NUM_COLL_FUNCS; f++) res[f] = bits;
       } else {
@@ -158,9 +158,8 @@ ncclResult_t tune_parse_masks(const char* algo_spec, const char* proto_spec,
                               weft_algo_proto_mask* out) {
   weft_algo_proto_mask m;
   ncclResult_t r = parse_spec("NCCL_ALGO", algo_spec, algo_names, WEFT_NUM_ALGORITHMS, m.algo);
-  if (r != ncclSuccess) return r;
-  r = parse_spec("NCCL_PROTO", proto_spec, proto_names, NCCL_NUM_PROTOCOLS, m.proto);
-  if (r != ncclSuccess) return r;
+  WEFT_CHECK(r);
+  WEFT_CHECK(parse_spec("NCCL_PROTO", proto_spec, proto_names, NCCL_NUM_PROTOCOLS, m.proto));
   *out = m;
   return ncclSuccess;
 }

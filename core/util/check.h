@@ -1,5 +1,13 @@
 /* One checked path for every call that can fail. The callee logs (once, where it knows the
- * rank, peer and what it was doing); these macros only propagate. */
+ * rank, peer and what it was doing); these macros only propagate.
+ *
+ * The rule for ncclInProgress: it is not a failure, but it is not "done" either, so WEFT_CHECK
+ * propagates it like any result other than ncclSuccess: no caller carries on as if a
+ * non-blocking step had finished (nor past a plugin that answers ncclInProgress where NCCL's
+ * ABI has no such answer). The one call where ncclInProgress is an expected outcome to continue
+ * past — starting a non-blocking init, lifecycle's comm_init_start — is tested by hand at its
+ * callers (api_init.c, comm_split.c), which return it to the user as NCCL does. Every other
+ * result is checked with these macros; there is no second dialect. */
 #ifndef WEFT_UTIL_CHECK_H
 #define WEFT_UTIL_CHECK_H
 
@@ -11,13 +19,13 @@
 #define WEFT_CHECK(call)                                                               \
   do {                                                                                 \
     ncclResult_t res_ = (call);                                                        \
-    if (res_ != ncclSuccess && res_ != ncclInProgress) return res_;                    \
+    if (res_ != ncclSuccess) return res_;                                              \
   } while (0)
 
 #define WEFT_CHECK_GOTO(call, res, label)                                              \
   do {                                                                                 \
     (res) = (call);                                                                    \
-    if ((res) != ncclSuccess && (res) != ncclInProgress) goto label;                   \
+    if ((res) != ncclSuccess) goto label;                                              \
   } while (0)
 
 /* A syscall returning -1 on failure: WARN with errno text, return ncclSystemError. */

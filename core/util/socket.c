@@ -17,6 +17,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/param.h"
+#include "util/check.h"
 
 socklen_t socket_addr_len(const weft_sockaddr* a) {
   return a->sa.sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
@@ -352,8 +353,7 @@ static ncclResult_t transfer_all(int fd, int send_dir, void* buf, size_t len, in
   size_t done = 0;
   while (done < len) {
     size_t before = done;
-    ncclResult_t r = socket_progress(fd, send_dir, buf, len, &done);
-    if (r != ncclSuccess) return r;
+    WEFT_CHECK(socket_progress(fd, send_dir, buf, len, &done));
     if (done == len) break;
     if (done == before) {
       struct pollfd p = {.fd = fd, .events = send_dir ? POLLOUT : POLLIN};
