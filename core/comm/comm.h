@@ -57,7 +57,7 @@ struct ncclComm {
   char name[64];       /* config.commName copy, for logs */
   weft_bootstrap* bootstrap;
   weft_rank_info* peers; /* nranks entries */
-  weft_policy_outcome policy; /* the cluster this rank resolved (policy/policy_comm.c) */
+  weft_policy_outcome policy; /* the cluster this rank resolved (lifecycle/policy_comm.c) */
 
   volatile uint32_t abort_flag;
   volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
@@ -69,7 +69,7 @@ struct ncclComm {
   int init_thread_live;
   pthread_mutex_t lock;
 
-  /* Data path (comm_datapath.c sets these up at the end of init, tears them down in free). */
+  /* Data path (lifecycle/comm_datapath.c sets these up at the end of init, tears them down in free). */
   struct weft_net* net;             /* net plugin context; shared with split children */
   struct weft_transport* transport; /* connections (transport/) */
   struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */

@@ -33,14 +33,8 @@ ncclResult_t plan_work_setup(weft_work* w) {
   w->rank = comm->rank;
   w->src = op->sendbuff;
   w->dst = op->recvbuff;
-  int ll = op->proto == NCCL_PROTO_LL;
   size_t step = comm->nranks > 1 ? transport_step_bytes(comm, op->proto) : (size_t)1 << 19;
-  size_t payload =
-      op->proto == NCCL_PROTO_LL128 ? conn_payload_max_ll128(step) : conn_payload_max(step, ll);
-  /* Host mode: an op's first step on each connection leads with its signature (conn.h). */
-  if (comm->mode == WEFT_MODE_HOST)
-    payload = payload > WEFT_CONN_SIG_BYTES ? payload - WEFT_CONN_SIG_BYTES : 0;
-  w->chunk = payload / op->elem;
+  w->chunk = tune_chunk_bytes(op->proto, step, comm->mode == WEFT_MODE_HOST) / op->elem;
   if (w->chunk == 0) {
     WARN("rank %d: a %s step of %zu bytes cannot hold one %zu-byte element", comm->rank,
          tune_proto_name(op->proto), step, op->elem);

@@ -99,6 +99,9 @@ typedef struct {
  * as tune_decide counts them; p2p: the bytes of the transfer). t may be NULL (no model). */
 ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbytes,
                      weft_op_choice* out);
+/* Bytes of payload one step of proto carries in a FIFO slot of step_bytes (host_signature: the
+ * host executor's first step leads with the op's signature): the chunk of every algorithm. */
+size_t tune_chunk_bytes(int proto, size_t step_bytes, int host_signature);
 /* The device rule alone (tune_decide_from's default on device communicators). */
 ncclResult_t tune_device_rule(const weft_tune_ask* a, int func, size_t nbytes,
                               weft_default_choice* r);

@@ -15,9 +15,11 @@
  *  - point-to-point: LL up to 16 KiB (when NCCL_PROTO allows LL for AllReduce), a channel per
  *    512 KiB; on devices every peer's channel is a block of its own in one launch, so an
  *    all-to-all of every peer must fit one launch (a function of nranks alone, so both ends of
- *    a transfer cut it alike). */
+ *    a transfer cut it alike);
+ *  - chunking: a step carries as much as one FIFO slot of the protocol holds (tune_chunk_bytes). */
 #include "tune/tune.h"
 
+#include "transport/conn.h"
 #include "util/check.h"
 #include "util/log.h"
 #include "util/names.h"
@@ -126,4 +128,12 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
                                                           a->max_channels));
   out->predicted_us = d.predicted_us;
   return ncclSuccess;
+}
+
+size_t tune_chunk_bytes(int proto, size_t step_bytes, int host_signature) {
+  size_t payload = proto == NCCL_PROTO_LL128 ? conn_payload_max_ll128(step_bytes)
+                                             : conn_payload_max(step_bytes, proto == NCCL_PROTO_LL);
+  /* Host mode: an op's first step on each connection leads with its signature (conn.h). */
+  if (host_signature) payload = payload > WEFT_CONN_SIG_BYTES ? payload - WEFT_CONN_SIG_BYTES : 0;
+  return payload;
 }
