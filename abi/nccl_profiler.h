@@ -16,6 +16,7 @@
 #include "profiler/profiler_v5.h"
 #include "profiler/profiler_v6.h"
 #include "profiler/net_ib_v1.h"
+#include "profiler/net_ofi_v1.h"
 #include "profiler/net_socket_v1.h"
 
 /* The current view. */

@@ -23,8 +23,8 @@ uint64_t weft_net_random64(void) {
 }
 
 void* weft_net_ctx_new(size_t size, uint64_t magic, uint64_t comm_id,
-                       const ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
-                       const char* net) {
+                       const ncclNetCommConfig_v11_t* config, ncclProfilerCallback_t prof,
+                       ncclDebugLogger_t log, const char* net) {
   weft_net_ctx* c = size >= sizeof *c ? calloc(1, size) : NULL;
   if (c == NULL) {
     log(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__, "%s: out of memory allocating a context",
@@ -34,6 +34,7 @@ void* weft_net_ctx_new(size_t size, uint64_t magic, uint64_t comm_id,
   c->magic = magic;
   c->comm_id = comm_id;
   c->traffic_class = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
+  c->prof = prof;
   pthread_mutex_init(&c->lock, NULL);
   return c;
 }

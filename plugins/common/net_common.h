@@ -29,14 +29,38 @@ typedef struct {
   uint64_t comm_id;
   int traffic_class;    /* init's config, else NCCL_NET_TRAFFIC_CLASS_UNDEF */
   pthread_mutex_t lock; /* guards the plugin's list of connects under way */
+  ncclProfilerCallback_t prof; /* init's profFn (NULL: none; v6..v9 have none); listen, accept
+                                * and connect hand it to the comms they make */
 } weft_net_ctx;
 
 /* A new zeroed context of size bytes (≥ sizeof(weft_net_ctx)) with its head filled from init's
  * arguments; NULL, with a WARN "<net>: out of memory allocating a context", when calloc fails.
  * net is the plugin's log prefix ("NET/IB"). */
 void* weft_net_ctx_new(size_t size, uint64_t magic, uint64_t comm_id,
-                       const ncclNetCommConfig_v11_t* config, ncclDebugLogger_t log,
-                       const char* net);
+                       const ncclNetCommConfig_v11_t* config, ncclProfilerCallback_t prof,
+                       ncclDebugLogger_t log, const char* net);
+
+/* ---- NetPlugin events (net ABI v10+) ----
+ * A weft plugin reports its own transfers through the profFn its init received, under the
+ * phandle the core passed with the isend or irecv slot (NULL unless the core's profiler asked
+ * for NetPlugin events): id is the plugin's (type | version, abi/profiler/net_*_v1.h), descr its
+ * descriptor, read during the call only. Every event started is stopped exactly once — at its
+ * completion, on failure, or when its comm closes — and *ev is NULL again after. *ev is NULL
+ * on entry; with fn or phandle NULL nothing is called and it stays NULL: a run without
+ * NetPlugin events pays one branch per transfer. */
+static inline void weft_net_prof_start(ncclProfilerCallback_t fn, void* phandle, int64_t id,
+                                       void* descr, void** ev) {
+  if (fn == NULL || phandle == NULL) return;
+  if (fn(ev, ncclProfilerNetEventStart, phandle, id, descr) != ncclSuccess) *ev = NULL;
+}
+/* Stop *ev (no-op when NULL); with descr non-NULL first report it as the event's final state
+ * (ncclProfilerNetEventUpdateAndStop: a receive's length once known). */
+static inline void weft_net_prof_stop(ncclProfilerCallback_t fn, void** ev, int64_t id,
+                                      void* descr) {
+  if (*ev == NULL) return;
+  fn(ev, descr ? ncclProfilerNetEventUpdateAndStop : ncclProfilerNetEventStop, NULL, id, descr);
+  *ev = NULL;
+}
 /* ctx when it is a live context of this magic, else NULL and a WARN naming the call fn. */
 void* weft_net_ctx_check(void* ctx, uint64_t magic, ncclDebugLogger_t log, const char* net,
                          const char* fn);

@@ -81,12 +81,14 @@ typedef struct {
   size_t done;
   char ready;
   ib_comm* comm;
+  ncclProfilerCallback_t prof; /* the context's profFn, for the comms accept makes */
 } ib_listen;
 
 enum { ACC_NONE = 0, ACC_REPLY, ACC_READY };
 
 ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm) {
-  if (net_ib_ctx_check(ctx, "listen") == NULL) return ncclInternalError;
+  ib_ctx* x = net_ib_ctx_check(ctx, "listen");
+  if (x == NULL) return ncclInternalError;
   if (handle == NULL || listen_comm == NULL) {
     IB_WARN("NET/IB: listen: handle or listen_comm is NULL");
     return ncclInternalError;
@@ -108,6 +110,7 @@ ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm)
   }
   l->magic = IB_LISTEN_MAGIC;
   l->dev = dev;
+  l->prof = x->head.prof;
   l->sfd = -1;
   l->secret = weft_net_random64();
   ib_handle h;
@@ -240,6 +243,7 @@ ncclResult_t net_ib_accept(void* listen_comm, void** recv_comm,
   if (l->done < 1) return ncclSuccess;
   ib_comm* c = l->comm;
   c->fd = l->sfd;
+  c->prof = l->prof;
   l->sfd = -1;
   l->comm = NULL;
   l->phase = ACC_NONE;
@@ -445,6 +449,7 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
   pending_remove(c, p);
   ib_comm* comm = p->comm;
   comm->fd = p->fd;
+  comm->prof = c->head.prof;
   p->fd = -1;
   p->comm = NULL;
   free(p);

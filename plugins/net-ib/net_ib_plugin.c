@@ -1,8 +1,8 @@
-/* The IB plugin's per-communicator lifecycle: init makes a context (comm id, traffic class, the
- * connects under way) and, for the first live context, opens the devices; finalize frees the
- * context and, with the last one, closes the devices again. init succeeds with 0 devices when
- * this host has no usable RDMA port (the INFO line says why): the host library then skips the
- * plugin, as NCCL does for its own IB transport. */
+/* The IB plugin's per-communicator lifecycle: init makes a context (comm id, traffic class,
+ * profFn, the connects under way) and, for the first live context, opens the devices; finalize
+ * frees the context and, with the last one, closes the devices again. init succeeds with 0
+ * devices when this host has no usable RDMA port (the INFO line says why): the host library then
+ * skips the plugin, as NCCL does for its own IB transport. */
 #include "net_ib.h"
 #include "net_ib_internal.h"
 
@@ -13,13 +13,12 @@ static int ib_live_ctxs;
 
 ncclResult_t net_ib_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
                          ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof; /* the plugin emits no profiler events */
   net_ib_set_logger(logger);
   if (ctx == NULL) {
     IB_WARN("NET/IB: init: ctx is NULL");
     return ncclInternalError;
   }
-  ib_ctx* c = weft_net_ctx_new(sizeof *c, IB_CTX_MAGIC, comm_id, config, net_ib_logger(),
+  ib_ctx* c = weft_net_ctx_new(sizeof *c, IB_CTX_MAGIC, comm_id, config, prof, net_ib_logger(),
                                "NET/IB");
   if (c == NULL) return ncclSystemError;
   pthread_mutex_lock(&ib_init_lock);

@@ -32,6 +32,7 @@
 
 #include "nccl_net.h"
 #include "net_common.h"
+#include "profiler/net_ofi_v1.h"
 
 /* libfabric API version we ask for: FI_HMEM and fi_mr_attr.iface exist since 1.10. */
 #define OFI_API_VERSION FI_VERSION(1, 11)
@@ -278,6 +279,8 @@ typedef struct ofi_op {
   void* desc;
   uint64_t tag, ignore;
   fi_addr_t addr;
+  void* phandle; /* data ops: the core's profiler parent until the event starts (then NULL) */
+  void* ev;      /* its open NetPlugin event */
 } ofi_op;
 
 enum { OFI_REQ_FREE = 0, OFI_REQ_ACTIVE, OFI_REQ_ZOMBIE };
@@ -328,6 +331,7 @@ typedef struct ofi_comm {
   char peer_str[64];
   ofi_ident peer_ident;
   ncclResult_t error; /* first failure of the connection */
+  ncclProfilerCallback_t prof; /* the context's profFn (NULL: none); accept passes the listen's */
   int closing;
   int close_done;     /* close returned while the provider still held operations */
   int outstanding;    /* ops inside the provider */
@@ -355,6 +359,15 @@ typedef struct ofi_comm {
   int probe_inflight;
   uint64_t probe_refused_since_ns; /* first EAGAIN of the current probe, 0 when none */
 } ofi_comm;
+
+/* NetPlugin events (net_common.h; abi/profiler/net_ofi_v1.h, weft's own type): one per data
+ * operation — an fi_tsend, or the fi_trecv of one receive slot — from when the provider takes
+ * it to its completion, a receive's length then updated to the bytes that arrived. Open events
+ * end when the comm fails or closes. With nic->lock held. */
+#define OFI_PROF_ID ((int64_t)(WEFT_PROFILER_NET_TYPE_OFI | WEFT_PROFILER_NET_OFI_VER))
+void net_ofi_prof_start(ofi_op* op);
+/* len: a receive's bytes; ignored for sends. */
+void net_ofi_prof_stop(ofi_op* op, size_t len);
 
 /* Comm lifecycle: create with its request pool and control region (registered), linked into
  * nic->comms. With nic->lock held. */

@@ -1,6 +1,6 @@
 /* The plugin's v11 table and per-communicator lifecycle: init finds the devices (once per
- * process) and makes a context (comm id, traffic class, connects under way); finalize frees it,
- * and when it was the last one, closes the NICs no comm uses any more. */
+ * process) and makes a context (comm id, traffic class, profFn, connects under way); finalize
+ * frees it, and when it was the last one, closes the NICs no comm uses any more. */
 #include "net_ofi.h"
 
 #define OFI_CTX_MAGIC 0x6f66695f63747831ull
@@ -11,7 +11,6 @@ int net_ofi_live_contexts(void) { return live_contexts; }
 
 ncclResult_t net_ofi_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
                           ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof; /* the plugin emits no profiler events */
   net_ofi_set_logger(logger);
   if (ctx == NULL) {
     OFI_WARN("NET/OFI: init: ctx is NULL");
@@ -19,8 +18,8 @@ ncclResult_t net_ofi_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t*
   }
   ncclResult_t res = net_ofi_devices_init();
   if (res != ncclSuccess) return res;
-  ofi_ctx* x = weft_net_ctx_new(sizeof *x, OFI_CTX_MAGIC, comm_id, config, net_ofi_logger(),
-                                "NET/OFI");
+  ofi_ctx* x = weft_net_ctx_new(sizeof *x, OFI_CTX_MAGIC, comm_id, config, prof,
+                                net_ofi_logger(), "NET/OFI");
   if (x == NULL) return ncclSystemError;
   net_ofi_global_lock();
   live_contexts++;

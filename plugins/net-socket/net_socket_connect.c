@@ -42,6 +42,7 @@ typedef struct {
   uint64_t secret;
   int nsocks;
   int nthreads;
+  ncclProfilerCallback_t prof; /* the context's profFn, for the comms accept makes */
   char addr[WEFT_SOCKADDR_STRLEN];
   ns_incoming* in;
   int nin, cap;
@@ -162,7 +163,8 @@ static void pick_counts(int* nsocks, int* nthreads) {
 /* ---- listen ---- */
 
 ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_comm) {
-  if (net_socket_ctx_check(ctx, "listen") == NULL) return ncclInternalError;
+  ns_ctx* x = net_socket_ctx_check(ctx, "listen");
+  if (x == NULL) return ncclInternalError;
   const ns_dev* d = net_socket_dev_get(dev);
   if (d == NULL) return ncclInternalError;
   if (handle == NULL || listen_comm == NULL) {
@@ -188,6 +190,7 @@ ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_c
   lc->magic = NS_LISTEN_MAGIC;
   lc->fd = fd;
   lc->dev = dev;
+  lc->prof = x->head.prof;
   lc->secret = weft_net_random64();
   pick_counts(&lc->nsocks, &lc->nthreads);
   socket_addr_str(&bound, lc->addr, sizeof lc->addr);
@@ -378,7 +381,7 @@ ncclResult_t net_socket_connect_tc(void* ctx, int dev, void* handle, void** send
   socket_addr_str(&p->addr, peer, sizeof peer);
   ns_comm* comm = NULL;
   res = net_socket_comm_create(NS_SEND, dev, p->fd[0], p->fd + 1, p->nsocks, p->nthreads, peer,
-                               &comm);
+                               c->head.prof, &comm);
   free(p); /* its fds now belong to the comm (closed by net_socket_comm_create on failure) */
   if (res != ncclSuccess) return res;
   if (dev_comm) *dev_comm = NULL;
@@ -530,7 +533,8 @@ ncclResult_t net_socket_accept(void* listen_comm, void** recv_comm,
     if (getpeername(ctrl, &pa.sa, &len) == 0) socket_addr_str(&pa, peer, sizeof peer);
     ns_comm* comm = NULL;
     ncclResult_t res =
-        net_socket_comm_create(NS_RECV, lc->dev, ctrl, data, lc->nsocks, lc->nthreads, peer, &comm);
+        net_socket_comm_create(NS_RECV, lc->dev, ctrl, data, lc->nsocks, lc->nthreads, peer,
+                               lc->prof, &comm);
     if (res != ncclSuccess) return res;
     if (dev_comm) *dev_comm = NULL;
     *recv_comm = comm;

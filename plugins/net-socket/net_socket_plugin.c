@@ -1,6 +1,6 @@
 /* The socket plugin's v11 table and its per-communicator lifecycle: init makes a context
- * (comm id, traffic class, the connects still under way), finalize frees it. Devices are found
- * once per process at the first init. */
+ * (comm id, traffic class, profFn, the connects still under way), finalize frees it. Devices
+ * are found once per process at the first init. */
 #include "net_socket.h"
 #include "net_socket_internal.h"
 
@@ -8,7 +8,6 @@
 
 ncclResult_t net_socket_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof; /* the plugin emits no profiler events */
   net_socket_set_logger(logger);
   if (ctx == NULL) {
     NS_WARN("NET/Socket: init: ctx is NULL");
@@ -20,8 +19,8 @@ ncclResult_t net_socket_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11
     NS_WARN("NET/Socket: no usable network interface");
     return ncclSystemError;
   }
-  ns_ctx* c = weft_net_ctx_new(sizeof *c, NS_CTX_MAGIC, comm_id, config, net_socket_logger(),
-                               "NET/Socket");
+  ns_ctx* c = weft_net_ctx_new(sizeof *c, NS_CTX_MAGIC, comm_id, config, prof,
+                               net_socket_logger(), "NET/Socket");
   if (c == NULL) return ncclSystemError;
   *ctx = c;
   return ncclSuccess;
