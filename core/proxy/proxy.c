@@ -469,15 +469,19 @@ ncclResult_t proxy_drain(weft_proxy* p, int timeout_ms) {
   return ncclSuccess;
 }
 
+void proxy_stop(weft_proxy* p) {
+  if (!p || !p->started) return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = 1;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  pthread_join(p->thread, NULL);
+  p->started = 0;
+}
+
 void proxy_destroy(weft_proxy* p) {
   if (!p) return;
-  if (p->started) {
-    pthread_mutex_lock(&p->lock);
-    p->stop = 1;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
-  }
+  proxy_stop(p);
   pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->lock);
   for (int i = 0; i < p->nconns; i++) {
