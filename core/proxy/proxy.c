@@ -89,9 +89,10 @@ static prof_seg* seg_of(weft_proxy* p, proxy_conn* pc, uint64_t s) {
 }
 
 /* Step s is about to be handed to the plugin: ProxyOp at the segment's first step, then the
- * ProxyStep (once per step, however often the plugin asks to be retried). Returns the phandle
+ * ProxyStep (once per step, however often the plugin asks to be retried); bytes: what a send
+ * step carries, what a receive step has room for. Returns the phandle
  * for the plugin's isend/irecv (NetPlugin events hang off the ProxyStep), or NULL. */
-static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s) {
+static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s, size_t bytes) {
   int slot = (int)(s % WEFT_NSTEPS);
   if (s < pc->prof_begun)
     return pc->parent[slot].handle ? &pc->parent[slot] : NULL;
@@ -124,7 +125,7 @@ static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s) {
   void* h = prof_start(pf, &d);
   ncclProfilerEventStateArgs_v6_t a;
   memset(&a, 0, sizeof a);
-  a.proxyStep.transSize = pc->conn->step_bytes;
+  a.proxyStep.transSize = bytes;
   prof_state(pf, h,
              pc->conn->is_send ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait,
              &a);
@@ -172,8 +173,9 @@ static int progress_send(weft_proxy* p, proxy_conn* pc) {
     int slot = (int)(pc->posted % WEFT_NSTEPS);
     size_t size = (size_t)__atomic_load_n(&c->ctrl->sizes[slot], __ATOMIC_RELAXED);
     void* req = NULL;
-    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED) ? prof_step_begin(p, pc, pc->posted)
-                                                            : NULL;
+    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED)
+                   ? prof_step_begin(p, pc, pc->posted, size)
+                   : NULL;
     ncclResult_t res = api->isend(pc->net_comm, conn_slot(c, pc->posted), size, PROXY_TAG,
                                   pc->mhandle, ph, &req);
     if (res != ncclSuccess) {
@@ -216,8 +218,9 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     size_t size = c->step_bytes;
     int tag = PROXY_TAG;
     void* mh = pc->mhandle;
-    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED) ? prof_step_begin(p, pc, pc->posted)
-                                                            : NULL;
+    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED)
+                   ? prof_step_begin(p, pc, pc->posted, size)
+                   : NULL;
     void* req = NULL;
     ncclResult_t res = api->irecv(pc->net_comm, 1, &data, &size, &tag, &mh, &ph, &req);
     if (res != ncclSuccess) {

@@ -101,10 +101,8 @@ void prof_net_check(const ref_summary* s, int rank, prof_net_totals* out) {
     if (st->type != ncclProfileProxyStep) continue;
     EXPECT(kids[i] >= 1);
     if (s->version < 4) continue; /* no transSize before v4 */
-    if (st->parent->root)
-      EXPECT(sum[i] <= st->trans_size); /* a send step's transSize is the step's capacity */
-    else
-      EXPECT_EQ_INT(sum[i], st->trans_size); /* a receive step's: the bytes it moved */
+    /* A send step's transSize is the bytes it carries, a receive step's the bytes it moved. */
+    EXPECT_EQ_INT(sum[i], st->trans_size);
   }
   free(sum);
   free(kids);
