@@ -1,26 +1,13 @@
-/* weft_net_common: the random ids, the context head and the property defaults of weft's net
- * plugins (net_common.h). Stateless but for the random fallback's counter. */
+/* weft_net_common: the random ids (util/random.h's), the context head and the property defaults
+ * of weft's net plugins (net_common.h). Stateless. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "net_common.h"
-#include "util/clock.h"
+#include "util/random.h"
 
-uint64_t weft_net_random64(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v && v != 0) return v;
-  /* No entropy source: mix time, pid and a counter (splitmix64). Good enough to tell stray
-   * connections apart, which is all the ids are for. */
-  static uint64_t counter;
-  uint64_t z = clock_ns() ^ ((uint64_t)getpid() << 32) ^
-               __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ull, __ATOMIC_RELAXED);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return z ? z : 1;
-}
+uint64_t weft_net_random64(void) { return weft_random64(); }
 
 void* weft_net_ctx_new(size_t size, uint64_t magic, uint64_t comm_id,
                        const ncclNetCommConfig_v11_t* config, ncclProfilerCallback_t prof,
