@@ -15,6 +15,9 @@
 #include "profiler/profiler_v4.h"
 #include "profiler/profiler_v5.h"
 #include "profiler/profiler_v6.h"
+#include "profiler/net_ib_v1.h"
+#include "profiler/net_ofi_v1.h"
+#include "profiler/net_socket_v1.h"
 
 /* The current view. */
 typedef ncclProfiler_v6_t ncclProfiler_t;

@@ -1,6 +1,6 @@
 /* weftCommTuneQuery, a weft extension: what a communicator would run for one collective call,
- * asked exactly as the plan asks (tune_op: same bytes, masks, rule, model and tuner), without running or
- * logging it. weft-perf --explain prints it next to the measured time.
+ * asked exactly as the plan asks (tune_op: same bytes, masks, rule, model and tuner), without
+ * running or logging it. weft-perf --explain prints it next to the measured time.
  *
  *   ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
  *                                  ncclDataType_t datatype, int* algorithm, int* protocol,

@@ -69,7 +69,8 @@ struct ncclComm {
   int init_thread_live;
   pthread_mutex_t lock;
 
-  /* Data path (lifecycle/comm_datapath.c sets these up at the end of init, tears them down in free). */
+  /* Data path (lifecycle/comm_datapath.c sets these up at the end of init, tears them down in
+   * free). */
   struct weft_net* net;             /* net plugin context; shared with split children */
   struct weft_transport* transport; /* connections (transport/) */
   struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */

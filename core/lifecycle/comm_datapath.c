@@ -183,10 +183,13 @@ void comm_datapath_fini(struct ncclComm* comm) {
 #endif
   if (comm->proxy) {
     comm_datapath_quiesce(comm);
-    proxy_destroy(comm->proxy);
-    comm->proxy = NULL;
+    proxy_stop(comm->proxy);
   }
   transport_fini(comm); /* before the net: closing net comms needs the plugin */
+  /* After the net comms are closed: a plugin ends its NetPlugin events there, before the proxy
+   * ends their ProxyStep parents. */
+  proxy_destroy(comm->proxy);
+  comm->proxy = NULL;
 #ifdef WEFT_HAVE_CUDA
   /* Last: its cudaFreeHost may wait for other communicators' kernels in this process, which
    * the connections closed above release. */

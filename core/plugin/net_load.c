@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "plugin/net.h"
+#include "plugin/profiler.h"
 #include "plugin/plugin_open.h"
 #include "plugin/net_shim.h"
 #include "util/log.h"
@@ -44,15 +45,6 @@ static struct {
   int count; /* externals first, the built-in (if any) last */
   net_cand cand[NET_MAX_EXTERNAL_PLUGINS + 1];
 } reg = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* The profiler callback handed to v10+ plugins: weft has no net profiler yet, so events are
- * accepted and dropped (a start yields a NULL event handle). */
-static ncclResult_t net_profiler_stub(void** ehandle, int type, void* phandle, int64_t plugin_id,
-                                      void* ext) {
-  (void)phandle, (void)plugin_id, (void)ext;
-  if (ehandle && type == ncclProfilerNetEventStart) *ehandle = NULL;
-  return ncclSuccess;
-}
 
 /* ---- the registry ---- */
 
@@ -260,7 +252,7 @@ static int cand_open(net_cand* c, const char* want, uint64_t comm_id, int traffi
   char why[300];
   ncclNetCommConfig_v12_t config = {.trafficClass = traffic_class};
   void* ctx = NULL;
-  ncclResult_t res = c->view.api.init(&ctx, comm_id, &config, weft_log, net_profiler_stub);
+  ncclResult_t res = c->view.api.init(&ctx, comm_id, &config, weft_log, prof_net_callback);
   if (res != ncclSuccess) {
     snprintf(why, sizeof why, "init failed (%s)", plugin_result_name(res));
     mark_skipped(c, why);

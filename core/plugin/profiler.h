@@ -88,6 +88,17 @@ void prof_close_for_comm(weft_prof* p);
 /* Forget NCCL_PROFILER_PLUGIN as read (tests). ncclInvalidUsage while a communicator holds it. */
 ncclResult_t prof_loader_reset(void);
 
+/* ---- NetPlugin events (profiler_net.c) ---- */
+/* What the proxy hands a net plugin as the phandle of an isend/irecv: the communicator's
+ * profiler and the step's ProxyStep event (the NetPlugin event's parent). */
+typedef struct {
+  weft_prof* prof;
+  void* handle;
+} weft_prof_parent;
+/* The profFn callback given to every net plugin's init (ncclProfilerCallback_t). */
+ncclResult_t prof_net_callback(void** eHandle, int type, void* pHandle, int64_t pluginId,
+                               void* extData);
+
 /* Names of enum values as NCCL's descriptors spell them (profiler_names.c). */
 const char* prof_func_name(int func);
 const char* prof_dtype_name(int dtype);

@@ -43,6 +43,8 @@ typedef struct {
   prof_seg *seg_head, *seg_tail;
   uint64_t prof_assigned;    /* steps handed out in segments so far */
   void* step_ev[WEFT_NSTEPS];
+  uint64_t prof_begun;       /* steps below this one had their events started */
+  weft_prof_parent parent[WEFT_NSTEPS]; /* the phandle handed to the plugin for each slot */
 } proxy_conn;
 
 struct weft_proxy {
@@ -86,13 +88,20 @@ static prof_seg* seg_of(weft_proxy* p, proxy_conn* pc, uint64_t s) {
   return g;
 }
 
-/* Step s was handed to the plugin: ProxyOp at the segment's first step, then the ProxyStep. */
-static void prof_step_posted(weft_proxy* p, proxy_conn* pc, uint64_t s) {
+/* Step s is about to be handed to the plugin: ProxyOp at the segment's first step, then the
+ * ProxyStep (once per step, however often the plugin asks to be retried); bytes: what a send
+ * step carries, what a receive step has room for. Returns the phandle
+ * for the plugin's isend/irecv (NetPlugin events hang off the ProxyStep), or NULL. */
+static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s, size_t bytes) {
+  int slot = (int)(s % WEFT_NSTEPS);
+  if (s < pc->prof_begun)
+    return pc->parent[slot].handle ? &pc->parent[slot] : NULL;
+  pc->prof_begun = s + 1;
+  pc->step_ev[slot] = NULL;
+  pc->parent[slot] = (weft_prof_parent){&p->comm->prof, NULL};
   weft_prof* pf = &p->comm->prof;
   prof_seg* g = seg_of(p, pc, s);
-  int slot = (int)(s % WEFT_NSTEPS);
-  pc->step_ev[slot] = NULL;
-  if (!g) return;
+  if (!g) return NULL;
   ncclProfilerEventDescr_v6_t d;
   if (g->op == NULL && PROF_ON(pf, ncclProfileProxyOp | ncclProfileProxyStep)) {
     memset(&d, 0, sizeof d);
@@ -107,7 +116,7 @@ static void prof_step_posted(weft_proxy* p, proxy_conn* pc, uint64_t s) {
     d.proxyOp.isSend = pc->conn->is_send;
     g->op = prof_start(pf, &d);
   }
-  if (!PROF_ON(pf, ncclProfileProxyStep)) return;
+  if (!PROF_ON(pf, ncclProfileProxyStep)) return NULL;
   memset(&d, 0, sizeof d);
   d.type = ncclProfileProxyStep;
   d.parentObj = g->op;
@@ -116,11 +125,14 @@ static void prof_step_posted(weft_proxy* p, proxy_conn* pc, uint64_t s) {
   void* h = prof_start(pf, &d);
   ncclProfilerEventStateArgs_v6_t a;
   memset(&a, 0, sizeof a);
-  a.proxyStep.transSize = pc->conn->step_bytes;
+  a.proxyStep.transSize = bytes;
   prof_state(pf, h,
              pc->conn->is_send ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait,
              &a);
   pc->step_ev[slot] = h;
+  if (!h || !PROF_ON(pf, ncclProfileNetPlugin)) return NULL;
+  pc->parent[slot].handle = h;
+  return &pc->parent[slot];
 }
 
 /* Step s completed (bytes moved): its ProxyStep ends, and the ProxyOp with its last step. */
@@ -136,6 +148,7 @@ static void prof_step_done(weft_proxy* p, proxy_conn* pc, uint64_t s, int bytes)
     prof_stop(pf, pc->step_ev[slot]);
     pc->step_ev[slot] = NULL;
   }
+  pc->parent[slot].handle = NULL;
   pthread_mutex_lock(&p->lock);
   prof_seg* g = pc->seg_head;
   int last = g && s + 1 == g->first + g->nsteps;
@@ -160,15 +173,17 @@ static int progress_send(weft_proxy* p, proxy_conn* pc) {
     int slot = (int)(pc->posted % WEFT_NSTEPS);
     size_t size = (size_t)__atomic_load_n(&c->ctrl->sizes[slot], __ATOMIC_RELAXED);
     void* req = NULL;
+    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED)
+                   ? prof_step_begin(p, pc, pc->posted, size)
+                   : NULL;
     ncclResult_t res = api->isend(pc->net_comm, conn_slot(c, pc->posted), size, PROXY_TAG,
-                                  pc->mhandle, NULL, &req);
+                                  pc->mhandle, ph, &req);
     if (res != ncclSuccess) {
       conn_fail(p, pc, res, "isend");
       return 1;
     }
     if (req == NULL) break; /* the plugin is full: retry later */
     pc->reqs[slot] = req;
-    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_posted(p, pc, pc->posted);
     pc->posted++;
     moved = 1;
   }
@@ -203,7 +218,9 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     size_t size = c->step_bytes;
     int tag = PROXY_TAG;
     void* mh = pc->mhandle;
-    void* ph = NULL;
+    void* ph = __atomic_load_n(&pc->prof, __ATOMIC_RELAXED)
+                   ? prof_step_begin(p, pc, pc->posted, size)
+                   : NULL;
     void* req = NULL;
     ncclResult_t res = api->irecv(pc->net_comm, 1, &data, &size, &tag, &mh, &ph, &req);
     if (res != ncclSuccess) {
@@ -212,7 +229,6 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     }
     if (req == NULL) break;
     pc->reqs[slot] = req;
-    if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED)) prof_step_posted(p, pc, pc->posted);
     pc->posted++;
     moved = 1;
   }
@@ -456,18 +472,24 @@ ncclResult_t proxy_drain(weft_proxy* p, int timeout_ms) {
   return ncclSuccess;
 }
 
+void proxy_stop(weft_proxy* p) {
+  if (!p || !p->started) return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = 1;
+  pthread_cond_signal(&p->cond);
+  pthread_mutex_unlock(&p->lock);
+  pthread_join(p->thread, NULL);
+  p->started = 0;
+}
+
 void proxy_destroy(weft_proxy* p) {
   if (!p) return;
-  if (p->started) {
-    pthread_mutex_lock(&p->lock);
-    p->stop = 1;
-    pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
-    pthread_join(p->thread, NULL);
-  }
+  proxy_stop(p);
   pthread_cond_destroy(&p->cond);
   pthread_mutex_destroy(&p->lock);
   for (int i = 0; i < p->nconns; i++) {
+    for (int k = 0; k < WEFT_NSTEPS; k++) /* steps begun that never completed (abort) */
+      prof_stop(&p->comm->prof, p->conns[i]->step_ev[k]);
     while (p->conns[i]->seg_head) { /* steps that never moved (abort) */
       prof_seg* g = p->conns[i]->seg_head;
       p->conns[i]->seg_head = g->next;

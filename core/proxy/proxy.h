@@ -52,7 +52,12 @@ void proxy_deactivate(weft_proxy* p);
 /* Wait (bounded) until every published send step has left through the plugin. Returns
  * ncclSuccess, the first connection error, or ncclRemoteError on timeout/abort. */
 ncclResult_t proxy_drain(weft_proxy* p, int timeout_ms);
-/* Stop and join the thread and free the proxy; the plugin comms are not closed here. */
+/* Stop and join the thread (idempotent): nothing calls the plugin for it any more, so the
+ * connections' plugin comms may be closed; its profiler events stay open until proxy_destroy. */
+void proxy_stop(weft_proxy* p);
+/* Stop the thread if still running, end the ProxyStep/ProxyOp events still open (an abort) and
+ * free the proxy; the plugin comms are not closed here. Called after they are, so that the
+ * NetPlugin events a plugin ends when its comm closes end before their ProxyStep parents. */
 void proxy_destroy(weft_proxy* p);
 
 #endif

@@ -20,13 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
+#include "util/random.h"
 #include "util/param.h"
 
 static int same_host(const weft_rank_info* a, const weft_rank_info* b) {
@@ -112,14 +111,7 @@ static uint64_t proc_id_value;
 static pthread_once_t proc_id_once = PTHREAD_ONCE_INIT;
 
 static void proc_id_init(void) {
-  uint64_t v = 0;
-  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v || v == 0) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    v = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^
-        ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&proc_id_value;
-  }
-  proc_id_value = v | 1; /* never 0: zero means "host mode, nothing published" */
+  proc_id_value = weft_random64() | 1; /* never 0: zero means "host mode, nothing published" */
 }
 
 static cudaError_t bus_of(int dev, uint64_t* bus) {

@@ -8,11 +8,9 @@
  * such orphans first: names of this exact shape, owned by this user, whose creating pid no
  * longer exists and that are older than ORPHAN_AGE_S (a live setup in another pid namespace
  * sharing /dev/shm unlinks its names within its setup). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,36 +21,29 @@
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/clock.h"
+#include "util/shm_sweep.h"
 
 static unsigned shm_counter;
 static int swept;
 
 #define ORPHAN_AGE_S 10
 
+/* The pid of a segment of ours: /dev/shm/weft-<pid>-<8 hex>-<n>, exactly. */
+static int segment_owner(const char* name) {
+  int pid, used = 0;
+  unsigned hash, n;
+  if (sscanf(name, "weft-%d-%8x-%u%n", &pid, &hash, &n, &used) != 3 || name[used] != '\0')
+    return 0;
+  return pid;
+}
+
+static void log_removed(const char* path, int pid, void* arg) {
+  (void)arg;
+  INFO(NCCL_INIT, "removed /dev/shm%s, left by exited process %d", path, pid);
+}
+
 static void sweep_orphans(void) {
-  DIR* d = opendir("/dev/shm");
-  if (!d) return;
-  uid_t uid = geteuid();
-  time_t now = time(NULL);
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL) {
-    int pid, used = 0;
-    unsigned hash, n;
-    if (sscanf(e->d_name, "weft-%d-%8x-%u%n", &pid, &hash, &n, &used) != 3 ||
-        e->d_name[used] != '\0' || pid <= 0 || pid == (int)getpid())
-      continue;
-    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
-    struct stat st;
-    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_uid != uid || now - st.st_mtime < ORPHAN_AGE_S)
-      continue;
-    char name[sizeof e->d_name + 1];
-    name[0] = '/';
-    memcpy(name + 1, e->d_name, sizeof e->d_name);
-    if (shm_unlink(name) == 0)
-      INFO(NCCL_INIT, "removed /dev/shm%s, left by exited process %d", name, pid);
-  }
-  closedir(d);
+  shm_sweep_orphans(segment_owner, ORPHAN_AGE_S, log_removed, NULL);
 }
 
 ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {

@@ -49,7 +49,9 @@ extern WEFT_NET_EXPORT ncclNet_v6_t ncclNetPlugin_v6;
 #define WEFT_NET_EXPORT_MAX_RECVS 8
 
 /* ---- net_export_legacy.c: what versions 6..10 share (hidden) ---- */
-ncclResult_t net_export_legacy_init(ncclDebugLogger_t logger);
+ncclResult_t net_export_legacy_init(ncclDebugLogger_t logger); /* v6..v9: no profFn */
+/* v10: the first init's profFn goes to the process-wide context (NetPlugin events). */
+ncclResult_t net_export_legacy_init_prof(ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 void* net_export_legacy_ctx(void);
 ncclResult_t net_export_legacy_listen(int dev, void* handle, void** listen_comm);
 ncclResult_t net_export_legacy_connect(int dev, void* handle, void** send_comm,

@@ -16,12 +16,12 @@ static pthread_mutex_t legacy_lock = PTHREAD_MUTEX_INITIALIZER;
 static void* legacy_ctx;
 static int legacy_inits;
 
-ncclResult_t net_export_legacy_init(ncclDebugLogger_t logger) {
+ncclResult_t net_export_legacy_init_prof(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   ncclResult_t res = ncclSuccess;
   pthread_mutex_lock(&legacy_lock);
   if (legacy_ctx == NULL) {
     void* ctx = NULL;
-    res = net()->init(&ctx, 0, NULL, logger, NULL);
+    res = net()->init(&ctx, 0, NULL, logger, prof);
     if (res == ncclSuccess) __atomic_store_n(&legacy_ctx, ctx, __ATOMIC_RELEASE);
   } else {
     weft_net_export_target.set_logger(logger);
@@ -29,6 +29,10 @@ ncclResult_t net_export_legacy_init(ncclDebugLogger_t logger) {
   if (res == ncclSuccess) legacy_inits++;
   pthread_mutex_unlock(&legacy_lock);
   return res;
+}
+
+ncclResult_t net_export_legacy_init(ncclDebugLogger_t logger) {
+  return net_export_legacy_init_prof(logger, NULL);
 }
 
 void* net_export_legacy_ctx(void) { return __atomic_load_n(&legacy_ctx, __ATOMIC_ACQUIRE); }

@@ -1,10 +1,10 @@
-/* ncclNetPlugin_v10 (NCCL 2.26–2.27): init once with a profiler callback, the traffic class
- * arrives with each connect, properties without maxMultiRequestSize. */
+/* ncclNetPlugin_v10 (NCCL 2.26–2.27): init once with a profiler callback (kept: the plugin's
+ * NetPlugin events go through it), the traffic class arrives with each connect, properties
+ * without maxMultiRequestSize. */
 #include "net_export.h"
 
 static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof;
-  return net_export_legacy_init(logger);
+  return net_export_legacy_init_prof(logger, prof);
 }
 
 static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t* props) {

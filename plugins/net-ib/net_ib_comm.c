@@ -18,7 +18,18 @@
 int net_ib_comm_fail(ib_comm* c, ncclResult_t res) {
   if (c->error != ncclSuccess) return 0;
   c->error = res;
+  net_ib_prof_stop_all(c); /* no completion will end them now */
   return 1;
+}
+
+static void req_prof_stop(ib_comm* c, ib_req* r) {
+  for (int i = 0; i < IB_MAX_QPS; i++) weft_net_prof_stop(c->prof, &r->ev[i], IB_PROF_ID, NULL);
+}
+
+void net_ib_prof_stop_all(ib_comm* c) {
+  if (c->prof == NULL || c->reqs == NULL) return;
+  for (int i = 0; i < c->nreqs; i++)
+    if (c->reqs[i].kind != IB_REQ_FREE) req_prof_stop(c, &c->reqs[i]);
 }
 
 ib_comm* net_ib_comm_check(void* comm, int kind, const char* fn) {
@@ -212,6 +223,7 @@ ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int
 
 void net_ib_comm_destroy(ib_comm* c) {
   if (c == NULL) return;
+  net_ib_prof_stop_all(c); /* requests still in flight */
   const ib_verbs* v = net_ib_verbs();
   for (int i = 0; i < IB_MAX_QPS; i++) {
     if (c->qps[i]) {
@@ -256,6 +268,7 @@ ib_req* net_ib_req_alloc(ib_comm* c, int kind) {
 
 void net_ib_req_free(ib_req* r) {
   ib_comm* c = r->comm;
+  if (c->prof) req_prof_stop(c, r);
   r->kind = IB_REQ_FREE;
   c->free_ids[c->nfree++] = r->idx;
 }

@@ -81,12 +81,14 @@ typedef struct {
   size_t done;
   char ready;
   ib_comm* comm;
+  ncclProfilerCallback_t prof; /* the context's profFn, for the comms accept makes */
 } ib_listen;
 
 enum { ACC_NONE = 0, ACC_REPLY, ACC_READY };
 
 ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm) {
-  if (net_ib_ctx_check(ctx, "listen") == NULL) return ncclInternalError;
+  ib_ctx* x = net_ib_ctx_check(ctx, "listen");
+  if (x == NULL) return ncclInternalError;
   if (handle == NULL || listen_comm == NULL) {
     IB_WARN("NET/IB: listen: handle or listen_comm is NULL");
     return ncclInternalError;
@@ -108,8 +110,9 @@ ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm)
   }
   l->magic = IB_LISTEN_MAGIC;
   l->dev = dev;
+  l->prof = x->head.prof;
   l->sfd = -1;
-  l->secret = net_ib_random64();
+  l->secret = weft_net_random64();
   ib_handle h;
   memset(&h, 0, sizeof h);
   h.magic = IB_HANDLE_MAGIC;
@@ -240,6 +243,7 @@ ncclResult_t net_ib_accept(void* listen_comm, void** recv_comm,
   if (l->done < 1) return ncclSuccess;
   ib_comm* c = l->comm;
   c->fd = l->sfd;
+  c->prof = l->prof;
   l->sfd = -1;
   l->comm = NULL;
   l->phase = ACC_NONE;
@@ -286,20 +290,20 @@ static void pending_free(ib_pending_connect* p) {
 }
 
 static void pending_remove(ib_ctx* ctx, ib_pending_connect* p) {
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->head.lock);
   for (ib_pending_connect** pp = &ctx->pending; *pp; pp = &(*pp)->next)
     if (*pp == p) {
       *pp = p->next;
       break;
     }
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->head.lock);
 }
 
 void net_ib_pending_free_all(ib_ctx* ctx) {
-  pthread_mutex_lock(&ctx->lock);
+  pthread_mutex_lock(&ctx->head.lock);
   ib_pending_connect* p = ctx->pending;
   ctx->pending = NULL;
-  pthread_mutex_unlock(&ctx->lock);
+  pthread_mutex_unlock(&ctx->head.lock);
   while (p) {
     ib_pending_connect* next = p->next;
     pending_free(p);
@@ -390,10 +394,10 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
   }
   ib_pending_connect* p = NULL;
   if (h->stage != 0) {
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->head.lock);
     for (p = c->pending; p && p->id != h->stage; p = p->next) {
     }
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->head.lock);
     if (p == NULL) {
       IB_WARN("NET/IB: connect: the handle names a connect this context does not know");
       return ncclInternalError;
@@ -408,8 +412,8 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
     p->dev = dev;
     p->addr = h->addr;
     p->traffic_class = traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF ? traffic_class
-                       : c->traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF
-                           ? c->traffic_class
+                       : c->head.traffic_class != NCCL_NET_TRAFFIC_CLASS_UNDEF
+                           ? c->head.traffic_class
                            : (int)param_int(WEFT_PARAM_IB_TC);
     socket_addr_str(&p->addr, p->peer, sizeof p->peer);
     ncclResult_t r = socket_connect_start(&p->addr, &p->fd);
@@ -419,12 +423,12 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
       return r == ncclRemoteError ? ncclRemoteError : ncclSystemError;
     }
     do {
-      p->id = net_ib_random64();
+      p->id = weft_net_random64();
     } while (p->id == 0);
-    pthread_mutex_lock(&c->lock);
+    pthread_mutex_lock(&c->head.lock);
     p->next = c->pending;
     c->pending = p;
-    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&c->head.lock);
     h->stage = p->id;
   }
   int finished = 0;
@@ -445,6 +449,7 @@ ncclResult_t net_ib_connect_tc(void* ctx, int dev, void* handle, void** send_com
   pending_remove(c, p);
   ib_comm* comm = p->comm;
   comm->fd = p->fd;
+  comm->prof = c->head.prof;
   p->fd = -1;
   p->comm = NULL;
   free(p);

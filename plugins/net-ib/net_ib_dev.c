@@ -297,28 +297,18 @@ ncclResult_t net_ib_get_properties(int dev, ncclNetProperties_v11_t* props) {
     return ncclInternalError;
   }
   int nqps = net_ib_qps_per_conn();
-  memset(props, 0, sizeof *props);
+  weft_net_props_default(props, dev);
   props->name = d->name;
   props->pciPath = d->pci_path;
   props->guid = d->guid;
   props->ptrSupport = d->ptr_support;
-  props->regIsGlobal = 0;
-  props->forceFlush = 0;
   props->speed = d->speed;
   props->port = d->port;
-  props->latency = 0;
   int per_comm = nqps + 1;
   int max_qp = d->hw->attr.max_qp > 0 ? d->hw->attr.max_qp : 65536;
   props->maxComms = max_qp / per_comm > 0 ? max_qp / per_comm : 1;
-  props->maxRecvs = IB_MAX_RECVS;
-  props->netDeviceType = NCCL_NET_DEVICE_HOST;
-  props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-  props->vProps.ndevs = 1;
-  props->vProps.devs[0] = dev;
   /* One RDMA write per QP per message: the port's message limit times the QPs, at most 1 GiB. */
   uint64_t maxp2p = (uint64_t)d->max_msg * (uint64_t)nqps;
   props->maxP2pBytes = maxp2p < (uint64_t)MAX_NET_SIZE ? (size_t)maxp2p : (size_t)MAX_NET_SIZE;
-  props->maxCollBytes = MAX_COLLNET_SIZE;
-  props->maxMultiRequestSize = 1;
   return ncclSuccess;
 }

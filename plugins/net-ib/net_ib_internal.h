@@ -18,14 +18,18 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nccl_net.h"
+#include "net_common.h"
 #include "net_ib_verbs.h"
+#include "profiler/net_ib_v1.h"
+#include "profiler/profiler_types.h"
 #include "util/socket.h"
 
 #define IB_MAX_DEVS 32
 #define IB_MAX_QPS 16
-#define IB_MAX_RECVS 8
+#define IB_MAX_RECVS WEFT_NET_MAX_RECVS
 #define IB_MAX_REQUESTS NCCL_NET_MAX_REQUESTS
 /* A send comm takes NCCL_NET_MAX_REQUESTS x maxRecvs requests, as the net ABI asks. */
 #define IB_SEND_REQS (IB_MAX_REQUESTS * IB_MAX_RECVS)
@@ -124,10 +128,7 @@ void net_ib_async_stop(ib_hw* hw);
 /* ---- per-communicator context (net_ib_plugin.c) ---- */
 struct ib_pending_connect;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;               /* guards pending */
+  weft_net_ctx head;                  /* magic, comm id, traffic class, lock (guards pending) */
   struct ib_pending_connect* pending; /* connects not finished yet */
 } ib_ctx;
 
@@ -135,7 +136,6 @@ ncclResult_t net_ib_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* 
                          ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t net_ib_finalize(void* ctx);
 ib_ctx* net_ib_ctx_check(void* ctx, const char* fn);
-uint64_t net_ib_random64(void);
 ncclResult_t net_ib_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr);
 
 /* ---- wire formats ---- */
@@ -221,7 +221,10 @@ typedef struct {
   int slots_left;     /* receive: slots whose data has not fully arrived */
   size_t got[IB_MAX_RECVS];
   uint8_t seen[IB_MAX_RECVS];
+  void* phandle;         /* send: the core's profiler parent (NULL: no NetPlugin events) */
+  void* ev[IB_MAX_QPS];  /* open NetPlugin events: send: the data write on QP q; receive: slot */
 } ib_req;
+_Static_assert(IB_MAX_RECVS <= IB_MAX_QPS, "ib_req.ev holds a receive's slots");
 
 typedef struct ib_comm {
   uint64_t magic;
@@ -235,6 +238,7 @@ typedef struct ib_comm {
   struct ibv_cq* cq;
   int cq_size;
   ncclResult_t error; /* first failure of the connection (sticky) */
+  ncclProfilerCallback_t prof; /* the context's profFn (NULL: none) */
   int async_event;    /* atomic: an async event on one of our QPs/CQ (-1: none) */
   uint64_t next_live_check_ns;
   int next_qp;
@@ -274,7 +278,31 @@ void net_ib_comm_info(const ib_comm* c, ib_conn_info* info);
 ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int traffic_class);
 void net_ib_comm_destroy(ib_comm* c);
 ib_comm* net_ib_comm_check(void* comm, int kind, const char* fn);
-/* Record the connection's first failure; 1 when this call recorded it (the caller WARNs). */
+
+/* NetPlugin events (net_common.h), one per work request, NCCL's descriptor
+ * (ncclProfilerNetIbDescr_v1_t): send: each data write (IBV_WR_RDMA_WRITE_WITH_IMM, its wr_id,
+ * QP and chunk length) from its post to its completion; receive: each slot, from the post of the
+ * clear-to-send write that offers it (its wr_id and QP, opcode IBV_WC_RECV_RDMA_WITH_IMM, length
+ * the slot's size) to the completion of the slot's last chunk, with the length then updated to
+ * the bytes that arrived. Open events end when the connection fails or closes. */
+#define IB_PROF_ID ((int64_t)(NCCL_PROFILER_NET_TYPE_IB | NCCL_PROFILER_NET_IB_VER))
+
+/* The descriptor of a work request on QP q of c. */
+static inline void ib_prof_descr(const ib_comm* c, uint64_t wr_id, int opcode, int q,
+                                 size_t length, ncclProfilerNetIbDescr_v1_t* d) {
+  memset(d, 0, sizeof *d);
+  d->type = ncclProfileQp;
+  d->qp.device = c->dev_index;
+  d->qp.wr_id = wr_id;
+  d->qp.opcode = opcode;
+  d->qp.qpNum = (int)c->qps[q]->qp_num;
+  d->qp.length = length;
+}
+/* Stop every open event of the comm's requests (its failure, its close). */
+void net_ib_prof_stop_all(ib_comm* c);
+
+/* Record the connection's first failure (its open NetPlugin events end); 1 when this call
+ * recorded it (the caller WARNs). */
 int net_ib_comm_fail(ib_comm* c, ncclResult_t res);
 
 /* net_ib_qp.c */

@@ -73,6 +73,7 @@ static ncclResult_t handle(ib_comm* c, const struct ibv_wc* wc) {
                  kind == IB_WR_DATA ? IB_REQ_SEND : kind == IB_WR_CTS ? IB_REQ_RECV : IB_REQ_FLUSH);
       if (r == NULL) return c->error;
       r->pending--;
+      if (kind == IB_WR_DATA) weft_net_prof_stop(c->prof, &r->ev[q], IB_PROF_ID, NULL);
       return ncclSuccess;
     case IB_WR_CTS_RECV:
     case IB_WR_DATA_RECV:

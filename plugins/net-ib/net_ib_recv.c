@@ -23,7 +23,6 @@ static ncclResult_t check_buffer(const ib_mr* m, void* data, size_t size, int sl
 
 ncclResult_t net_ib_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                           void** mhandles, void** phandles, void** request) {
-  (void)phandles;
   ib_comm* c = net_ib_comm_check(recv_comm, IB_RECV, "irecv");
   if (c == NULL || request == NULL) return ncclInternalError;
   if (n < 1 || n > IB_MAX_RECVS || data == NULL || sizes == NULL) {
@@ -72,9 +71,16 @@ ncclResult_t net_ib_irecv(void* recv_comm, int n, void** data, size_t* sizes, in
   wr.imm_data = htobe32(seq);
   wr.wr.rdma.remote_addr = c->remote_fifo + (uint64_t)(seq % IB_MAX_REQUESTS) * sizeof(ib_cts);
   wr.wr.rdma.rkey = c->remote_fifo_rkey;
+  if (c->prof && phandles)
+    for (int j = 0; j < n; j++) {
+      if (phandles[j] == NULL) continue;
+      ncclProfilerNetIbDescr_v1_t d;
+      ib_prof_descr(c, wr.wr_id, IBV_WC_RECV_RDMA_WITH_IMM, 0, sizes[j], &d);
+      weft_net_prof_start(c->prof, phandles[j], IB_PROF_ID, &d, &r->ev[j]);
+    }
   int err = net_ib_verbs()->post_send(c->qps[0], &wr, &bad);
   if (err) {
-    net_ib_req_free(r);
+    net_ib_req_free(r); /* ends its events */
     if (net_ib_comm_fail(c, ncclSystemError))
       IB_WARN("NET/IB: %s:%d: ibv_post_send (clear-to-send) on QP %#x failed: %s (peer %s)",
               c->dev->name, c->dev->port, c->qps[0]->qp_num, strerror(err), c->peer);
@@ -106,6 +112,12 @@ ncclResult_t net_ib_recv_data_arrived(ib_comm* c, uint32_t imm, uint32_t len, in
     r->error = ncclInternalError;
     IB_WARN("NET/IB: %s sent more than the %llu bytes of receive slot %d: message truncated",
             c->peer, (unsigned long long)c->staging[r->idx].slot[slot].size, slot);
+  }
+  if (r->seen[slot] == nchunks && r->ev[slot]) { /* the slot is complete: its event ends */
+    ncclProfilerNetIbDescr_v1_t d;
+    ib_prof_descr(c, IB_WRID(IB_WR_CTS, 0, r->idx), IBV_WC_RECV_RDMA_WITH_IMM, 0, r->got[slot],
+                  &d);
+    weft_net_prof_stop(c->prof, &r->ev[slot], IB_PROF_ID, &d);
   }
   if (r->seen[slot] == nchunks && --r->slots_left == 0) c->by_seq[r->seq & 0xff] = NULL;
   return net_ib_post_recv_wr(c, q, IB_WR_DATA_RECV);

@@ -63,8 +63,13 @@ static ncclResult_t post_data(ib_comm* c, ib_req* r, char* data, size_t n, const
     wr.imm_data = htobe32(IB_IMM(seq, slot, nchunks, trunc));
     wr.wr.rdma.remote_addr = s->addr + off;
     wr.wr.rdma.rkey = s->rkey;
+    if (r->phandle) {
+      ncclProfilerNetIbDescr_v1_t d;
+      ib_prof_descr(c, wr.wr_id, IBV_WR_RDMA_WRITE_WITH_IMM, q, len, &d);
+      weft_net_prof_start(c->prof, r->phandle, IB_PROF_ID, &d, &r->ev[q]);
+    }
     int e = net_ib_verbs()->post_send(c->qps[q], &wr, &bad);
-    if (e) {
+    if (e) { /* the failure below ends the events of the request */
       if (net_ib_comm_fail(c, ncclSystemError))
         IB_WARN("NET/IB: %s:%d: ibv_post_send (RDMA write of %zu bytes) on QP %#x failed: %s "
                 "(peer %s)", c->dev->name, c->dev->port, len, c->qps[q]->qp_num, strerror(e),
@@ -127,7 +132,6 @@ ncclResult_t net_ib_send_progress(ib_comm* c) {
  * isend and test): a send needs no posted receive to be accepted. */
 ncclResult_t net_ib_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                           void* phandle, void** request) {
-  (void)phandle; /* no profiler events */
   ib_comm* c = net_ib_comm_check(send_comm, IB_SEND, "isend");
   if (c == NULL || request == NULL) return ncclInternalError;
   *request = NULL;
@@ -148,6 +152,7 @@ ncclResult_t net_ib_isend(void* send_comm, void* data, size_t size, int tag, voi
   r->size = size;
   r->tag = tag;
   r->mh = mh;
+  r->phandle = c->prof ? phandle : NULL;
   c->queue[c->q_tail++ % (unsigned)c->nreqs] = r->idx;
   *request = r;
   return net_ib_poll(c);

@@ -31,12 +31,14 @@
 #include <rdma/fi_tagged.h>
 
 #include "nccl_net.h"
+#include "net_common.h"
+#include "profiler/net_ofi_v1.h"
 
 /* libfabric API version we ask for: FI_HMEM and fi_mr_attr.iface exist since 1.10. */
 #define OFI_API_VERSION FI_VERSION(1, 11)
 
 #define OFI_MAX_DEVS 16
-#define OFI_MAX_RECVS 8
+#define OFI_MAX_RECVS WEFT_NET_MAX_RECVS
 #define OFI_RECV_WINDOW NCCL_NET_MAX_REQUESTS
 #define OFI_SEND_WINDOW (NCCL_NET_MAX_REQUESTS * OFI_MAX_RECVS)
 #define OFI_LISTEN_BUFS 4
@@ -277,6 +279,8 @@ typedef struct ofi_op {
   void* desc;
   uint64_t tag, ignore;
   fi_addr_t addr;
+  void* phandle; /* data ops: the core's profiler parent until the event starts (then NULL) */
+  void* ev;      /* its open NetPlugin event */
 } ofi_op;
 
 enum { OFI_REQ_FREE = 0, OFI_REQ_ACTIVE, OFI_REQ_ZOMBIE };
@@ -327,6 +331,7 @@ typedef struct ofi_comm {
   char peer_str[64];
   ofi_ident peer_ident;
   ncclResult_t error; /* first failure of the connection */
+  ncclProfilerCallback_t prof; /* the context's profFn (NULL: none); accept passes the listen's */
   int closing;
   int close_done;     /* close returned while the provider still held operations */
   int outstanding;    /* ops inside the provider */
@@ -354,6 +359,15 @@ typedef struct ofi_comm {
   int probe_inflight;
   uint64_t probe_refused_since_ns; /* first EAGAIN of the current probe, 0 when none */
 } ofi_comm;
+
+/* NetPlugin events (net_common.h; abi/profiler/net_ofi_v1.h, weft's own type): one per data
+ * operation — an fi_tsend, or the fi_trecv of one receive slot — from when the provider takes
+ * it to its completion, a receive's length then updated to the bytes that arrived. Open events
+ * end when the comm fails or closes. With nic->lock held. */
+#define OFI_PROF_ID ((int64_t)(WEFT_PROFILER_NET_TYPE_OFI | WEFT_PROFILER_NET_OFI_VER))
+void net_ofi_prof_start(ofi_op* op);
+/* len: a receive's bytes; ignored for sends. */
+void net_ofi_prof_stop(ofi_op* op, size_t len);
 
 /* Comm lifecycle: create with its request pool and control region (registered), linked into
  * nic->comms. With nic->lock held. */
@@ -396,11 +410,8 @@ typedef struct {
 
 struct ofi_pending;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;         /* guards pending */
-  struct ofi_pending* pending;  /* connects under way */
+  weft_net_ctx head;           /* magic, comm id, traffic class, lock (guards pending) */
+  struct ofi_pending* pending; /* connects under way */
   uint64_t next_stage;
 } ofi_ctx;
 
@@ -433,7 +444,6 @@ ncclResult_t net_ofi_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t*
 ncclResult_t net_ofi_finalize(void* ctx);
 ncclResult_t net_ofi_set_net_attr(void* ctx, ncclNetAttr_v11_t* attr);
 ofi_ctx* net_ofi_ctx_check(void* ctx, const char* fn);
-uint64_t net_ofi_random64(void);
 /* The plugin's global lock (devices, NIC open/close, live context count). */
 void net_ofi_global_lock(void);
 void net_ofi_global_unlock(void);

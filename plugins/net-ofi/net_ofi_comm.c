@@ -22,6 +22,43 @@ static int op_is_tx(int kind) {
   return kind == OFI_OP_SEND || kind == OFI_OP_CTRL_SEND || kind == OFI_OP_PROBE_SEND;
 }
 
+/* ---- NetPlugin events ---- */
+
+static void prof_descr(const ofi_op* op, size_t len, weftProfilerNetOfiDescr_v1_t* d) {
+  memset(d, 0, sizeof *d);
+  d->type = weftProfileOfiOp;
+  d->op.op = op->kind == OFI_OP_SEND ? weftProfileOfiTsend : weftProfileOfiTrecv;
+  d->op.device = op->comm->nic->dev;
+  d->op.length = len;
+  d->op.tag = op->tag;
+  d->op.peer = (uint64_t)op->addr;
+  d->op.provider = net_ofi_provider();
+}
+
+void net_ofi_prof_start(ofi_op* op) {
+  weftProfilerNetOfiDescr_v1_t d;
+  prof_descr(op, op->len, &d);
+  weft_net_prof_start(op->comm->prof, op->phandle, OFI_PROF_ID, &d, &op->ev);
+  op->phandle = NULL;
+}
+
+void net_ofi_prof_stop(ofi_op* op, size_t len) {
+  if (op->ev == NULL) return;
+  weftProfilerNetOfiDescr_v1_t d;
+  if (op->kind == OFI_OP_RECV) prof_descr(op, len, &d);
+  weft_net_prof_stop(op->comm->prof, &op->ev, OFI_PROF_ID, op->kind == OFI_OP_RECV ? &d : NULL);
+}
+
+/* Every open event of the comm's requests (failure, close). */
+static void prof_stop_all(ofi_comm* c) {
+  if (c->prof == NULL || c->reqs == NULL) return;
+  for (int i = 0; i < c->window; i++) {
+    ofi_req* r = (ofi_req*)(c->reqs + (size_t)i * c->req_stride);
+    if (r->state == OFI_REQ_FREE) continue;
+    for (int k = 0; k < r->n; k++) weft_net_prof_stop(c->prof, &r->op[k].ev, OFI_PROF_ID, NULL);
+  }
+}
+
 ofi_comm* net_ofi_comm_check(void* comm, int kind, const char* fn) {
   ofi_comm* c = comm;
   if (c == NULL || c->magic != OFI_COMM_MAGIC || (kind && c->kind != kind) || c->closing) {
@@ -98,6 +135,7 @@ oom:
 ncclResult_t net_ofi_comm_fail(ofi_comm* c, ncclResult_t res, const char* fmt, ...) {
   if (c->error != ncclSuccess) return res;
   c->error = res;
+  prof_stop_all(c); /* what the provider still holds may never complete */
   char text[512];
   va_list ap;
   va_start(ap, fmt);
@@ -175,6 +213,7 @@ static ssize_t post_one(ofi_comm* c, ofi_op* op) {
                   : net_ofi_fi.trecv(nic->ep, op->buf, op->len, op->desc, op->addr, op->tag,
                                      op->ignore, &op->fctx);
   if (rc == 0) {
+    if (op->phandle) net_ofi_prof_start(op);
     op->posted = 1;
     if (tx)
       nic->tx_posted++;
@@ -226,6 +265,7 @@ ncclResult_t net_ofi_post_queued(ofi_comm* c) {
 void net_ofi_op_complete(ofi_op* op, size_t len, const struct fi_cq_err_entry* err) {
   ofi_comm* c = op->comm;
   ofi_nic* nic = c->nic;
+  if (op->ev) net_ofi_prof_stop(op, err ? 0 : len);
   if (op->posted) {
     op->posted = 0;
     if (op_is_tx(op->kind))
@@ -409,6 +449,7 @@ void net_ofi_comm_close(ofi_comm* c) {
     backoff_wait(&b);
     pthread_mutex_lock(&nic->lock);
   }
+  prof_stop_all(c); /* the core finalizes its profiler after the close */
   if (c->outstanding == 0) {
     free_comm(c);
   } else {

@@ -86,7 +86,8 @@ static void queue_ctrl_send(ofi_comm* c, uint32_t dst_id, int ctrl_type) {
 /* ---- listen ---- */
 
 ncclResult_t net_ofi_listen(void* ctx, int dev, void* handle, void** listen_comm) {
-  if (net_ofi_ctx_check(ctx, "listen") == NULL) return ncclInternalError;
+  ofi_ctx* x = net_ofi_ctx_check(ctx, "listen");
+  if (x == NULL) return ncclInternalError;
   if (handle == NULL || listen_comm == NULL) {
     OFI_WARN("NET/OFI: listen: NULL handle or listen comm pointer");
     return ncclInternalError;
@@ -106,7 +107,8 @@ ncclResult_t net_ofi_listen(void* ctx, int dev, void* handle, void** listen_comm
   ofi_comm* c = NULL;
   res = net_ofi_comm_create(nic, OFI_LISTEN, &c);
   if (res == ncclSuccess) {
-    c->secret = net_ofi_random64();
+    c->secret = weft_net_random64();
+    c->prof = x->head.prof;
     snprintf(c->peer_str, sizeof c->peer_str, "any");
     for (int i = 0; i < OFI_LISTEN_BUFS; i++)
       queue_ctrl_recv(c, i, OFI_OP_CONNECT_RECV, OFI_CTRL_CONNECT);
@@ -188,6 +190,7 @@ ncclResult_t net_ofi_accept(void* listen_comm, void** recv_comm,
     c->peer_ident = m.ident;
     c->secret = m.secret;
     c->connected = 1;
+    c->prof = l->prof;
     if (res == ncclSuccess) {
       ctrl_msg_init(c, 0, OFI_CTRL_ACCEPT, m.src_id, m.secret);
       queue_probe_recv(c);
@@ -247,12 +250,12 @@ static ncclResult_t handle_check(const ofi_handle* h, const ofi_nic* nic) {
 }
 
 static ofi_pending* pending_take(ofi_ctx* x, uint64_t stage, int remove) {
-  pthread_mutex_lock(&x->lock);
+  pthread_mutex_lock(&x->head.lock);
   ofi_pending** pp = &x->pending;
   while (*pp && (*pp)->stage != stage) pp = &(*pp)->next;
   ofi_pending* p = *pp;
   if (p && remove) *pp = p->next;
-  pthread_mutex_unlock(&x->lock);
+  pthread_mutex_unlock(&x->head.lock);
   return p;
 }
 
@@ -276,6 +279,7 @@ static ncclResult_t connect_start(ofi_ctx* x, int dev, ofi_handle* h) {
   res = net_ofi_comm_create(nic, OFI_SEND, &c);
   if (res == ncclSuccess) {
     c->secret = h->secret;
+    c->prof = x->head.prof;
     res = net_ofi_av_lookup(nic, h->addr, h->addrlen, &c->peer);
     fmt_peer(c, h->addr, h->addrlen);
   }
@@ -293,12 +297,12 @@ static ncclResult_t connect_start(ofi_ctx* x, int dev, ofi_handle* h) {
     else net_ofi_nic_release(nic);
     return res;
   }
-  pthread_mutex_lock(&x->lock);
+  pthread_mutex_lock(&x->head.lock);
   p->stage = ++x->next_stage;
   p->comm = c;
   p->next = x->pending;
   x->pending = p;
-  pthread_mutex_unlock(&x->lock);
+  pthread_mutex_unlock(&x->head.lock);
   h->stage = p->stage;
   return ncclSuccess;
 }
@@ -339,10 +343,10 @@ ncclResult_t net_ofi_connect(void* ctx, int dev, void* handle, void** send_comm,
 }
 
 void net_ofi_pending_free_all(ofi_ctx* x) {
-  pthread_mutex_lock(&x->lock);
+  pthread_mutex_lock(&x->head.lock);
   ofi_pending* p = x->pending;
   x->pending = NULL;
-  pthread_mutex_unlock(&x->lock);
+  pthread_mutex_unlock(&x->head.lock);
   while (p) {
     ofi_pending* next = p->next;
     net_ofi_comm_close(p->comm);

@@ -44,7 +44,6 @@ static ncclResult_t mh_check(ofi_comm* c, void* mhandle, const void* data, size_
 
 ncclResult_t net_ofi_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                            void* phandle, void** request) {
-  (void)phandle; /* no profiler events */
   ofi_comm* c = net_ofi_comm_check(send_comm, OFI_SEND, "isend");
   if (c == NULL || request == NULL) return ncclInternalError;
   void* desc;
@@ -64,6 +63,7 @@ ncclResult_t net_ofi_isend(void* send_comm, void* data, size_t size, int tag, vo
     op->desc = desc;
     op->addr = c->peer;
     op->tag = ofi_tag(nic, OFI_KIND_DATA, c->peer_id, (uint32_t)tag);
+    op->phandle = c->prof ? phandle : NULL;
     r->sizes[0] = size > INT_MAX ? INT_MAX : (int)size;
     net_ofi_op_queue(c, op);
     res = net_ofi_post_queued(c);
@@ -79,7 +79,6 @@ ncclResult_t net_ofi_isend(void* send_comm, void* data, size_t size, int tag, vo
 
 ncclResult_t net_ofi_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                            void** mhandles, void** phandles, void** request) {
-  (void)phandles;
   ofi_comm* c = net_ofi_comm_check(recv_comm, OFI_RECV, "irecv");
   if (c == NULL || request == NULL) return ncclInternalError;
   if (n < 1 || n > OFI_MAX_RECVS || data == NULL || sizes == NULL) {
@@ -110,6 +109,7 @@ ncclResult_t net_ofi_irecv(void* recv_comm, int n, void** data, size_t* sizes, i
       /* Without tags every slot takes any tag of this connection, in order. */
       op->tag = ofi_tag(nic, OFI_KIND_DATA, c->id, tags ? (uint32_t)tags[i] : 0);
       op->ignore = tags ? 0 : 0xffffffffull;
+      op->phandle = c->prof && phandles ? phandles[i] : NULL;
       net_ofi_op_queue(c, op);
     }
     res = net_ofi_post_queued(c);

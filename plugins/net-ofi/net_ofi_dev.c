@@ -378,7 +378,7 @@ ncclResult_t net_ofi_get_properties(int dev, ncclNetProperties_v11_t* props) {
     OFI_WARN("NET/OFI: getProperties: props is NULL");
     return ncclInternalError;
   }
-  memset(props, 0, sizeof *props);
+  weft_net_props_default(props, dev);
   props->name = d->name;
   props->pciPath = d->has_pci ? d->pci_path : NULL;
   /* Distinct domains are distinct ports. */
@@ -387,24 +387,14 @@ ncclResult_t net_ofi_get_properties(int dev, ncclNetProperties_v11_t* props) {
   props->guid = h ^ (uint64_t)dev;
   props->ptrSupport = NCCL_PTR_HOST | (d->hmem ? NCCL_PTR_CUDA : 0);
   props->regIsGlobal = 1;
-  props->forceFlush = 0;
   props->speed = d->speed;
-  props->port = 0;
-  props->latency = 0;
   int id_bits = d->tag_bits - 2 - 32;
   if (id_bits > 30) id_bits = 30;
   long comms = 1L << (id_bits - 1);
   props->maxComms = comms > 65536 ? 65536 : (int)comms;
-  props->maxRecvs = OFI_MAX_RECVS;
-  props->netDeviceType = NCCL_NET_DEVICE_HOST;
-  props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-  props->vProps.ndevs = 1;
-  props->vProps.devs[0] = dev;
   size_t maxmsg = d->info->ep_attr ? d->info->ep_attr->max_msg_size : 0;
   props->maxP2pBytes = maxmsg && maxmsg < (size_t)NCCL_MAX_NET_SIZE_BYTES
                            ? maxmsg
                            : (size_t)NCCL_MAX_NET_SIZE_BYTES;
-  props->maxCollBytes = MAX_COLLNET_SIZE;
-  props->maxMultiRequestSize = 1;
   return ncclSuccess;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "net_ofi.h"
+#include "util/shm_sweep.h"
 
 static pthread_mutex_t ofi_global = PTHREAD_MUTEX_INITIALIZER;
 void net_ofi_global_lock(void) { pthread_mutex_lock(&ofi_global); }
@@ -54,17 +55,42 @@ static void nic_close(ofi_nic* nic) {
   free(nic);
 }
 
+/* The pid in the name of a region of ours (/dev/shm/weft-ofi-<pid>-<8 hex>, to which the shm
+ * provider appends ":<n>:<n>"), else 0. */
+static int region_owner(const char* name) {
+  int pid, used = 0;
+  unsigned id;
+  if (sscanf(name, "weft-ofi-%d-%8x%n", &pid, &id, &used) != 2) return 0;
+  return name[used] == ':' || name[used] == '\0' ? pid : 0;
+}
+
+static void log_removed(const char* path, int pid, void* arg) {
+  (void)arg;
+  OFI_INFO(NCCL_INIT | NCCL_NET, "NET/OFI: removed /dev/shm%s, an shm region left by exited "
+           "process %d", path, pid);
+}
+
+#define REGION_ORPHAN_AGE_S 10
+
+static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
+static void sweep_regions(void) {
+  shm_sweep_orphans(region_owner, REGION_ORPHAN_AGE_S, log_removed, NULL);
+}
+
 /* shm names an endpoint's shared-memory region after the source address, by default the pid; a
  * region left behind by a killed process makes fi_enable fail with -FI_EBUSY for the next process
- * that gets that pid. A name of our own, unique per open, avoids it. */
+ * that gets that pid. A name of our own, unique per open, avoids it; and since the provider never
+ * removes the regions of a process that died (16 MiB of RAM each), the first open of a process
+ * removes those of exited processes. */
 static int unique_shm_name(struct fi_info* info) {
   static const char prefix[] = "fi_shm://";
   if (info->addr_format != FI_ADDR_STR || info->src_addr == NULL ||
       strncmp(info->src_addr, prefix, sizeof prefix - 1) != 0)
     return 1;
+  pthread_once(&sweep_once, sweep_regions);
   char name[64];
-  int n = snprintf(name, sizeof name, "%sweft-%d-%08llx", prefix, (int)getpid(),
-                   (unsigned long long)(net_ofi_random64() & 0xffffffffull));
+  int n = snprintf(name, sizeof name, "%sweft-ofi-%d-%08llx", prefix, (int)getpid(),
+                   (unsigned long long)(weft_net_random64() & 0xffffffffull));
   char* copy = strdup(name);
   if (copy == NULL) return 0;
   free(info->src_addr);
@@ -146,7 +172,7 @@ static ncclResult_t nic_open(int dev, ofi_dev* d, ofi_nic** out) {
   nic->tag_bits = d->tag_bits;
   nic->id_bits = nic->tag_bits - 2 - 32;
   if (nic->id_bits > 30) nic->id_bits = 30;
-  nic->next_id = (uint32_t)(net_ofi_random64() & ((1u << nic->id_bits) - 1));
+  nic->next_id = (uint32_t)(weft_net_random64() & ((1u << nic->id_bits) - 1));
   nic->next_key = 1;
   int tx = (int)(info->tx_attr->size ? info->tx_attr->size : 256);
   int rx = (int)(info->rx_attr->size ? info->rx_attr->size : 256);

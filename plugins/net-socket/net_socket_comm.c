@@ -24,7 +24,8 @@ ns_comm* net_socket_comm_check(void* comm, int kind, const char* fn) {
 }
 
 ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* data_fds, int nsocks,
-                                    int nthreads, const char* peer, ns_comm** out) {
+                                    int nthreads, const char* peer, ncclProfilerCallback_t prof,
+                                    ns_comm** out) {
   ns_comm* c = calloc(1, sizeof *c);
   ns_sock* socks = nsocks > 0 ? calloc((size_t)nsocks, sizeof *socks) : NULL;
   if (c == NULL || (nsocks > 0 && socks == NULL)) {
@@ -42,6 +43,7 @@ ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* d
   c->nsocks = nsocks;
   c->nthreads = nthreads;
   c->socks = socks;
+  c->prof = prof;
   snprintf(c->peer, sizeof c->peer, "%s", peer);
   for (int i = 0; i < nsocks; i++) c->socks[i].fd = data_fds[i];
   for (int i = 0; i < NS_MAX_THREADS; i++) c->threads[i].efd = -1;
@@ -74,7 +76,8 @@ ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* d
 }
 
 void net_socket_comm_destroy(ns_comm* c) {
-  net_socket_threads_stop(c);
+  net_socket_threads_stop(c); /* also stops the events of data-socket tasks left open */
+  net_socket_prof_stop(c, &c->ctrl_ev);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   for (int i = 0; i < c->nsocks; i++)
     if (c->socks[i].fd >= 0) close(c->socks[i].fd);

@@ -42,6 +42,7 @@ typedef struct {
   uint64_t secret;
   int nsocks;
   int nthreads;
+  ncclProfilerCallback_t prof; /* the context's profFn, for the comms accept makes */
   char addr[WEFT_SOCKADDR_STRLEN];
   ns_incoming* in;
   int nin, cap;
@@ -162,7 +163,8 @@ static void pick_counts(int* nsocks, int* nthreads) {
 /* ---- listen ---- */
 
 ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_comm) {
-  if (net_socket_ctx_check(ctx, "listen") == NULL) return ncclInternalError;
+  ns_ctx* x = net_socket_ctx_check(ctx, "listen");
+  if (x == NULL) return ncclInternalError;
   const ns_dev* d = net_socket_dev_get(dev);
   if (d == NULL) return ncclInternalError;
   if (handle == NULL || listen_comm == NULL) {
@@ -188,7 +190,8 @@ ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_c
   lc->magic = NS_LISTEN_MAGIC;
   lc->fd = fd;
   lc->dev = dev;
-  lc->secret = net_socket_random64();
+  lc->prof = x->head.prof;
+  lc->secret = weft_net_random64();
   pick_counts(&lc->nsocks, &lc->nthreads);
   socket_addr_str(&bound, lc->addr, sizeof lc->addr);
 
@@ -333,7 +336,7 @@ ncclResult_t net_socket_connect_tc(void* ctx, int dev, void* handle, void** send
     return ncclInternalError;
   }
 
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->head.lock);
   struct ns_pending_connect* p = NULL;
   if (h.stage != 0)
     for (p = c->pending; p && p->id != h.stage; p = p->next) {
@@ -341,15 +344,15 @@ ncclResult_t net_socket_connect_tc(void* ctx, int dev, void* handle, void** send
   if (p == NULL) {
     p = calloc(1, sizeof *p);
     if (p == NULL) {
-      pthread_mutex_unlock(&c->lock);
+      pthread_mutex_unlock(&c->head.lock);
       NS_WARN("NET/Socket: connect: out of memory");
       return ncclSystemError;
     }
-    p->id = net_socket_random64();
+    p->id = weft_net_random64();
     p->dev = dev;
     p->addr = h.addr;
     p->secret = h.secret;
-    p->conn_id = net_socket_random64();
+    p->conn_id = weft_net_random64();
     p->nsocks = h.nsocks;
     p->nthreads = h.nthreads;
     p->traffic_class = traffic_class;
@@ -363,7 +366,7 @@ ncclResult_t net_socket_connect_tc(void* ctx, int dev, void* handle, void** send
   int done = 0;
   ncclResult_t res = pending_progress(p, &done);
   if (res != ncclSuccess || done) pending_unlink(c, p);
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->head.lock);
   if (res != ncclSuccess || done) {
     h.stage = 0; /* the handle may start another connect */
     handle_write(handle, &h);
@@ -378,7 +381,7 @@ ncclResult_t net_socket_connect_tc(void* ctx, int dev, void* handle, void** send
   socket_addr_str(&p->addr, peer, sizeof peer);
   ns_comm* comm = NULL;
   res = net_socket_comm_create(NS_SEND, dev, p->fd[0], p->fd + 1, p->nsocks, p->nthreads, peer,
-                               &comm);
+                               c->head.prof, &comm);
   free(p); /* its fds now belong to the comm (closed by net_socket_comm_create on failure) */
   if (res != ncclSuccess) return res;
   if (dev_comm) *dev_comm = NULL;
@@ -390,17 +393,17 @@ ncclResult_t net_socket_connect(void* ctx, int dev, void* handle, void** send_co
                                 ncclNetDeviceHandle_v11_t** dev_comm) {
   ns_ctx* c = net_socket_ctx_check(ctx, "connect");
   if (c == NULL) return ncclInternalError;
-  return net_socket_connect_tc(ctx, dev, handle, send_comm, dev_comm, c->traffic_class);
+  return net_socket_connect_tc(ctx, dev, handle, send_comm, dev_comm, c->head.traffic_class);
 }
 
 void net_socket_pending_free_all(ns_ctx* c) {
-  pthread_mutex_lock(&c->lock);
+  pthread_mutex_lock(&c->head.lock);
   while (c->pending) {
     struct ns_pending_connect* p = c->pending;
     c->pending = p->next;
     pending_close(p);
   }
-  pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&c->head.lock);
 }
 
 /* ---- accept ---- */
@@ -530,7 +533,8 @@ ncclResult_t net_socket_accept(void* listen_comm, void** recv_comm,
     if (getpeername(ctrl, &pa.sa, &len) == 0) socket_addr_str(&pa, peer, sizeof peer);
     ns_comm* comm = NULL;
     ncclResult_t res =
-        net_socket_comm_create(NS_RECV, lc->dev, ctrl, data, lc->nsocks, lc->nthreads, peer, &comm);
+        net_socket_comm_create(NS_RECV, lc->dev, ctrl, data, lc->nsocks, lc->nthreads, peer,
+                               lc->prof, &comm);
     if (res != ncclSuccess) return res;
     if (dev_comm) *dev_comm = NULL;
     *recv_comm = comm;

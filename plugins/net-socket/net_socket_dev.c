@@ -96,24 +96,9 @@ ncclResult_t net_socket_get_properties(int dev, ncclNetProperties_v11_t* props) 
     NS_WARN("NET/Socket: getProperties: props is NULL");
     return ncclInternalError;
   }
-  memset(props, 0, sizeof *props);
+  /* Host memory only, no global registration, 1 TiB messages: the defaults. */
+  weft_net_props_default(props, dev);
   props->name = (char*)d->name;
-  props->pciPath = NULL;
-  props->guid = (uint64_t)dev;
-  props->ptrSupport = NCCL_PTR_HOST;
-  props->regIsGlobal = 0;
-  props->forceFlush = 0;
   props->speed = d->speed;
-  props->port = 0;
-  props->latency = 0;
-  props->maxComms = 65536;
-  props->maxRecvs = NS_MAX_RECVS;
-  props->netDeviceType = NCCL_NET_DEVICE_HOST;
-  props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-  props->vProps.ndevs = 1;
-  props->vProps.devs[0] = dev;
-  props->maxP2pBytes = NCCL_MAX_NET_SIZE_BYTES;
-  props->maxCollBytes = MAX_COLLNET_SIZE;
-  props->maxMultiRequestSize = 1;
   return ncclSuccess;
 }

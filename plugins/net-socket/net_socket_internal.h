@@ -22,12 +22,15 @@
 #include <stdint.h>
 
 #include "nccl_net.h"
+#include "profiler/net_socket_v1.h"
+#include "profiler/profiler_types.h"
+#include "net_common.h"
 #include "util/socket.h"
 
 #define NS_MAX_DEVS 16
 #define NS_MAX_THREADS 16
 #define NS_MAX_SOCKS 64
-#define NS_MAX_RECVS 8
+#define NS_MAX_RECVS WEFT_NET_MAX_RECVS
 /* Requests in flight per comm: a receive comm holds NCCL_NET_MAX_REQUESTS (each up to
  * NS_MAX_RECVS grouped receives); a send comm NCCL_NET_MAX_REQUESTS × NS_MAX_RECVS, as the net
  * ABI asks, so every slot of a full receive window can have its send posted. */
@@ -46,6 +49,14 @@
 #define NS_HANDLE_MAGIC 0x77656674536f636bull /* "weftSock" */
 #define NS_HELLO_MAGIC 0x77656674486c6f21ull  /* "weftHlo!" */
 #define NS_HDR_INLINE 0x1u
+
+/* NetPlugin events (net_common.h): one per socket task — a chunk on a data socket, or an inline
+ * payload on the control socket — from when its bytes begin moving to when they are all moved
+ * or the socket fails (stopped at close when still open). Descriptor:
+ * ncclProfilerNetSockDescr_v1_t {ncclProfileSocket, fd, op (NCCL's codes: 0 send, 1 receive),
+ * length: the task's bytes}. */
+#define NS_PROF_ID ((int64_t)(NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER))
+enum { NS_PROF_OP_SEND = 0, NS_PROF_OP_RECV = 1 };
 
 /* Defaults when NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD are unset (see README.md). */
 #define NS_DEFAULT_NTHREADS 2
@@ -75,10 +86,7 @@ ncclResult_t net_socket_get_properties(int dev, ncclNetProperties_v11_t* props);
 /* ---- per-communicator context (net_socket_plugin.c) ---- */
 struct ns_pending_connect;
 typedef struct {
-  uint64_t magic;
-  uint64_t comm_id;
-  int traffic_class;
-  pthread_mutex_t lock;               /* guards pending */
+  weft_net_ctx head;                  /* magic, comm id, traffic class, lock (guards pending) */
   struct ns_pending_connect* pending; /* connects not finished yet */
 } ns_ctx;
 
@@ -86,7 +94,6 @@ ncclResult_t net_socket_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof);
 ncclResult_t net_socket_finalize(void* ctx);
 ns_ctx* net_socket_ctx_check(void* ctx, const char* fn); /* NULL (and a WARN) when not a live ctx */
-uint64_t net_socket_random64(void);
 
 /* ---- connections ---- */
 enum { NS_SEND = 1, NS_RECV = 2 };
@@ -117,13 +124,16 @@ struct ns_comm;
 struct ns_req;
 
 /* One chunk of one message on one data socket. The first deliver bytes go to ptr, the rest of
- * total is read into scratch and dropped (a truncated receive). */
+ * total is read into scratch and dropped (a truncated receive). phandle: the slot's profiler
+ * parent until the task's NetPlugin event starts (then NULL); ev: that event while open. */
 typedef struct {
   char* ptr;
   size_t deliver;
   size_t total;
   size_t done;
   struct ns_req* req;
+  void* phandle;
+  void* ev;
 } ns_task;
 
 /* A data socket and its task queue: single producer (the caller's thread), single consumer (its
@@ -152,6 +162,7 @@ typedef struct {
   size_t got;  /* receive: bytes the sender sent */
   int tag;
   int matched;
+  void* phandle; /* the core's profiler parent of this slot (NULL: no NetPlugin events) */
 } ns_slot;
 
 enum { NS_REQ_FREE = 0, NS_REQ_SEND, NS_REQ_RECV, NS_REQ_FLUSH };
@@ -182,6 +193,8 @@ typedef struct ns_comm {
   ns_sock* socks;
   ns_thread threads[NS_MAX_THREADS];
   int next_sock;
+  ncclProfilerCallback_t prof; /* the context's profFn (NULL: none) */
+  void* ctrl_ev;               /* NetPlugin event of the inline payload on the control socket */
   int error; /* ncclResult_t, atomic: first failure of the connection */
   int stop;  /* atomic: helpers exit */
   /* requests */
@@ -202,9 +215,11 @@ typedef struct ns_comm {
 } ns_comm;
 
 /* net_socket_comm.c: build a comm from connected sockets (takes the fds, also on failure) and
- * tear it down (stops and joins helpers, closes every fd). */
+ * tear it down (stops and joins helpers, stops the NetPlugin events still open, closes every
+ * fd). prof: the context's profFn. */
 ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* data_fds, int nsocks,
-                                    int nthreads, const char* peer, ns_comm** out);
+                                    int nthreads, const char* peer, ncclProfilerCallback_t prof,
+                                    ns_comm** out);
 void net_socket_comm_destroy(ns_comm* comm);
 ns_comm* net_socket_comm_check(void* comm, int kind, const char* fn);
 /* Record the connection's first failure (later ones are ignored) and wake the helpers.
@@ -220,6 +235,10 @@ void net_socket_threads_stop(ns_comm* comm);
 void net_socket_task_push(ns_comm* comm, int s, const ns_task* task);
 /* Chunk size of a striped payload of total bytes: ≥ NS_MIN_CHUNK, at most nsocks chunks. */
 size_t net_socket_chunk_size(size_t total, int nsocks);
+/* NetPlugin events of the comm's socket tasks (fd, op from the comm's kind, length bytes):
+ * start consumes *phandle; stop is a no-op on a NULL *ev. */
+void net_socket_prof_start(ns_comm* comm, int fd, size_t length, void** phandle, void** ev);
+void net_socket_prof_stop(ns_comm* comm, void** ev);
 
 /* net_socket_connect.c */
 ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_comm);

@@ -45,8 +45,10 @@ static void req_free(ns_req* r) {
 static void fifo_push(ns_comm* c, ns_req* r) { c->fifo[c->fifo_tail++ % (unsigned)c->window] = r; }
 
 /* Queue a striped payload of total bytes (the first deliver of them land at ptr) as at most
- * nsocks chunks, round-robin from next_sock; the receiver mirrors this exactly. */
-static void push_chunks(ns_comm* c, ns_req* r, char* ptr, size_t deliver, size_t total) {
+ * nsocks chunks, round-robin from next_sock; the receiver mirrors this exactly. Each chunk
+ * reports its own NetPlugin event under phandle (the slot's). */
+static void push_chunks(ns_comm* c, ns_req* r, char* ptr, size_t deliver, size_t total,
+                        void* phandle) {
   size_t chunk = net_socket_chunk_size(total, c->nsocks);
   int count = (int)((total + chunk - 1) / chunk);
   __atomic_add_fetch(&r->pending, count, __ATOMIC_RELAXED);
@@ -57,6 +59,8 @@ static void push_chunks(ns_comm* c, ns_req* r, char* ptr, size_t deliver, size_t
     t.ptr = t.deliver ? ptr + off : NULL;
     t.done = 0;
     t.req = r;
+    t.phandle = phandle;
+    t.ev = NULL;
     net_socket_task_push(c, c->next_sock, &t);
     c->next_sock = (c->next_sock + 1) % c->nsocks;
   }
@@ -108,17 +112,21 @@ static ncclResult_t ctrl_send_step(ns_comm* c, ns_req* r) {
     memcpy(c->hdr + 12, &flags, 4);
     c->cur_done = 0;
     c->started = 1;
+    /* an inline payload is a task of the control socket (a striped one's header is not) */
+    if (inl) net_socket_prof_start(c, c->ctrl_fd, s->size, &s->phandle, &c->ctrl_ev);
   }
   size_t dlen = inl ? s->size : 0;
   errno = 0;
   if (send_two(c->ctrl_fd, c->hdr, NS_HDR_BYTES, s->data, dlen, &c->cur_done) != ncclSuccess) {
     int err = errno;
+    net_socket_prof_stop(c, &c->ctrl_ev);
     if (net_socket_comm_fail(c, ncclRemoteError))
       NS_WARN("NET/Socket: sending to %s failed on the control socket: %s", c->peer,
               err ? strerror(err) : "closed by the peer");
     return ncclRemoteError;
   }
   if (c->cur_done == NS_HDR_BYTES + dlen) {
+    net_socket_prof_stop(c, &c->ctrl_ev);
     c->started = 0;
     r->ctrl_done = 1;
   }
@@ -127,6 +135,7 @@ static ncclResult_t ctrl_send_step(ns_comm* c, ns_req* r) {
 
 static ncclResult_t ctrl_lost(ns_comm* c) {
   int err = errno;
+  net_socket_prof_stop(c, &c->ctrl_ev);
   if (net_socket_comm_fail(c, ncclRemoteError))
     NS_WARN("NET/Socket: receiving from %s failed on the control socket: %s", c->peer,
             err ? strerror(err) : "closed by the peer");
@@ -184,8 +193,10 @@ static ncclResult_t ctrl_recv_step(ns_comm* c, ns_req* r) {
         c->cur_total = (size_t)size;
         c->cur_done = 0;
         c->phase = NS_CTRL_DATA;
+        net_socket_prof_start(c, c->ctrl_fd, (size_t)size, &s->phandle, &c->ctrl_ev);
       } else if (size > 0) {
-        push_chunks(c, r, s->data, deliver, (size_t)size);
+        push_chunks(c, r, s->data, deliver, (size_t)size, s->phandle);
+        s->phandle = NULL;
       }
       continue;
     }
@@ -204,6 +215,7 @@ static ncclResult_t ctrl_recv_step(ns_comm* c, ns_req* r) {
       if (res != ncclSuccess) return ctrl_lost(c);
       if (got < want) return ncclSuccess;
     }
+    net_socket_prof_stop(c, &c->ctrl_ev);
     c->phase = NS_CTRL_HDR;
   }
 }
@@ -228,7 +240,6 @@ static ncclResult_t ctrl_progress(ns_comm* c) {
 ncclResult_t net_socket_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                               void* phandle, void** request) {
   (void)mhandle;
-  (void)phandle;
   ns_comm* c = net_socket_comm_check(send_comm, NS_SEND, "isend");
   if (c == NULL) return ncclInternalError;
   if (request == NULL || (data == NULL && size > 0)) {
@@ -246,7 +257,11 @@ ncclResult_t net_socket_isend(void* send_comm, void* data, size_t size, int tag,
   r->slot[0].data = data;
   r->slot[0].size = size;
   r->slot[0].tag = tag;
-  if (c->nsocks > 0 && size > NS_INLINE_MAX) push_chunks(c, r, data, size, size);
+  r->slot[0].phandle = c->prof ? phandle : NULL;
+  if (c->nsocks > 0 && size > NS_INLINE_MAX) {
+    push_chunks(c, r, data, size, size, r->slot[0].phandle);
+    r->slot[0].phandle = NULL;
+  }
   fifo_push(c, r);
   ncclResult_t res = ctrl_progress(c);
   if (res != ncclSuccess) return res;
@@ -257,7 +272,6 @@ ncclResult_t net_socket_isend(void* send_comm, void* data, size_t size, int tag,
 ncclResult_t net_socket_irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
                               void** mhandles, void** phandles, void** request) {
   (void)mhandles;
-  (void)phandles;
   ns_comm* c = net_socket_comm_check(recv_comm, NS_RECV, "irecv");
   if (c == NULL) return ncclInternalError;
   if (n < 1 || n > NS_MAX_RECVS) {
@@ -288,6 +302,7 @@ ncclResult_t net_socket_irecv(void* recv_comm, int n, void** data, size_t* sizes
     r->slot[i].data = data[i];
     r->slot[i].size = sizes[i];
     r->slot[i].tag = tags ? tags[i] : 0;
+    r->slot[i].phandle = c->prof && phandles ? phandles[i] : NULL;
   }
   fifo_push(c, r);
   ncclResult_t res = ctrl_progress(c);

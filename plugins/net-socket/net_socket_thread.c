@@ -24,6 +24,22 @@ size_t net_socket_chunk_size(size_t total, int nsocks) {
   return per < NS_MIN_CHUNK ? NS_MIN_CHUNK : per;
 }
 
+void net_socket_prof_start(ns_comm* c, int fd, size_t length, void** phandle, void** ev) {
+  if (c->prof == NULL || *phandle == NULL) return;
+  ncclProfilerNetSockDescr_v1_t d;
+  memset(&d, 0, sizeof d);
+  d.type = ncclProfileSocket;
+  d.sock.fd = fd;
+  d.sock.op = c->kind == NS_SEND ? NS_PROF_OP_SEND : NS_PROF_OP_RECV;
+  d.sock.length = length;
+  weft_net_prof_start(c->prof, *phandle, NS_PROF_ID, &d, ev);
+  *phandle = NULL; /* once per task, whatever the profiler answered */
+}
+
+void net_socket_prof_stop(ns_comm* c, void** ev) {
+  weft_net_prof_stop(c->prof, ev, NS_PROF_ID, NULL);
+}
+
 static void wake(ns_thread* t) {
   uint64_t one = 1;
   if (write(t->efd, &one, sizeof one) < 0) {
@@ -60,6 +76,18 @@ static ncclResult_t task_step(int fd, int send_dir, ns_task* t, char* scratch) {
   return ncclSuccess;
 }
 
+/* The NetPlugin events of the tasks queued on data sockets idx, idx + step, ... that began and
+ * never finished (the connection failed, or it is closing). Only the sockets' helper, or the
+ * closer once the helpers are joined, touches a task's event. */
+static void prof_stop_open_tasks(ns_comm* c, int idx, int step) {
+  for (int s = idx; s < c->nsocks; s += step) {
+    ns_sock* k = &c->socks[s];
+    unsigned tail = __atomic_load_n(&k->tail, __ATOMIC_ACQUIRE);
+    for (unsigned h = k->head; h != tail; h++)
+      net_socket_prof_stop(c, &k->ring[h % NS_TASK_RING].ev);
+  }
+}
+
 static void drain(int efd) {
   uint64_t v;
   if (read(efd, &v, sizeof v) < 0) {
@@ -77,6 +105,7 @@ static void* thread_main(void* arg) {
   for (;;) {
     if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) break;
     if (__atomic_load_n(&c->error, __ATOMIC_ACQUIRE)) {
+      if (c->prof && !t->parked) prof_stop_open_tasks(c, t->idx, c->nthreads);
       __atomic_store_n(&t->parked, 1, __ATOMIC_RELEASE);
       struct pollfd p = {.fd = t->efd, .events = POLLIN};
       poll(&p, 1, 100);
@@ -92,11 +121,13 @@ static void* thread_main(void* arg) {
       while (head != tail) {
         ns_task* task = &k->ring[head % NS_TASK_RING];
         size_t before = task->done;
+        if (task->phandle) net_socket_prof_start(c, k->fd, task->total, &task->phandle, &task->ev);
         errno = 0;
         ncclResult_t r = task_step(k->fd, send_dir, task, t->scratch);
         if (task->done != before) moved = 1;
         if (r != ncclSuccess) {
           int err = errno;
+          net_socket_prof_stop(c, &task->ev); /* failed: the task moves no more */
           if (net_socket_comm_fail(c, r)) /* later failures are consequences: no WARN */
             NS_WARN("NET/Socket: %s data socket %d of the connection %s %s failed: %s",
                     send_dir ? "sending on" : "receiving on", s, send_dir ? "to" : "from", c->peer,
@@ -104,6 +135,7 @@ static void* thread_main(void* arg) {
           break;
         }
         if (task->done < task->total) break;
+        net_socket_prof_stop(c, &task->ev); /* before the request can complete */
         ns_req* req = task->req;
         head++;
         /* head first: the producer may reuse the slot once the request completes */
@@ -197,4 +229,5 @@ void net_socket_threads_stop(ns_comm* c) {
     free(t->scratch);
     t->scratch = NULL;
   }
+  if (c->prof) prof_stop_open_tasks(c, 0, 1);
 }

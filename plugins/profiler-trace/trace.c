@@ -5,7 +5,9 @@
  *
  * Tracks: the process is the rank ("rank R"), threads are tracks: API calls (GroupApi, CollApi,
  * P2pApi, KernelLaunch), the Group/Coll/P2p the core ran (with their arguments), one track per
- * channel for KernelCh, per channel for proxy ops and steps, the proxy thread, net transfers.
+ * channel for KernelCh, per channel for proxy ops and steps, the proxy thread, and per channel
+ * the net transfers the net plugin reported (NetPlugin events: socket tasks, IB work requests,
+ * weft-ofi operations, with their bytes and socket / QP).
  *
  * Memory is bounded: event handles come from a fixed ring of slots per communicator (a slot is
  * reused only once stopped; when every slot is live, new events are dropped and counted), and
@@ -45,7 +47,13 @@ typedef struct {
   size_t count, bytes;
   int root, peer, channel, nchannels, step, is_send, nsteps, last_state;
   int nstates;
+  int net;            /* NetPlugin: NET_* (the plugin's type), NET_OTHER when unknown */
+  int64_t net_id;     /* NetPlugin: the plugin id (type | version) */
+  long long net_unit; /* NetPlugin: the socket fd, the QP number, the device (ofi) */
 } trace_ev;
+
+enum { NET_OTHER = 0, NET_SOCK, NET_IB, NET_OFI };
+static const char* const net_names[] = {"net", "socket", "ib", "ofi"};
 
 /* A finished event. */
 typedef struct {
@@ -118,6 +126,9 @@ static void write_event(FILE* f, const trace_ctx* c, const trace_ev* e, uint64_t
              e->type == ncclProfileP2pApi ? " (api)" : "");
   else if (e->type == ncclProfileProxyStep)
     snprintf(label, sizeof label, "%s step %d", e->is_send ? "send" : "recv", e->step);
+  else if (e->type == ncclProfileNetPlugin && e->net != NET_OTHER)
+    snprintf(label, sizeof label, "%s %s %zu B", net_names[e->net], e->is_send ? "send" : "recv",
+             e->bytes);
   else
     snprintf(label, sizeof label, "%s", e->name);
   json_str(f, label);
@@ -146,6 +157,11 @@ static void write_event(FILE* f, const trace_ctx* c, const trace_ev* e, uint64_t
             e->nsteps, e->is_send);
   } else if (e->type == ncclProfileProxyStep) {
     fprintf(f, ",\"step\":%d,\"bytes\":%zu,\"lastState\":%d", e->step, e->bytes, e->last_state);
+  } else if (e->type == ncclProfileNetPlugin) {
+    fprintf(f, ",\"plugin\":\"%s\",\"bytes\":%zu", net_names[e->net], e->bytes);
+    if (e->net != NET_OTHER)
+      fprintf(f, ",\"send\":%d,\"%s\":%lld", e->is_send,
+              e->net == NET_SOCK ? "fd" : e->net == NET_IB ? "qp" : "device", e->net_unit);
   } else if (e->type == ncclProfileProxyCtrl || e->type == ncclProfileGroupApi) {
     fprintf(f, ",\"states\":%d,\"lastState\":%d", e->nstates, e->last_state);
   }
@@ -307,6 +323,33 @@ static trace_ev* new_event(trace_ctx* c, uint64_t type) {
   return NULL;
 }
 
+/* What a NetPlugin descriptor says (the plugin id names its layout): kind, bytes, direction, the
+ * socket or QP. Called at start, and with a receive's final length at an update. */
+static void describe_net(trace_ev* e, int64_t id, const void* data) {
+  int64_t type = id & (int64_t)NCCL_PROFILER_NET_TYPE_MASK;
+  e->net_id = id;
+  if (data == NULL || (id & NCCL_PROFILER_NET_VER_MASK) != 1) return; /* v1 layouts only */
+  if (type == NCCL_PROFILER_NET_TYPE_SOCK) {
+    const ncclProfilerNetSockDescr_v1_t* d = data;
+    e->net = NET_SOCK;
+    e->bytes = d->sock.length;
+    e->is_send = d->sock.op == 0; /* NCCL's NCCL_SOCKET_SEND */
+    e->net_unit = d->sock.fd;
+  } else if (type == NCCL_PROFILER_NET_TYPE_IB) {
+    const ncclProfilerNetIbDescr_v1_t* d = data;
+    e->net = NET_IB;
+    e->bytes = d->qp.length;
+    e->is_send = (d->qp.opcode & 0x80) == 0; /* receive completion opcodes have IBV_WC_RECV */
+    e->net_unit = d->qp.qpNum;
+  } else if (type == WEFT_PROFILER_NET_TYPE_OFI) {
+    const weftProfilerNetOfiDescr_v1_t* d = data;
+    e->net = NET_OFI;
+    e->bytes = d->op.length;
+    e->is_send = d->op.op == weftProfileOfiTsend;
+    e->net_unit = d->op.device;
+  }
+}
+
 /* Fill e from a v5/v6 descriptor (v4's are converted to this layout first). */
 static void describe(trace_ctx* c, trace_ev* e, const ncclProfilerEventDescr_v5_t* d) {
   trace_ev* parent = own_slot(c, d->parentObj);
@@ -374,7 +417,8 @@ static void describe(trace_ctx* c, trace_ev* e, const ncclProfilerEventDescr_v5_
     case ncclProfileProxyCtrl: e->name = "ProxyCtrl"; e->track = TR_PROXYCTRL; break;
     case ncclProfileNetPlugin:
       e->name = "NetPlugin";
-      if (parent) e->channel = parent->channel;
+      if (parent) e->channel = parent->channel, e->is_send = parent->is_send;
+      describe_net(e, d->netPlugin.id, d->netPlugin.data);
       e->track = TR_NET + (e->channel < 0 ? 0 : e->channel % 64);
       break;
     default: e->name = "event"; e->track = TR_GROUP; break;
@@ -420,6 +464,8 @@ static ncclResult_t record_v5(void* handle, ncclProfilerEventState_t s,
     e->nstates++;
     e->last_state = (int)s;
     if (a && e->type == ncclProfileProxyStep) e->bytes = a->proxyStep.transSize;
+    if (a && e->type == ncclProfileNetPlugin && s == ncclProfilerNetPluginUpdate)
+      describe_net(e, e->net_id, a->netPlugin.data);
   }
   pthread_mutex_unlock(&c->lock);
   return ncclSuccess;
@@ -482,6 +528,10 @@ static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDesc
     case ncclProfileProxyOp: memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp); break;
     case ncclProfileProxyStep: e.proxyStep.step = d->proxyStep.step; break;
     case ncclProfileKernelCh: e.kernelCh.channelId = d->kernelCh.channelId; break;
+    case ncclProfileNetPlugin:
+      e.netPlugin.id = d->netPlugin.id;
+      e.netPlugin.data = d->netPlugin.data;
+      break;
     default: break;
   }
   return start_v5(context, handle, &e);

@@ -145,15 +145,20 @@ static int rank_main(int rank, ncclUniqueId id) {
   return 0;
 }
 
-/* Segments /dev/shm/weft-<pid>-… created by any of pids. */
+/* Segments /dev/shm/weft-<pid>-<8 hex>-<n> (the shm transport's exact name shape) created by
+ * any of pids. Other files are not counted: libfabric's shm provider appends ":0:0" to names of
+ * its own, and a pid of this run may be one an earlier, killed process had. */
 static int leftover_segments(const pid_t* pids, int n) {
   DIR* d = opendir("/dev/shm");
   if (!d) return 0;
   int found = 0;
   struct dirent* e;
   while ((e = readdir(d)) != NULL) {
-    int pid;
-    if (sscanf(e->d_name, "weft-%d-", &pid) != 1) continue;
+    int pid, used = 0;
+    unsigned hash, k;
+    if (sscanf(e->d_name, "weft-%d-%8x-%u%n", &pid, &hash, &k, &used) != 3 ||
+        e->d_name[used] != '\0')
+      continue;
     for (int i = 0; i < n; i++)
       if (pids[i] == pid) {
         fprintf(stderr, "left in /dev/shm: %s\n", e->d_name);

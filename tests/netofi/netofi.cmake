@@ -83,6 +83,11 @@ weft_add_test(NAME net_ofi_faults_surface_as_errors SOURCES ${_ofi_dir}/netofi_f
 set_tests_properties(net_ofi_faults_surface_as_errors PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
 netofi_provider(net_ofi_faults_surface_as_errors tcp+ofi_rxm)
 
+# ---- shm regions of exited processes are swept (issue 18: nothing left in /dev/shm) ----
+weft_add_test(NAME net_ofi_shm_orphans_swept SOURCES ${_ofi_dir}/netofi_shm_orphans.c
+  LABELS plugin fault TIMEOUT 120 LIBS weft_net_ofi_impl)
+netofi_provider(net_ofi_shm_orphans_swept shm)
+
 # ---- host-mode collectives over the plugin ----
 foreach(n 2 3)
   weft_add_test(NAME net_ofi_host_allreduce_${n}_ranks SOURCES ${_ofi_dir}/netofi_allreduce.c

@@ -6,6 +6,7 @@ weft_add_test(NAME net_socket_plugin_smoke_data_faults_cycles
   TIMEOUT 180
   ENV NCCL_SOCKET_IFNAME=lo)
 add_dependencies(net_socket_plugin_smoke_data_faults_cycles nccl-net-weft-socket)
-# ns_handle (the stray-socket check connects to the address inside a handle)
+# ns_handle (the stray-socket check connects to the address inside a handle); the header
+# includes plugins/common's net_common.h
 target_include_directories(net_socket_plugin_smoke_data_faults_cycles PRIVATE
-  ${PROJECT_SOURCE_DIR}/plugins/net-socket)
+  ${PROJECT_SOURCE_DIR}/plugins/net-socket ${PROJECT_SOURCE_DIR}/plugins/common)

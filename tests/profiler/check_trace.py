@@ -2,12 +2,14 @@
 """Check the trace plugin's files of a prof_tree trace run (trace_run.sh): one file per rank,
 each valid JSON with every collective and send/recv of the run (functions, sequence numbers,
 counts, roots), KernelCh events under them, no unfinished events, and the merged file holding
-them all.  check_trace.py DIR NRANKS MERGED"""
+them all; with NET (socket, ib, ofi), also the net transfers that plugin reported, on the
+net tracks of their channels, with their bytes.  check_trace.py DIR NRANKS MERGED [NET]"""
 import glob
 import json
 import sys
 
 d, nranks, merged = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+net = sys.argv[4] if len(sys.argv) > 4 else None
 WANT = [("AllReduce", 0, None), ("AllReduce", 1, None), ("Broadcast", 0, 1), ("Reduce", 0, 0),
         ("AllGather", 0, None), ("ReduceScatter", 0, None)]
 N = 4096
@@ -53,6 +55,19 @@ for path in files:
     for kind in ("GroupApi", "CollApi", "P2pApi", "KernelLaunch", "Group"):
         if not any(e["cat"] == kind for e in evs):
             fail(f"{path}: no {kind} event")
+    if net:
+        xfers = [e for e in evs if e["cat"] == "NetPlugin"]
+        steps = [e for e in evs if e["cat"] == "ProxyStep"]
+        if not xfers or not steps:
+            fail(f"{path}: {len(xfers)} net transfers, {len(steps)} proxy steps over the net")
+        for e in xfers:
+            a = e["args"]
+            if a["plugin"] != net or e["tid"] < 300 or not e["name"].startswith(net):
+                fail(f"{path}: net transfer {e['name']} on track {e['tid']}: {a}")
+        for send in (0, 1):
+            moved = sum(e["args"]["bytes"] for e in xfers if e["args"]["send"] == send)
+            if moved <= 0:
+                fail(f"{path}: no bytes in the net transfers with send={send}")
 if ranks != set(range(nranks)):
     fail(f"ranks {sorted(ranks)}, want 0..{nranks - 1}")
 m = json.load(open(merged))

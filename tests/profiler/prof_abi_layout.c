@@ -105,6 +105,19 @@ _Static_assert(ncclProfilerKernelChStop == 22 && ncclProfilerGroupEndApiStart ==
                    ncclProfilerCeBatchComplete == 30 && ncclProfilerProxyStepSendPeerWait_v4 == 20,
                "states");
 
+/* NetPlugin descriptors: NCCL's socket and IB ones, and weft's OFI one (frozen as v1). */
+_Static_assert(sizeof(ncclProfilerNetSockDescr_v1_t) == 24, "abi");
+_Static_assert(offsetof(ncclProfilerNetSockDescr_v1_t, sock.length) == 16, "abi");
+_Static_assert(sizeof(ncclProfilerNetIbDescr_v1_t) == 40, "abi");
+_Static_assert(offsetof(ncclProfilerNetIbDescr_v1_t, qp.wr_id) == 16, "abi");
+_Static_assert(offsetof(ncclProfilerNetIbDescr_v1_t, qp.length) == 32, "abi");
+_Static_assert(sizeof(weftProfilerNetOfiDescr_v1_t) == 48, "abi");
+_Static_assert(offsetof(weftProfilerNetOfiDescr_v1_t, op.length) == 16, "abi");
+_Static_assert(offsetof(weftProfilerNetOfiDescr_v1_t, op.provider) == 40, "abi");
+_Static_assert(NCCL_PROFILER_NET_TYPE_IB == 0x10000 && NCCL_PROFILER_NET_TYPE_SOCK == 0x20000 &&
+                   WEFT_PROFILER_NET_TYPE_OFI == 0x77460000u,
+               "net plugin types");
+
 int main(void) {
   test_require_weft_lib();
   /* The current view is v6, its symbol is what stock NCCL 2.29 probes first. */

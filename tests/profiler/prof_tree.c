@@ -4,6 +4,10 @@
  * numbers per function, fields, states in order, one stop per event. Broken plugins (no
  * symbol, NULL stopEvent, failing init) and a zero activation mask leave the run correct and
  * the plugin unused or silent.
+ * Over a net (PROF_EXPECT_NET), the net plugin's own NetPlugin events are checked too, once the
+ * communicator is destroyed (prof_net_check.c), and across the ranks what one side's events
+ * sent against what the other side's received.
+ * PROF_COUNT sets the elements per operation (default 4096).
  * The trace case only runs the ops (PROF_NRANKS ranks, default 2) for a plugin that is not the
  * reference one (the trace plugin; check_trace.py reads what it wrote).
  *   prof_tree tree|mask0|nullctx|unused|trace PLUGIN.so [NCCL_PROFILER_PLUGIN value] */
@@ -12,13 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "nccl.h"
 #include "nccl_profiler.h"
+#include "prof_net_check.h"
 #include "ref_profiler.h"
 #include "testutil.h"
 
-#define N 4096
+static size_t g_count = 4096; /* elements per operation (PROF_COUNT) */
 #define NCOLL 6
 
 static const char* g_case;
@@ -39,31 +45,31 @@ static void summary(ref_summary* s) {
 
 /* Run the collectives (checking AllReduce's result against a reference) and the grouped p2p. */
 static void run_ops(ncclComm_t comm, int rank, int nranks, uint64_t* rng) {
-  float* a = malloc(N * sizeof(float) * nranks);
-  float* b = malloc(N * sizeof(float) * nranks);
+  float* a = malloc(g_count * sizeof(float) * nranks);
+  float* b = malloc(g_count * sizeof(float) * nranks);
   EXPECT(a && b);
   for (int it = 0; it < 2; it++) {
-    for (int i = 0; i < N; i++) a[i] = (float)(test_rand(rng) % 1000) + (float)rank;
-    EXPECT_OK(ncclAllReduce(a, b, N, ncclFloat32, ncclSum, comm, NULL));
+    for (size_t i = 0; i < g_count; i++) a[i] = (float)(test_rand(rng) % 1000) + (float)rank;
+    EXPECT_OK(ncclAllReduce(a, b, g_count, ncclFloat32, ncclSum, comm, NULL));
     /* every rank drew the same sequence (same seed): the sum is nranks*x + sum of ranks */
     uint64_t r2 = *rng;
     (void)r2;
-    for (int i = 0; i < N; i++) {
+    for (size_t i = 0; i < g_count; i++) {
       float want = (a[i] - (float)rank) * (float)nranks + (float)(nranks * (nranks - 1) / 2);
       if (fabsf(b[i] - want) > 1e-3f) {
-        fprintf(stderr, "rank %d: AllReduce[%d] = %g, want %g\n", rank, i, b[i], want);
+        fprintf(stderr, "rank %d: AllReduce[%zu] = %g, want %g\n", rank, i, b[i], want);
         exit(1);
       }
     }
   }
-  EXPECT_OK(ncclBroadcast(a, b, N, ncclFloat32, 1, comm, NULL));
-  EXPECT_OK(ncclReduce(a, b, N, ncclFloat32, ncclSum, 0, comm, NULL));
-  EXPECT_OK(ncclAllGather(a, b, N, ncclFloat32, comm, NULL));
-  EXPECT_OK(ncclReduceScatter(a, b, N, ncclFloat32, ncclSum, comm, NULL));
+  EXPECT_OK(ncclBroadcast(a, b, g_count, ncclFloat32, 1, comm, NULL));
+  EXPECT_OK(ncclReduce(a, b, g_count, ncclFloat32, ncclSum, 0, comm, NULL));
+  EXPECT_OK(ncclAllGather(a, b, g_count, ncclFloat32, comm, NULL));
+  EXPECT_OK(ncclReduceScatter(a, b, g_count, ncclFloat32, ncclSum, comm, NULL));
   int peer = rank ^ 1;
   EXPECT_OK(ncclGroupStart());
-  EXPECT_OK(ncclSend(a, N, ncclFloat32, peer, comm, NULL));
-  EXPECT_OK(ncclRecv(b, N, ncclFloat32, peer, comm, NULL));
+  EXPECT_OK(ncclSend(a, g_count, ncclFloat32, peer, comm, NULL));
+  EXPECT_OK(ncclRecv(b, g_count, ncclFloat32, peer, comm, NULL));
   EXPECT_OK(ncclGroupEnd());
   free(a);
   free(b);
@@ -73,6 +79,15 @@ static int count_type(const ref_summary* s, uint64_t type) {
   int n = 0;
   for (int i = 0; i < s->nevents; i++) n += s->events[i].type == type;
   return n;
+}
+
+/* A send's proxy event: ProxyOp, ProxyStep or NetPlugin under a sending ProxyOp. */
+static int send_side(const ref_event* e) {
+  const ref_event* op = e->type == ncclProfileProxyOp     ? e
+                        : e->type == ncclProfileProxyStep ? e->parent
+                        : e->type == ncclProfileNetPlugin && e->parent ? e->parent->parent
+                                                                        : NULL;
+  return op && op->type == ncclProfileProxyOp && op->root;
 }
 
 static void check_tree(const ref_summary* s, int rank) {
@@ -98,8 +113,11 @@ static void check_tree(const ref_summary* s, int rank) {
   const ref_event* p2p_group = NULL;
   for (int i = 0; i < s->nevents; i++) {
     const ref_event* e = &s->events[i];
-    /* The proxy thread's last ProxyCtrl ends when the communicator is destroyed. */
-    if (e->type != ncclProfileProxyCtrl) EXPECT_EQ_INT(e->stopped, 1);
+    /* The proxy thread's last ProxyCtrl ends when the communicator is destroyed; a send's
+     * proxy events may end after its operation returned (the peer has the bytes; the sender's
+     * net completion can come later, as IB's and libfabric's do). Every event is stopped by
+     * the destroy (checked after it). */
+    if (e->type != ncclProfileProxyCtrl && !send_side(e)) EXPECT_EQ_INT(e->stopped, 1);
     EXPECT_EQ_INT(e->after_stop_state, 0);
     EXPECT_EQ_INT(e->rank, rank);
     const ref_event* grp = v >= 5 ? e->group : e->parent;
@@ -111,7 +129,7 @@ static void check_tree(const ref_summary* s, int rank) {
           exit(1);
         }
         EXPECT_EQ_INT(e->seq, want_seq[ncoll]);
-        EXPECT_EQ_INT(e->count, N);
+        EXPECT_EQ_INT(e->count, g_count);
         if (ncoll == 2) EXPECT_EQ_INT(e->root, 1);
         if (ncoll == 3) EXPECT_EQ_INT(e->root, 0);
         EXPECT(e->nchannels >= 1);
@@ -126,7 +144,7 @@ static void check_tree(const ref_summary* s, int rank) {
         if (v >= 5) {
           EXPECT(e->parent != NULL && e->parent->type == ncclProfileCollApi);
           EXPECT(strcmp(e->parent->func, e->func) == 0);
-          EXPECT_EQ_INT(e->parent->count, N);
+          EXPECT_EQ_INT(e->parent->count, g_count);
         }
         ncoll++;
         break;
@@ -134,7 +152,7 @@ static void check_tree(const ref_summary* s, int rank) {
       case ncclProfileP2p:
         EXPECT(strcmp(e->func, np2p == 0 ? "Send" : "Recv") == 0);
         EXPECT_EQ_INT(e->peer, rank ^ 1);
-        EXPECT_EQ_INT(e->count, N);
+        EXPECT_EQ_INT(e->count, g_count);
         EXPECT(grp != NULL && grp->type == ncclProfileGroup);
         if (np2p == 1) EXPECT(grp == p2p_group); /* one group launched both */
         p2p_group = grp;
@@ -228,7 +246,7 @@ static void check_tree(const ref_summary* s, int rank) {
 }
 
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
-  (void)arg;
+  prof_net_totals* net = arg;
   uint64_t rng = test_seed(0x5eed);
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
@@ -264,6 +282,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
     /* NCCL finalizes only a context init left non-NULL */
     EXPECT_EQ_INT(t.finalizes, strcmp(g_case, "nullctx") == 0 ? 0 : 1);
     for (int i = 0; i < t.nevents; i++) EXPECT_EQ_INT(t.events[i].stopped, 1);
+    if (strcmp(g_case, "tree") == 0) prof_net_check(&t, rank, net);
     dlclose(keep);
   }
   summary(&s);
@@ -281,8 +300,24 @@ int main(int argc, char** argv) {
   g_plugin = argv[2];
   setenv("NCCL_PROFILER_PLUGIN", argc > 3 ? argv[3] : argv[2], 1);
   test_require_weft_lib();
+  const char* cnt = getenv("PROF_COUNT");
+  if (cnt && atol(cnt) > 0) g_count = (size_t)atol(cnt);
   const char* nr = getenv("PROF_NRANKS");
-  int rc = test_fork_ranks(nr ? atoi(nr) : 2, rank_main, NULL, 60);
+  int nranks = nr ? atoi(nr) : 2;
+  prof_net_totals* net = mmap(NULL, sizeof *net, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  EXPECT(net != MAP_FAILED);
+  memset(net, 0, sizeof *net);
+  int rc = test_fork_ranks(nranks, rank_main, net, 60);
+  const char* want_net = getenv("PROF_EXPECT_NET");
+  if (rc == 0 && want_net && strcmp(want_net, "none") != 0 && strcmp(g_case, "tree") == 0) {
+    for (int r = 0; r < nranks && r < PROF_NET_MAX_RANKS; r++)
+      if (net->nevents[r] == 0) {
+        fprintf(stderr, "rank %d reported no NetPlugin event\n", r);
+        rc = 1;
+      }
+    if (rc == 0) rc = prof_net_check_totals(net, nranks);
+  }
   if (rc == 0) printf("PROFILER-TEST-OK %s\n", g_case);
   return rc;
 }

@@ -39,6 +39,20 @@ static const char* const protos[] = {"LL", "LL128", "SIMPLE"};
 
 static void copy(char* dst, const char* s) { snprintf(dst, 32, "%s", s ? s : "(null)"); }
 
+/* Keep a NetPlugin descriptor of a type the tests know (its size follows from the id). */
+__attribute__((unused)) static void copy_net(ref_event* e, const void* data) {
+  if (data == NULL) return;
+  int64_t type = e->net_id & (int64_t)NCCL_PROFILER_NET_TYPE_MASK;
+  size_t n = type == NCCL_PROFILER_NET_TYPE_SOCK  ? sizeof(ncclProfilerNetSockDescr_v1_t)
+             : type == NCCL_PROFILER_NET_TYPE_IB  ? sizeof(ncclProfilerNetIbDescr_v1_t)
+             : type == WEFT_PROFILER_NET_TYPE_OFI ? sizeof(weftProfilerNetOfiDescr_v1_t)
+                                                  : 0;
+  _Static_assert(sizeof(weftProfilerNetOfiDescr_v1_t) <= REF_NET_DATA, "net_data too small");
+  if (n) memcpy(e->net_data, data, n);
+  if (type == WEFT_PROFILER_NET_TYPE_OFI) /* the string lives only while the net plugin does */
+    copy(e->net_provider, ((const weftProfilerNetOfiDescr_v1_t*)data)->op.provider);
+}
+
 /* A handle is ours when it points into the record array. */
 static const ref_event* as_record(const void* p) {
   const ref_event* e = p;
@@ -154,6 +168,10 @@ static ncclResult_t ref_start(void* ctx, void** handle, DESCR* d) {
 #endif
       break;
 #if REF_VERSION >= 3
+    case ncclProfileNetPlugin:
+      e->net_id = d->netPlugin.id;
+      copy_net(e, d->netPlugin.data);
+      break;
     case ncclProfileKernelCh:
       e->channel = d->kernelCh.channelId;
 #if REF_VERSION >= 4
@@ -208,6 +226,11 @@ static ncclResult_t ref_record(void* handle, ncclProfilerEventState_t s, ARGS* a
   if (e->nstates < REF_MAX_STATES) e->states[e->nstates++] = (int)s;
 #if REF_VERSION >= 4
   if (s == ncclProfilerKernelChStop && a) e->ptimer_stop = a->kernelCh.pTimer;
+  if (e->type == ncclProfileProxyStep && a) e->trans_size = a->proxyStep.transSize;
+  if (s == ncclProfilerNetPluginUpdate && a) {
+    e->net_updates++;
+    copy_net(e, a->netPlugin.data);
+  }
 #else
   (void)a;
 #endif

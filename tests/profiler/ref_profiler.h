@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #define REF_MAX_STATES 8
+#define REF_NET_DATA 64 /* bytes of a NetPlugin descriptor kept */
 
 typedef struct ref_event {
   uint64_t type;                 /* ncclProfile* bit */
@@ -23,6 +24,13 @@ typedef struct ref_event {
   int states[REF_MAX_STATES];
   int stopped;                   /* stopEvent calls */
   int after_stop_state;          /* a state recorded after stopEvent */
+  size_t trans_size;             /* ProxyStep (v4+): transSize of its last state */
+  int64_t net_id;                /* NetPlugin: the plugin id (type | version) */
+  int net_updates;               /* NetPlugin (v4+): ncclProfilerNetPluginUpdate states */
+  /* NetPlugin: the plugin's descriptor as start gave it, then as its last update did (only
+   * the types the tests know: socket, IB, weft's OFI; zero otherwise) */
+  unsigned char net_data[REF_NET_DATA];
+  char net_provider[32]; /* weft's OFI: the provider name the descriptor pointed to */
 } ref_event;
 
 typedef struct {
