@@ -14,6 +14,7 @@
 
 #define EXEC_MAGIC 0x7765667465786563ull /* "weftexec" */
 #define EXEC_ENV "WEFT_TEST_EXEC_FD"
+#define EXEC_ARG_MAX 32768 /* with the header, well inside a pipe's 64 KiB buffer */
 
 typedef struct {
   uint64_t magic;
@@ -103,6 +104,10 @@ int test_exec_ranks(int n, test_rank_fn fn, const void* arg, size_t arg_bytes,
     fprintf(stderr, "test_exec_ranks: cannot read /proc/self/cmdline or out of memory\n");
     exit(1);
   }
+  if (arg && arg_bytes > EXEC_ARG_MAX) {
+    fprintf(stderr, "test_exec_ranks: %zu argument bytes, at most %d\n", arg_bytes, EXEC_ARG_MAX);
+    exit(1);
+  }
   fflush(NULL);
   for (int r = 0; r < n; r++) {
     int p[2];
@@ -110,6 +115,23 @@ int test_exec_ranks(int n, test_rank_fn fn, const void* arg, size_t arg_bytes,
       perror("test_exec_ranks: pipe2");
       exit(1);
     }
+    /* Written before the fork, into the pipe's buffer: no child can have gone yet (a write
+     * after one died would raise SIGPIPE here). */
+    exec_msg m;
+    memset(&m, 0, sizeof m);
+    m.magic = EXEC_MAGIC;
+    m.rank = r;
+    m.nranks = n;
+    m.has_id = id != NULL;
+    if (id) m.id = *id;
+    m.fn_offset = code_addr((void (*)(void))fn) - code_addr(test_exec_child);
+    m.arg_bytes = arg ? arg_bytes : 0;
+    if (write_full(p[1], &m, sizeof m) != 0 ||
+        (m.arg_bytes && write_full(p[1], arg, m.arg_bytes) != 0)) {
+      perror("test_exec_ranks: write");
+      exit(1);
+    }
+    close(p[1]);
     char slot[64];
     char** env = child_env(p[0], slot, sizeof slot);
     if (!env) exit(1);
@@ -125,18 +147,6 @@ int test_exec_ranks(int n, test_rank_fn fn, const void* arg, size_t arg_bytes,
     free(env);
     close(p[0]);
     pids[r] = c;
-    exec_msg m;
-    memset(&m, 0, sizeof m);
-    m.magic = EXEC_MAGIC;
-    m.rank = r;
-    m.nranks = n;
-    m.has_id = id != NULL;
-    if (id) m.id = *id;
-    m.fn_offset = code_addr((void (*)(void))fn) - code_addr(test_exec_child);
-    m.arg_bytes = arg ? arg_bytes : 0;
-    /* A child that died before reading leaves EPIPE here: it is reported by the wait. */
-    if (write_full(p[1], &m, sizeof m) == 0 && m.arg_bytes) write_full(p[1], arg, m.arg_bytes);
-    close(p[1]);
   }
   free(argv);
   free(argbuf);

@@ -60,10 +60,10 @@ int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
  * refuses threads in a child forked from a multi-threaded process; a lock held by another
  * thread at the fork stays held in the child for ever). Rank r runs fn(r, n, id, copy) inside
  * its test_require_weft_lib(), which every test's main calls first, and exits with fn's
- * result: copy holds arg_bytes copied from arg (plain data: no pointers), id is a copy of *id
- * (NULL when id is). fn must be a function of the test program itself, and sees only what main
- * sets before test_require_weft_lib, the environment and these: not globals main set later.
- * Same result rules as test_fork_ranks. */
+ * result: copy holds arg_bytes (at most 32 KiB) copied from arg (plain data: no pointers), id
+ * is a copy of *id (NULL when id is). fn must be a function of the test program itself, and
+ * sees only what main sets before test_require_weft_lib, the environment and these: not globals
+ * main set later. Same result rules as test_fork_ranks. */
 int test_exec_ranks(int n, test_rank_fn fn, const void* arg, size_t arg_bytes,
                     const ncclUniqueId* id, int timeout_s);
 /* For test_require_weft_lib: run the rank this process was exec'd as (test_exec_ranks), if it
