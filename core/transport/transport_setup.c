@@ -288,7 +288,13 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
     c->conn.is_send = c->key.send;
     c->conn.peer = c->key.peer;
     c->conn.channel = c->key.channel;
-    c->conn.watch_pid = watchable_pid(comm, c->key.peer);
+    /* A same-host peer's death fails a wait at once, except a receive over the net: a sender
+     * that finished and exited may still have its last bytes in the plugin's hands (socket
+     * buffers), and they arrive after it is gone. There the plugin reports the closed
+     * connection once what was sent has been received. */
+    c->conn.watch_pid = c->transport == WEFT_TRANSPORT_NET && !c->key.send
+                            ? 0
+                            : watchable_pid(comm, c->key.peer);
     if (c->transport == WEFT_TRANSPORT_NET && comm->net == NULL) {
       WARN("rank %d: rank %d needs the network, and this communicator has none", comm->rank,
            c->key.peer);
