@@ -25,6 +25,14 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
                               weft_work_done_fn done, weft_host** out);
 /* Hand w to the worker of w->channel; the done function is called when it ends. */
 void host_exec_submit(weft_host* h, weft_work* w);
+/* Run, on the calling thread, the items of works[0..n) that are on channel 0, to their end
+ * (each reported through done, as its worker would): the caller of a launch would only sleep
+ * until they end, and two thread hand-offs cost more than a small operation. The channel's
+ * worker must hold no items (launches wait for their items, so it holds none between them);
+ * items on other channels are not touched (submit them). Bounded as the workers are. */
+void host_exec_run_here(weft_host* h, weft_work* works, int n);
+/* 1 unless WEFT_HOST_CALLER_RUNS=0 (read at create): launches use host_exec_run_here. */
+int host_exec_caller_runs(const weft_host* h);
 /* Stop the workers (items still running fail with ncclRemoteError) and join them. */
 void host_exec_destroy(weft_host* h);
 

@@ -40,6 +40,7 @@ struct weft_host {
   weft_work_done_fn done;
   int nchannels;
   int timeout_ms;
+  int caller_runs; /* WEFT_HOST_CALLER_RUNS */
   host_channel* ch;
 };
 
@@ -169,94 +170,126 @@ static void fail_all(const struct weft_host* h, weft_work** head, ncclResult_t r
   }
 }
 
-static void* worker_main(void* arg) {
-  host_channel* ch = arg;
+/* The items one thread runs, in launch order, and its back-off state. */
+typedef struct {
+  weft_work *head, *tail;
+  weft_backoff bo;
+  uint64_t next_check;
+} item_list;
+
+static void unlink_item(item_list* l, weft_work* prev, weft_work* w) {
+  if (prev)
+    prev->next = w->next;
+  else
+    l->head = w->next;
+  if (l->tail == w) l->tail = prev;
+}
+
+/* One turn over l's items on ch: each steps if its FIFOs allow, the finished and failed ones
+ * end (done), an abort fails them all, and every CHECK_INTERVAL_MS the waiting ones are checked
+ * (dead peer, timeout). Backs off when nothing moved. */
+static void run_turn(host_channel* ch, item_list* l) {
   struct ncclComm* comm = ch->host->comm;
-  weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
-  weft_work *head = NULL, *tail = NULL;
-  weft_backoff bo = {0};
-  uint64_t next_check = 0;
-  for (;;) {
-    if (head == NULL || __atomic_load_n(&ch->incoming, __ATOMIC_ACQUIRE)) {
-      pthread_mutex_lock(&ch->lock);
-      while (head == NULL && ch->in_head == NULL && !ch->stop)
-        pthread_cond_wait(&ch->cond, &ch->lock);
-      if (ch->in_head) {
-        if (tail)
-          tail->next = ch->in_head;
-        else
-          head = ch->in_head;
-        tail = ch->in_tail;
-        ch->in_head = ch->in_tail = NULL;
-      }
-      __atomic_store_n(&ch->incoming, 0, __ATOMIC_RELAXED);
-      int stop = ch->stop;
-      pthread_mutex_unlock(&ch->lock);
-      if (stop) {
-        fail_all(ch->host, &head, ncclRemoteError);
-        return NULL;
-      }
-      bo.polls = 0;
+  int moved = 0;
+  weft_work *prev = NULL, *w = l->head;
+  while (w) {
+    ncclResult_t res = ncclSuccess;
+    int r = work_step(ch, w, &res);
+    if (r == 1) {
+      moved = 1;
+      w->idle_since_ms = 0;
     }
-    int moved = 0;
-    weft_work *prev = NULL, *w = head;
+    if (r == 2 || r < 0) {
+      weft_work* next = w->next;
+      unlink_item(l, prev, w);
+      finish(ch->host, w, r == 2 ? ncclSuccess : res);
+      moved = 1;
+      w = next;
+      continue;
+    }
+    prev = w;
+    w = w->next;
+  }
+  if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) && l->head) {
+    INFO(NCCL_COLL, "rank %d: channel %d: aborting its operations", comm->rank, ch->index);
+    fail_all(ch->host, &l->head, ncclRemoteError);
+    l->tail = NULL;
+    return;
+  }
+  /* Checked whether or not something moved: one busy item must not hide a stuck one. */
+  uint64_t now = clock_ms();
+  if (now >= l->next_check) {
+    l->next_check = now + CHECK_INTERVAL_MS;
+    prev = NULL;
+    w = l->head;
     while (w) {
       ncclResult_t res = ncclSuccess;
-      int r = work_step(ch, w, &res);
-      if (r == 1) {
-        moved = 1;
-        w->idle_since_ms = 0;
-      }
-      if (r == 2 || r < 0) {
+      if (work_check(ch, w, now, &res)) {
         weft_work* next = w->next;
-        if (prev)
-          prev->next = next;
-        else
-          head = next;
-        if (tail == w) tail = prev;
-        finish(ch->host, w, r == 2 ? ncclSuccess : res);
-        moved = 1;
+        unlink_item(l, prev, w);
+        finish(ch->host, w, res);
         w = next;
         continue;
       }
       prev = w;
       w = w->next;
     }
-    if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) && head) {
-      INFO(NCCL_COLL, "rank %d: channel %d: aborting its operations", comm->rank, ch->index);
-      fail_all(ch->host, &head, ncclRemoteError);
-      tail = NULL;
-      continue;
-    }
-    /* Checked whether or not something moved: one busy item must not hide a stuck one. */
-    uint64_t now = clock_ms();
-    if (now >= next_check) {
-      next_check = now + CHECK_INTERVAL_MS;
-      prev = NULL;
-      w = head;
-      while (w) {
-        ncclResult_t res = ncclSuccess;
-        if (work_check(ch, w, now, &res)) {
-          weft_work* next = w->next;
-          if (prev)
-            prev->next = next;
-          else
-            head = next;
-          if (tail == w) tail = prev;
-          finish(ch->host, w, res);
-          w = next;
-          continue;
-        }
-        prev = w;
-        w = w->next;
-      }
-    }
-    if (moved) {
-      bo.polls = 0;
-      continue;
-    }
-    backoff_wait(&bo);
   }
+  if (moved)
+    l->bo.polls = 0;
+  else
+    backoff_wait(&l->bo);
+}
+
+static void* worker_main(void* arg) {
+  host_channel* ch = arg;
+  struct ncclComm* comm = ch->host->comm;
+  weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
+  item_list l = {0};
+  for (;;) {
+    if (l.head == NULL || __atomic_load_n(&ch->incoming, __ATOMIC_ACQUIRE)) {
+      pthread_mutex_lock(&ch->lock);
+      while (l.head == NULL && ch->in_head == NULL && !ch->stop)
+        pthread_cond_wait(&ch->cond, &ch->lock);
+      if (ch->in_head) {
+        if (l.tail)
+          l.tail->next = ch->in_head;
+        else
+          l.head = ch->in_head;
+        l.tail = ch->in_tail;
+        ch->in_head = ch->in_tail = NULL;
+      }
+      __atomic_store_n(&ch->incoming, 0, __ATOMIC_RELAXED);
+      int stop = ch->stop;
+      pthread_mutex_unlock(&ch->lock);
+      if (stop) {
+        fail_all(ch->host, &l.head, ncclRemoteError);
+        return NULL;
+      }
+      l.bo.polls = 0;
+    }
+    run_turn(ch, &l);
+  }
+}
+
+int host_exec_caller_runs(const weft_host* h) { return h->caller_runs; }
+
+void host_exec_run_here(weft_host* h, weft_work* works, int n) {
+  host_channel* ch = &h->ch[0];
+  item_list l = {0};
+  for (int i = 0; i < n; i++) {
+    weft_work* w = &works[i];
+    if (w->channel != 0) continue;
+    w->next = NULL;
+    w->blocked = -1;
+    w->idle_since_ms = 0;
+    if (l.tail)
+      l.tail->next = w;
+    else
+      l.head = w;
+    l.tail = w;
+  }
+  while (l.head) run_turn(ch, &l);
 }
 
 ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_payload,
@@ -272,6 +305,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
   h->done = done;
   h->ch = ch;
   h->timeout_ms = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
+  h->caller_runs = param_int(WEFT_PARAM_HOST_CALLER_RUNS) != 0;
   ncclResult_t res = ncclSuccess;
   for (int i = 0; i < nchannels; i++) {
     host_channel* c = &ch[i];

@@ -15,6 +15,7 @@
 #include "plan/plan.h"
 #include "plugin/net.h"
 #include "proxy/proxy.h"
+#include "util/cpus.h"
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -51,7 +52,7 @@ static int propose_channels(const struct ncclComm* comm) {
     nch = 1;
 #endif
   } else {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    long ncpu = weft_usable_cpus();
     int local = local_ranks(comm);
     nch = ncpu > 0 ? (int)(ncpu / (local > 0 ? local : 1)) : 1;
     if (nch > HOST_DEFAULT_MAX_CHANNELS) nch = HOST_DEFAULT_MAX_CHANNELS;

@@ -509,16 +509,22 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   for (int i = 0; i < n; i++) L.remaining += cls[i].nworks;
   for (int i = 0; i < n; i++)
     if (cls[i].uses_net && cls[i].comm->proxy) proxy_activate(cls[i].comm->proxy);
+  /* One communicator: this thread runs channel 0's items itself instead of sleeping while a
+   * worker does (WEFT_HOST_CALLER_RUNS). A group over several communicators hands every item
+   * to the workers, so that the communicators progress side by side. */
+  int here = n == 1 && host_exec_caller_runs(cls[0].comm->host);
   for (int i = 0; i < n; i++) {
     weft_prof* pf = &cls[i].comm->prof;
     void* kl = PROF_ON(pf, ncclProfileKernelLaunch) ? plan_prof_kernel_launch(cls[i].comm, NULL)
                                                     : NULL;
     for (int k = 0; k < cls[i].nworks; k++) {
       if (PROF_ON(pf, ncclProfileKernelCh)) plan_prof_channel_start(&cls[i].works[k]);
-      host_exec_submit(cls[i].comm->host, &cls[i].works[k]);
+      if (!here || cls[i].works[k].channel != 0)
+        host_exec_submit(cls[i].comm->host, &cls[i].works[k]);
     }
     prof_stop(pf, kl);
   }
+  if (here) host_exec_run_here(cls[0].comm->host, cls[0].works, cls[0].nworks);
   pthread_mutex_lock(&L.lock);
   while (L.remaining > 0) pthread_cond_wait(&L.cond, &L.lock);
   pthread_mutex_unlock(&L.lock);

@@ -19,6 +19,7 @@
 #include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
+#include "util/cpus.h"
 #include "util/param.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -138,7 +139,7 @@ static void local_facts(struct ncclComm* comm, int nchannels, weft_tune_facts* f
     f->net_socket = net_is_socket(comm);
     return;
   }
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  long ncpu = weft_usable_cpus();
   tune_facts_host(f, comm->nranks, 1, !param_int(WEFT_PARAM_SHM_DISABLE), nchannels,
                   1, 1.0);
   count_nodes(comm, f, &local);

@@ -7,8 +7,8 @@
  * Host: measured on the host data path with tests/tune/scripts/sweep.sh (forced NCCL_ALGO /
  * NCCL_PROTO, 2 and 4 ranks, shared memory and the socket net; medians over repetitions) and
  * fitted as docs/tuning.md "Host calibration" shows. What the numbers say: a host collective
- * costs a fixed hand-off to the executor's workers and back (~11 µs on a quiet machine)
- * whatever the protocol; LL is never faster than Simple on the host (its flag polling is no
+ * costs a small fixed planning cost (~2 µs; the caller runs channel 0 itself) whatever the
+ * protocol; LL is never faster than Simple on the host (its flag polling is no
  * cheaper than Simple's head/tail handshake) and moves data 5-10x slower; with 2 ranks
  * Ring/Simple is the best choice at every size, over shared memory and over the socket net; with
  * more ranks than cores every step costs a context switch and the tree's fewer steps win small
@@ -56,12 +56,14 @@ static const double dev_nvls_tree[NCCL_NUM_COMPCAPS][NCCL_NUM_TUNING_SCALES] = {
 
 /* ---- host: measured (docs/tuning.md, "Host calibration") ---- */
 
-/* Fixed cost of one op (µs): the hand-off to the channel workers, their first poll, the
- * completion back to the caller. Medians on a quiet machine; under load from other processes
- * every host time here roughly doubles. */
+/* Fixed cost of one op (µs): the calling thread runs channel 0's items itself
+ * (host_exec_run_here), so what is left is planning the op and the first poll: 1.4-2 µs for an
+ * 8-byte AllReduce of 2 ranks on a 2-core VM and on the 16-core GPU host (before the caller ran
+ * its items, the hand-off to a worker and back cost ~11 µs, 14 µs on the VM). Under load from
+ * other processes every host time here roughly doubles. */
 static const double host_base[2][NCCL_NUM_PROTOCOLS] = {
-    /* Tree */ {11.0, 0.0, 11.0},
-    /* Ring */ {10.5, 0.0, 10.0},
+    /* Tree */ {2.5, 0.0, 2.0},
+    /* Ring */ {2.0, 0.0, 1.5},
 };
 /* One algorithm step (µs) over shared memory and over the socket net. LL's flag polling makes
  * a step no cheaper than Simple's handshake. */

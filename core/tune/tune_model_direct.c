@@ -14,9 +14,13 @@
  * never wins unless asked for).
  *
  * Constants: device, one NVLink/NVSwitch step a step, peers served at once (peer_hop 0.1);
- * host, not calibrated yet: a direct step polls n-1 FIFOs on one worker, so it is taken as 2.5
- * ring hops (the measured Ring/Tree choices stand; NCCL_ALGO=OneShot/TwoShot runs them). */
+ * host: a direct step polls n-1 FIFOs on one thread, so it is taken as 2.5 ring hops, and its
+ * data moves at half the Ring's bandwidth (HOST_DIRECT_EFFICIENCY: TwoShot AllReduce of 8 ranks
+ * on the 16-core GPU host took 1.8-1.9x the Ring's time from 256 KiB to 64 MiB, where the wire
+ * is the same; the model had picked it there). */
 #include "tune/tune_model_impl.h"
+
+#define HOST_DIRECT_EFFICIENCY 0.5
 
 static double direct_wire(ncclFunc_t func, int algo, int n) {
   switch (func) {
@@ -61,7 +65,7 @@ void tune_model_init_direct(weft_tune_model* m) {
         int steps = a == WEFT_ALGO_ONESHOT_ID ? 1 : 2;
         m->lat[fn][a][p] =
             base + steps * hop * (m->direct_step_scale + m->direct_peer_hop * (n - 2));
-        m->wire[fn][a][p] = direct_wire(func, a, n);
+        m->wire[fn][a][p] = direct_wire(func, a, n) / (m->f.host ? HOST_DIRECT_EFFICIENCY : 1.0);
         m->bw[fn][a][p] = m->bw[fn][NCCL_ALGO_RING][p];
       }
     }

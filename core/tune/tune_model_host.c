@@ -11,7 +11,8 @@
  * wire: the bytes the busiest rank sends per byte of buffer: a ring 2(n-1)/n for AllReduce,
  * (n-1)/n for AllGather/ReduceScatter, 1 for Broadcast/Reduce; a tree 1 on 2 ranks (leaf and
  * root each send the buffer once), 2 on 3 (the root serves two children), 3 from 4 ranks on (an
- * interior rank sends up once and down to two children).
+ * interior rank sends up once and down to two children), divided by HOST_TREE_EFFICIENCY from 4
+ * ranks on when every rank has a core.
  * hop() is hwLatencies[NCCL_HW_PCI] for shared memory and hwLatencies[NCCL_HW_NET] for the net
  * (the ABI has no "shm" row; weft uses the PCI one, NCCL's row for the same host). */
 #include <math.h>
@@ -21,6 +22,11 @@
 /* Each extra channel costs a worker hand-off per op (µs) and gains this share of a channel. */
 #define HOST_CHANNEL_COST_US 2.0
 #define HOST_CHANNEL_GAIN 0.75
+/* A tree of 4+ ranks with a core per rank moves its data at this share of the fitted (2-core,
+ * oversubscribed) bandwidth: on the 16-core GPU host, per extra byte, Tree/Simple AllReduce took
+ * 3.9x (4 ranks), 2.9x (8) and 5.8x (16) the Ring's time where its wire says 2x, 1.7x and 1.6x
+ * (forced runs, docs/perf-notes.md 2026-12-02). */
+#define HOST_TREE_EFFICIENCY 0.45
 
 /* The slowest link (link table index: 0 SHM, 1 NET) an algorithm crosses. */
 static int host_link(const weft_tune_facts* f) {
@@ -43,6 +49,7 @@ void tune_model_init_host(weft_tune_model* m) {
                         ? (double)(n - 1) / n
                         : 1.0;
       if (a == NCCL_ALGO_TREE) wire = n <= 2 ? 1.0 : n == 3 ? 2.0 : 3.0;
+      if (a == NCCL_ALGO_TREE && n >= 4 && f->oversub <= 1.0) wire /= HOST_TREE_EFFICIENCY;
       if (a == NCCL_ALGO_RING) {
         hops = tune_ring_steps(func, n);
         net_hops = nodes > 1 ? (func == ncclFuncAllReduce ? 2 * (nodes - 1) : nodes - 1) : 0;

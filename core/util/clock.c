@@ -10,16 +10,23 @@ uint64_t clock_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+#define BACKOFF_SPIN_POLLS 64
+#define BACKOFF_YIELD_NS 1000000ull     /* yield this long after the first miss */
+#define BACKOFF_SHORT_SLEEP_NS 10000000ull /* then 50 µs sleeps up to here, then 1 ms */
+
 void backoff_wait(weft_backoff* b) {
   unsigned n = b->polls++;
-  if (n < 64) {
+  if (n == 0) b->since_ns = clock_ns();
+  if (n < BACKOFF_SPIN_POLLS) {
     __asm__ __volatile__("" ::: "memory");
-  } else if (n < 256) {
-    sched_yield();
-  } else {
-    /* 50 µs, growing to 1 ms: bounded latency once a peer is slow. */
-    long us = n < 1024 ? 50 : 1000;
-    struct timespec ts = {0, us * 1000};
-    nanosleep(&ts, NULL);
+    return;
   }
+  uint64_t waited = clock_ns() - b->since_ns;
+  if (waited < BACKOFF_YIELD_NS) {
+    sched_yield();
+    return;
+  }
+  long us = waited < BACKOFF_SHORT_SLEEP_NS ? 50 : 1000;
+  struct timespec ts = {0, us * 1000};
+  nanosleep(&ts, NULL);
 }

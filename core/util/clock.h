@@ -9,10 +9,14 @@ uint64_t clock_ns(void);
 static inline uint64_t clock_ms(void) { return clock_ns() / 1000000ull; }
 
 typedef struct {
-  unsigned polls;
+  unsigned polls;    /* misses since the last progress; 0 restarts the back-off */
+  uint64_t since_ns; /* when this run of misses began (set by backoff_wait) */
 } weft_backoff;
 
-/* One step of waiting; call in a loop, reset with backoff->polls = 0 after progress. */
+/* One step of waiting; call in a loop, reset with backoff->polls = 0 after progress. By the
+ * time since the first miss: spin (64 polls), then yield the CPU for up to 1 ms (a peer on this
+ * host that is running answers within that; one that is descheduled gets the core), then sleep
+ * 50 µs a turn up to 10 ms, then 1 ms. */
 void backoff_wait(weft_backoff* b);
 
 #endif

@@ -306,7 +306,6 @@ ncclResult_t socket_connect(const weft_sockaddr* addr, int timeout_ms, int* fd_o
       return ncclRemoteError;
     }
     backoff_wait(&b);
-    if (b.polls > 300) b.polls = 256; /* keep retrying at ~50 µs..1 ms */
   }
 }
 
