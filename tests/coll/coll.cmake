@@ -66,6 +66,13 @@ weft_coll_matrix(7ranks_shm     --ranks 7 --transport shm --extra 100)
 weft_coll_matrix(8ranks_shm     --ranks 8 --transport shm --extra 100)
 weft_coll_matrix(8ranks_net     --ranks 8 --transport net --extra 100)
 weft_coll_matrix(9ranks_shm     --ranks 9 --transport shm --extra 50)
+# The same matrix with every item handed to the channel workers (the caller does not run
+# channel 0 itself): the path groups over several communicators take.
+foreach(t shm net)
+  weft_coll_matrix(4ranks_${t}_workers_only --ranks 4 --transport ${t} --extra 100)
+  set_property(TEST coll_matrix_4ranks_${t}_workers_only APPEND PROPERTY ENVIRONMENT
+    "WEFT_HOST_CALLER_RUNS=0")
+endforeach()
 # AlltoAll, Gather, Scatter: skipped (77) while the library does not offer them.
 weft_coll_matrix(a2a_gather_scatter_1rank      --ranks 1 --transport shm --colls extra)
 weft_coll_matrix(a2a_gather_scatter_3ranks_shm --ranks 3 --transport shm --colls extra --extra 100)
