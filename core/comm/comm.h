@@ -52,6 +52,7 @@ struct ncclComm {
   int rank, nranks;
   int cuda_dev; /* -1 in host mode */
   weft_mode mode;
+  size_t launched_sm_copy_max; /* WEFT_LAUNCHED_SM_COPY_MAX_BYTES (device/device_exec.c) */
   uint64_t comm_hash; /* identifies this communicator (plugins get it as commId) */
   ncclConfig_t config; /* resolved: no UNDEF fields left except pointers */
   char name[64];       /* config.commName copy, for logs */

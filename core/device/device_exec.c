@@ -177,7 +177,9 @@ ncclResult_t device_exec_error(struct ncclComm* comm) {
 
 /* From this size a copy captured into a CUDA graph runs faster on the SMs than as a memcpy
  * node (H200: 775 us against 541 us per GiB; at 256 MiB the node still wins, 126 against
- * 138 us). Launched, the copy engine path is as fast as the kernel at every size. */
+ * 138 us). Launched, copies up to WEFT_LAUNCHED_SM_COPY_MAX_BYTES between device buffers of
+ * this GPU run on the SMs too (comm->launched_sm_copy_max): back to back, a copy-engine copy
+ * costs ~5-6 us a call where a kernel launch costs less. */
 #define CAPTURED_SM_COPY_MIN_BYTES (512ull << 20)
 
 ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
@@ -185,16 +187,19 @@ ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src,
   ncclResult_t res = ncclSuccess;
   dev_guard g;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
-  if (bytes >= CAPTURED_SM_COPY_MIN_BYTES && (((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+  int small = bytes <= comm->launched_sm_copy_max;
+  if ((bytes >= CAPTURED_SM_COPY_MIN_BYTES || small) &&
+      (((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     CUDA_TRY(comm, cudaStreamIsCapturing((cudaStream_t)stream, &cs), "cudaStreamIsCapturing");
+    int captured = cs == cudaStreamCaptureStatusActive;
     struct cudaPointerAttributes da, sa;
-    if (cs == cudaStreamCaptureStatusActive &&
+    if ((small ? !captured : captured) &&
         cudaPointerGetAttributes(&da, dst) == cudaSuccess && da.type == cudaMemoryTypeDevice &&
         da.device == comm->cuda_dev && cudaPointerGetAttributes(&sa, src) == cudaSuccess &&
         sa.type == cudaMemoryTypeDevice && sa.device == comm->cuda_dev) {
       CUDA_TRY(comm, (cudaError_t)weft_dev_copy(dst, src, bytes, stream),
-               "the captured copy kernel launch");
+               "the SM copy kernel launch");
       goto out;
     }
   }

@@ -5,9 +5,10 @@
  * bytes, or read on the GPU from scalar_ptr when the op was made with ncclScalarDevice (so a
  * captured graph reads the value current at replay). dst may equal src.
  *
- * weft_dev_copy: a plain SM copy, 16-byte loads four deep, for the one case where it beats the
+ * weft_dev_copy: a plain SM copy, 16-byte loads four deep, for the cases where it beats the
  * copy engine: very large copies inside a CUDA graph, whose memcpy nodes run at ~1.4 TB/s on an
- * H200 against ~2 TB/s for this kernel (docs/perf-notes.md). Both pointers 16-byte aligned. */
+ * H200 against ~2 TB/s for this kernel, and small launched copies, where a kernel launch costs
+ * less than a copy-engine one (docs/perf-notes.md). Both pointers 16-byte aligned. */
 #include <cuda_runtime.h>
 
 #include "device/dev_types.cuh"
@@ -85,7 +86,11 @@ extern "C" int weft_dev_copy(void* dst, const void* src, size_t bytes, void* str
     sms = 132;
   size_t n = bytes / 16;
   unsigned tail = (unsigned)(bytes % 16);
-  copy_kernel<<<(unsigned)(2 * sms), 512, 0, (cudaStream_t)stream>>>(
+  /* Two blocks per SM for large copies; a small one gets the blocks it fills (4 loads deep). */
+  size_t want = (n + 4 * 512 - 1) / (4 * 512);
+  unsigned blocks = want < (size_t)(2 * sms) ? (unsigned)want : (unsigned)(2 * sms);
+  if (blocks == 0) blocks = 1;
+  copy_kernel<<<blocks, 512, 0, (cudaStream_t)stream>>>(
       (uint4*)dst, (const uint4*)src, n, (unsigned char*)dst + 16 * n,
       (const unsigned char*)src + 16 * n, tail);
   return (int)cudaGetLastError();

@@ -36,6 +36,7 @@ ncclResult_t comm_alloc(int nranks, int rank, const ncclConfig_t* config, int cu
   c->config = *config;
   c->cuda_dev = cuda_dev;
   c->mode = cuda_dev >= 0 ? WEFT_MODE_DEVICE : WEFT_MODE_HOST;
+  c->launched_sm_copy_max = (size_t)param_int(WEFT_PARAM_LAUNCHED_SM_COPY_MAX_BYTES);
   c->state = WEFT_COMM_INITIALIZING;
   c->async_error = ncclInProgress;
   if (config->commName) snprintf(c->name, sizeof c->name, "%s", config->commName);
