@@ -92,13 +92,15 @@ static void trace(const struct ncclComm* c, const char* call, const void* s, con
                   size_t count) {
   static int fd = -2;
   if (!c || c->rank != 0) return;
+  /* The time of the call, before the first call's open: the caller's clock started before the
+   * call, and a slow open must not shorten the traced span (warmup_calls.awk checks it). */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   if (fd == -2) {
     const char* path = getenv("FAKE_NCCL_TRACE");
     fd = path && *path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
   }
   if (fd < 0) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
   char line[160];
   int n = snprintf(line, sizeof line, "%d %s %zu %d %lld\n", (int)getpid(), call, count, s == r,
                    (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
