@@ -187,14 +187,13 @@ ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src,
   ncclResult_t res = ncclSuccess;
   dev_guard g;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
-  int small = bytes <= comm->launched_sm_copy_max;
-  if ((bytes >= CAPTURED_SM_COPY_MIN_BYTES || small) &&
-      (((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
+  int large = bytes >= CAPTURED_SM_COPY_MIN_BYTES, small = bytes <= comm->launched_sm_copy_max;
+  if ((large || small) && (((uintptr_t)dst | (uintptr_t)src) & 15) == 0) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     CUDA_TRY(comm, cudaStreamIsCapturing((cudaStream_t)stream, &cs), "cudaStreamIsCapturing");
     int captured = cs == cudaStreamCaptureStatusActive;
     struct cudaPointerAttributes da, sa;
-    if ((small ? !captured : captured) &&
+    if ((captured ? large : small) &&
         cudaPointerGetAttributes(&da, dst) == cudaSuccess && da.type == cudaMemoryTypeDevice &&
         da.device == comm->cuda_dev && cudaPointerGetAttributes(&sa, src) == cudaSuccess &&
         sa.type == cudaMemoryTypeDevice && sa.device == comm->cuda_dev) {

@@ -79,17 +79,26 @@ __global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ s
   if (blockIdx.x == 0 && threadIdx.x < tail) tdst[threadIdx.x] = tsrc[threadIdx.x];
 }
 
+/* Up to this many blocks a copy launches what it fills without asking the SM count: any grid
+ * is correct (the loop strides over it), and one above two blocks per SM, on a GPU of fewer
+ * than 32 SMs, is only slower. */
+#define COPY_BLOCKS_UNCAPPED 64
+
 extern "C" int weft_dev_copy(void* dst, const void* src, size_t bytes, void* stream) {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    sms = 132;
   size_t n = bytes / 16;
   unsigned tail = (unsigned)(bytes % 16);
-  /* Two blocks per SM for large copies; a small one gets the blocks it fills (4 loads deep). */
+  /* A small copy gets the blocks it fills (4 loads deep), a large one two per SM; the SM count
+   * is asked for only then (small launched copies are on the latency path). */
   size_t want = (n + 4 * 512 - 1) / (4 * 512);
-  unsigned blocks = want < (size_t)(2 * sms) ? (unsigned)want : (unsigned)(2 * sms);
-  if (blocks == 0) blocks = 1;
+  if (want == 0) want = 1;
+  if (want > COPY_BLOCKS_UNCAPPED) {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+      sms = 132;
+    if (want > (size_t)(2 * sms)) want = (size_t)(2 * sms);
+  }
+  unsigned blocks = (unsigned)want;
   copy_kernel<<<blocks, 512, 0, (cudaStream_t)stream>>>(
       (uint4*)dst, (const uint4*)src, n, (unsigned char*)dst + 16 * n,
       (const unsigned char*)src + 16 * n, tail);
