@@ -1,6 +1,6 @@
-/* The device parameter set: NCCL's model (src/graph/tuning.cc) for Ring and Tree, the algorithms
- * weft's plan implements; CollNet, NVLS and PAT need hardware weft does not drive, so their
- * cells stay unusable. Latencies come from the constants (baseLatencies, hwLatencies), bandwidth
+/* The device parameter set: NCCL's model (src/graph/tuning.cc) for Ring and Tree; CollNet and
+ * NVLS need hardware weft does not drive, so their cells stay unusable (PAT's slot holds weft's
+ * log-step algorithms, tune_model_log.c). Latencies come from the constants (baseLatencies, hwLatencies), bandwidth
  * caps from their per-architecture rows, link bandwidths from the facts. */
 #include <math.h>
 
@@ -79,7 +79,8 @@ void tune_model_init_device(weft_tune_model* m) {
 
 double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                            double bytes, int nch) {
-  if (tune_is_direct(algo)) { /* bytes are already the wire bytes: at the links' bandwidth */
+  if (tune_is_direct(algo) || tune_is_log(algo)) {
+    /* bytes are already the wire bytes: at the links' bandwidth */
     double bw = bus_bw(m, func, NCCL_ALGO_RING, proto, nch);
     return bw > 0 ? bytes / (1000.0 * bw) : INFINITY;
   }

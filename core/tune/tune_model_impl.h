@@ -9,8 +9,8 @@ void tune_model_init_host(weft_tune_model* m);
 void tune_model_init_device(weft_tune_model* m);
 /* OneShot/TwoShot rows for either parameter set, from the Ring rows already derived. */
 void tune_model_init_direct(weft_tune_model* m);
-/* RecDoubling, Rabenseifner, PAT (log-step AllGather/ReduceScatter), Binomial: host rows only
- * (tune_model_log.c); the device executor does not run them. */
+/* RecDoubling, Rabenseifner, PAT (log-step AllGather/ReduceScatter), Binomial, for either
+ * parameter set (tune_model_log.c; the device rows an unmeasured estimate). */
 void tune_model_init_log(weft_tune_model* m);
 double tune_host_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                          double bytes, int nch);

@@ -1,9 +1,10 @@
-/* The cost model's host rows for weft's logarithmic algorithms (algo/algo_log.h): RecDoubling
+/* The cost model's rows for weft's logarithmic algorithms (algo/algo_log.h): RecDoubling
  * and Rabenseifner AllReduce, the log-step AllGather (Bruck) and ReduceScatter (RecHalving) in
  * NCCL's PAT row, Binomial Broadcast and Reduce. An alpha-beta model per step:
  *
  *   latency  = base(Ring) + (rounds · round + (steps - rounds) · step) · hop · slow
- *   transfer = wire / efficiency · nbytes at the Ring's host bandwidth (tune_host_xfer_us)
+ *   transfer = wire / efficiency · nbytes at the Ring's bandwidth (tune_host_xfer_us, or the
+ *              device's link bandwidth, tune_device_xfer_us)
  *
  * rounds: the dependent message rounds of the critical path (latency terms that wait on a
  * peer); steps: the primitive steps a rank runs per loop (each a poll and a hand-off even when
@@ -28,7 +29,9 @@
  * 1x (its halving blocks are copied in pieces the size of the step: 0.5). PAT and Binomial keep
  * their first estimates. Refit them with tools/bench/vs_mpi_gloo.py and
  * tests/tune/scripts/sweep.sh on the machine that runs host mode (docs/tuning.md). The device
- * executor does not run these algorithms: its rows stay unusable. */
+ * rows use the same shape and constants with the GPU's link latency (NVLink or PCIe) and no
+ * oversubscription: an unmeasured first estimate, for a tuner plugin's table and for forced
+ * runs (the device rule picks these algorithms only when NCCL_ALGO leaves nothing else). */
 #include <math.h>
 
 #include "tune/tune_model_impl.h"
@@ -74,10 +77,11 @@ static void log_shape(int algo, int n, double* rounds, double* steps, double* wi
 void tune_model_init_log(weft_tune_model* m) {
   const weft_tune_facts* f = &m->f;
   int n = f->nranks;
-  if (!f->host || n > WEFT_LOG_MAX_RANKS) return;
+  if (n > WEFT_LOG_MAX_RANKS) return;
   const ncclTunerConstants_v5_t* k = &m->k;
-  int intra_hw = f->intra_link == TUNE_LINK_SHM ? NCCL_HW_PCI : NCCL_HW_NET;
-  double slow = 1.0 + m->hb.oversub_hop * (f->oversub - 1.0);
+  int intra_hw = f->host ? (f->intra_link == TUNE_LINK_SHM ? NCCL_HW_PCI : NCCL_HW_NET)
+                         : (f->intra_link == TUNE_LINK_NVLINK ? NCCL_HW_NVLINK : NCCL_HW_PCI);
+  double slow = f->host ? 1.0 + m->hb.oversub_hop * (f->oversub - 1.0) : 1.0;
   /* The share of the rounds whose peer is on another node (distances 2^k ≥ ranks per node). */
   double net_share = f->nnodes > 1 && n > 1 ? (double)tune_log2i(f->nnodes) / ceil_log2(n) : 0.0;
   if (net_share > 1) net_share = 1;
@@ -88,7 +92,8 @@ void tune_model_init_log(weft_tune_model* m) {
       double rounds = 0, steps = 0, wire = 1;
       if (n > 1) log_shape(c->algo, n, &rounds, &steps, &wire);
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
-        if (p == NCCL_PROTO_LL128) continue; /* not on the host */
+        if (p == NCCL_PROTO_LL128 && f->host) continue; /* not on the host */
+        if (m->lat[fn][NCCL_ALGO_RING][p] < 0) continue;
         double hop = (1 - net_share) * k->hwLatencies[intra_hw][NCCL_ALGO_RING][p] +
                      net_share * k->hwLatencies[NCCL_HW_NET][NCCL_ALGO_RING][p];
         double lat = k->baseLatencies[NCCL_ALGO_RING][p] +

@@ -6,7 +6,8 @@
  *  - device communicators: the rule measured on 2x H200 NVLink (docs/perf-notes.md) stands in
  *    for the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
  *    512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
- *    where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another; a
+ *    where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another (the
+ *    logarithmic algorithms run only when it leaves nothing else); a
  *    channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. A
  *    tuner plugin sees the model's table and overrides the rule by editing it or by setting a
  *    channel count (tune_decide_from);
@@ -41,7 +42,8 @@ static int clamp_channels(size_t n, int max) {
 }
 
 /* The algorithm of the device rule: OneShot for small AllReduce where it may run, else the
- * ring; what NCCL_ALGO leaves when it excludes the ring (OneShot, TwoShot, then Tree). */
+ * ring; what NCCL_ALGO leaves when it excludes the ring (OneShot, TwoShot, Tree, then the
+ * logarithmic algorithms). */
 static int device_rule_algo(const weft_tune_ask* a, int func, size_t nbytes, unsigned algos) {
   const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
   unsigned usable = algos & tune_func_algos((ncclFunc_t)func);
@@ -52,6 +54,16 @@ static int device_rule_algo(const weft_tune_ask* a, int func, size_t nbytes, uns
   if (usable & (1u << NCCL_ALGO_RING)) return NCCL_ALGO_RING;
   if (usable & one) return WEFT_ALGO_ONESHOT_ID;
   if (usable & two) return WEFT_ALGO_TWOSHOT_ID;
+  if ((usable & (1u << NCCL_ALGO_TREE)) || a->nranks > WEFT_LOG_MAX_RANKS) return NCCL_ALGO_TREE;
+  /* The logarithmic ones, where NCCL_ALGO leaves nothing else: recursive doubling for small
+   * AllReduce and Rabenseifner beyond when both are allowed; PAT's slot and Binomial are the
+   * only log algorithm of their collectives. */
+  const unsigned rd = 1u << WEFT_ALGO_RECDOUBLING_ID, rab = 1u << WEFT_ALGO_RABENSEIFNER_ID;
+  if ((usable & rd) && (!(usable & rab) || nbytes <= device_rule.oneshot_max))
+    return WEFT_ALGO_RECDOUBLING_ID;
+  if (usable & rab) return WEFT_ALGO_RABENSEIFNER_ID;
+  if (usable & (1u << NCCL_ALGO_PAT)) return NCCL_ALGO_PAT;
+  if (usable & (1u << WEFT_ALGO_BINOMIAL_ID)) return WEFT_ALGO_BINOMIAL_ID;
   return NCCL_ALGO_TREE;
 }
 

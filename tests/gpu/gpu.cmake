@@ -96,6 +96,12 @@ if(WEFT_HAVE_CUDA)
       TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT
       "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=1;NCCL_ALGO=${_a}")
   endforeach()
+  # The logarithmic algorithms through the per-collective NCCL_ALGO the gpu entries use.
+  add_test(NAME gpu_harness_selftest_gpus3_shared_log
+    COMMAND gpu_harness_selftest --gpus 3 --share --colls std --extra 10 --default-seed ${_gpu_seed})
+  set_tests_properties(gpu_harness_selftest_gpus3_shared_log PROPERTIES LABELS "unit"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT
+    "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=1;NCCL_ALGO=AllReduce:RecDoubling\\;AllGather:PAT\\;ReduceScatter:PAT\\;Broadcast:Binomial\\;Reduce:Binomial")
   # ... and it notices wrong bytes (every 5th download has one flipped).
   add_test(NAME gpu_harness_selftest_notices_corruption
     COMMAND gpu_harness_selftest --gpus 2 --colls all --extra 0 --default-seed ${_gpu_seed})
@@ -166,6 +172,34 @@ if(WEFT_HAVE_CUDA)
     ENV NCCL_ALGO=AllReduce:TwoShot ARGS --gpus 4 --share --suite graph)
   weft_gpu_test(NAME gpu_mem_register_oneshot_2procs_shared LABELS gpu mp ENV NCCL_ALGO=OneShot
     ARGS --procs 2 --share --suite mem)
+
+  # weft's logarithmic algorithms forced (the device rule picks them only when NCCL_ALGO leaves
+  # nothing else): RecDoubling and Rabenseifner AllReduce on 3 ranks (the fold of a
+  # non-power-of-two count) and 4, every protocol; the log-step AllGather/ReduceScatter (PAT's
+  # slot) and Binomial Broadcast/Reduce through a per-collective NCCL_ALGO (the harness's gate
+  # is an AllReduce, left on the ring); one process and several; a captured RecDoubling.
+  # (NCCL_ALGO's ';' escaped for the function's argument list and for the ENVIRONMENT list.)
+  set(_log_algo "AllReduce:Ring\\\\\\;AllGather:PAT\\\\\\;ReduceScatter:PAT\\\\\\;Broadcast:Binomial\\\\\\;Reduce:Binomial")
+  foreach(algo RecDoubling Rabenseifner)
+    string(TOLOWER ${algo} _a)
+    weft_gpu_test(NAME gpu_coll_${_a}_3ranks_1proc_shared LABELS gpu ENV NCCL_ALGO=${algo}
+      ARGS --gpus 3 --share --colls AllReduce --extra 10)
+    foreach(proto Simple LL LL128)
+      string(TOLOWER ${proto} _p)
+      weft_gpu_test(NAME gpu_coll_${_a}_${_p}_4ranks_1proc_shared LABELS gpu
+        ENV NCCL_ALGO=${algo} NCCL_PROTO=${proto} ARGS --gpus 4 --share --colls AllReduce --extra 0)
+    endforeach()
+    weft_gpu_test(NAME gpu_coll_${_a}_4procs_shared LABELS gpu mp ENV NCCL_ALGO=${algo}
+      ARGS --procs 4 --share --colls AllReduce --extra 0)
+  endforeach()
+  foreach(n 3 4)
+    weft_gpu_test(NAME gpu_coll_pat_binomial_${n}ranks_1proc_shared LABELS gpu
+      ENV "NCCL_ALGO=${_log_algo}" ARGS --gpus ${n} --share --colls std --extra 10)
+  endforeach()
+  weft_gpu_test(NAME gpu_coll_pat_binomial_3procs_shared LABELS gpu mp ENV "NCCL_ALGO=${_log_algo}"
+    ARGS --procs 3 --share --colls std --extra 0)
+  weft_gpu_test(NAME gpu_graph_recdoubling_4ranks_1proc_shared LABELS gpu
+    ENV NCCL_ALGO=AllReduce:RecDoubling ARGS --gpus 4 --share --suite graph)
 
   # Transports: SHM (P2P disabled); NET on loopback (P2P and SHM disabled), through
   # build/lib's net-socket plugin and through the built-in socket net.

@@ -82,4 +82,5 @@ add_test(NAME tune_explain_table_and_plot
 set_tests_properties(tune_explain_table_and_plot PROPERTIES LABELS mp TIMEOUT 120
   ENVIRONMENT "NCCL_DEBUG=WARN")
 weft_add_test(NAME tune_log_algorithms_names_model_and_tuner_slots
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_log.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_log.c ${WEFT_TUNE_MODEL_SOURCES}
+    ${PROJECT_SOURCE_DIR}/core/tune/tune_op.c LABELS unit)

@@ -21,10 +21,10 @@ static const unsigned applicable[WEFT_NUM_COLL_FUNCS] = {
         (1u << NCCL_ALGO_PAT),
     0x7fu & ~(1u << NCCL_ALGO_PAT)};
 
-static int usable(unsigned algos, unsigned protos, int host) {
-  /* Ring and Tree run every protocol (on the host, PAT's log-step AllGather/ReduceScatter
-   * too); the others Simple only. */
-  unsigned rt = (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) | (host ? 1u << NCCL_ALGO_PAT : 0);
+static int usable(unsigned algos, unsigned protos) {
+  /* Ring, Tree and PAT's log-step AllGather/ReduceScatter run every protocol; the others
+   * Simple only. */
+  unsigned rt = (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) | (1u << NCCL_ALGO_PAT);
   if ((algos & rt) && protos) return 1;
   return (algos & ~rt) && (protos & (1u << NCCL_PROTO_SIMPLE));
 }
@@ -66,15 +66,15 @@ int main(void) {
     unsigned algos = m.algo[func] & caps.algos & applicable[func];
     unsigned protos = m.proto[func] & caps.protos;
 
-    /* The device model runs Ring and Tree only (of NCCL's seven); the host one PAT too (weft's
-     * log-step AllGather and ReduceScatter, up to WEFT_LOG_MAX_RANKS), and no LL128. */
+    /* Both models run Ring, Tree and PAT (of NCCL's seven; PAT: weft's log-step AllGather and
+     * ReduceScatter, up to WEFT_LOG_MAX_RANKS); the host one no LL128. */
     algos &= (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
-             (f.host && f.nranks <= WEFT_LOG_MAX_RANKS ? 1u << NCCL_ALGO_PAT : 0u);
+             (f.nranks <= WEFT_LOG_MAX_RANKS ? 1u << NCCL_ALGO_PAT : 0u);
     if (f.host) protos &= ~(1u << NCCL_PROTO_LL128);
     weft_choice c = {-7, -7, -7};
     double pred = -7;
     ncclResult_t r = tune_choose(&model, &m, &caps, func, nbytes, &c, &pred);
-    if (usable(algos, protos, f.host)) {
+    if (usable(algos, protos)) {
       if (r != ncclSuccess) {
         fprintf(stderr, "it %d: %s refused with algos 0x%x protos 0x%x\n", it,
                 tune_func_name(func), algos, protos);
@@ -83,8 +83,7 @@ int main(void) {
       EXPECT(c.algo >= 0 && c.algo < NCCL_NUM_ALGORITHMS && (algos & (1u << c.algo)));
       EXPECT(c.proto >= 0 && c.proto < NCCL_NUM_PROTOCOLS && (protos & (1u << c.proto)));
       if (c.algo == NCCL_ALGO_TREE) EXPECT_EQ_INT(func, ncclFuncAllReduce);
-      if (c.algo != NCCL_ALGO_RING && c.algo != NCCL_ALGO_TREE &&
-          !(f.host && c.algo == NCCL_ALGO_PAT))
+      if (c.algo != NCCL_ALGO_RING && c.algo != NCCL_ALGO_TREE && c.algo != NCCL_ALGO_PAT)
         EXPECT_EQ_INT(c.proto, NCCL_PROTO_SIMPLE);
       EXPECT(c.nchannels >= 1 && c.nchannels <= caps.max_channels);
       EXPECT(pred >= 0 && pred < 1e12);

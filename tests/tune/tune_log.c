@@ -1,9 +1,9 @@
 /* weft's logarithmic algorithms (RecDoubling, Rabenseifner, Binomial; the log-step AllGather and
  * ReduceScatter in NCCL's PAT slot, named Bruck and RecHalving) in tune/: NCCL_ALGO names them
  * with NCCL's grammar ('^' included, per-collective lists, the PAT aliases); a forced one is
- * what runs on the host for the collectives it implements, and elsewhere is NCCL's "no
- * algorithm left" error (ncclInvalidUsage naming NCCL_ALGO), as on the device executor, which
- * does not run them; the host model picks by size and rank count (a log algorithm for a small
+ * what runs on either executor for the collectives it implements, and elsewhere is NCCL's "no
+ * algorithm left" error (ncclInvalidUsage naming NCCL_ALGO); the device rule picks one only
+ * where NCCL_ALGO leaves nothing else; the host model picks by size and rank count (a log algorithm for a small
  * AllReduce on 4+ ranks, the ring for a large one); a tuner sees the log-step AllGather in the
  * PAT row of NCCL's seven, and weft's rows when it exports weftTunerAlgorithms (9 or 12).
  * WEFT_TUNE_LOG_PRINT=1 prints the host model's choices per size and rank count. */
@@ -63,9 +63,9 @@ static void state(weft_tune* t, const weft_tune_facts* f) {
   tune_model_init(&t->model, f, &k, &hb);
   unsigned protos = (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE) |
                     (f->host ? 0u : 1u << NCCL_PROTO_LL128);
-  /* As tune_comm.c: the host executor runs the log algorithms, the device one does not. */
-  unsigned algos = RING | TREE | (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID);
-  if (f->host) algos |= RD | RAB | BIN | PAT;
+  /* As tune_comm.c: both executors run the log algorithms. */
+  unsigned algos =
+      RING | TREE | (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) | RD | RAB | BIN | PAT;
   t->caps = (weft_exec_caps){algos, protos, f->max_channels};
 }
 
@@ -101,8 +101,15 @@ static void forced(void) {
           for (size_t nbytes = 8; nbytes <= (64u << 20); nbytes *= 64) {
             weft_decision d;
             weft_log_reset();
-            ncclResult_t r = tune_decide(&t, &m, (ncclFunc_t)fn, nbytes, 1, 0, 1, &d);
-            int runs = host && n <= WEFT_LOG_MAX_RANKS && ((implements(ids[a]) >> fn) & 1);
+            /* The device executor decides through tune_op (its rule, then the model's table). */
+            weft_tune_ask ask = {.rank = 0, .nranks = n, .device = !host, .max_channels = 32,
+                                 .all_p2p = 1, .quiet = 1, .mask = &m};
+            weft_op_choice oc;
+            ncclResult_t r = host ? tune_decide(&t, &m, (ncclFunc_t)fn, nbytes, 1, 0, 1, &d)
+                                  : tune_op(&t, &ask, fn, nbytes, &oc);
+            if (!host && r == ncclSuccess)
+              d = (weft_decision){.algo = oc.algo, .proto = oc.proto, .nchannels = oc.nchannels};
+            int runs = n <= WEFT_LOG_MAX_RANKS && ((implements(ids[a]) >> fn) & 1);
             if (!runs) {
               EXPECT_EQ_INT(r, ncclInvalidUsage);
               char last[1024];
@@ -113,7 +120,7 @@ static void forced(void) {
             }
             EXPECT_OK(r);
             EXPECT_EQ_INT(d.algo, ids[a]);
-            EXPECT(d.proto != NCCL_PROTO_LL128);
+            EXPECT(!host || d.proto != NCCL_PROTO_LL128);
             EXPECT(d.nchannels >= 1 && d.nchannels <= WEFT_DIRECT_MAX_CHANNELS);
             EXPECT(d.predicted_us >= 0);
           }
@@ -175,11 +182,27 @@ static void model_shape(void) {
                          NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
   EXPECT(tune_model_time(&t.model, ncclFuncAllGather, NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE, 1024, 1,
                          1) < 0);
-  /* The device executor: never. */
+  /* The device executor: its rows hold an estimate, but its rule picks a log algorithm only
+   * where NCCL_ALGO leaves nothing else; RecDoubling small and Rabenseifner large when both. */
   tune_facts_device(&f, 8, 1, 1, 2, 32);
   state(&t, &f);
   EXPECT(tune_model_time(&t.model, ncclFuncAllReduce, WEFT_ALGO_RABENSEIFNER_ID,
-                         NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
+                         NCCL_PROTO_LL128, 1024, 1, 1) > 0);
+  weft_algo_proto_mask all, logs;
+  EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
+  EXPECT_OK(tune_parse_masks("AllReduce:RecDoubling,Rabenseifner", NULL, &logs));
+  for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++)
+    for (size_t nbytes = 8; nbytes <= (1u << 30); nbytes *= 16) {
+      weft_tune_ask ask = {.rank = 0, .nranks = 8, .device = 1, .max_channels = 32,
+                           .all_p2p = 1, .quiet = 1, .mask = &all};
+      weft_op_choice oc;
+      EXPECT_OK(tune_op(&t, &ask, fn, nbytes, &oc));
+      EXPECT(!(((RD | RAB | BIN | PAT) >> oc.algo) & 1));
+      if (fn != ncclFuncAllReduce) continue;
+      ask.mask = &logs;
+      EXPECT_OK(tune_op(&t, &ask, fn, nbytes, &oc));
+      EXPECT_EQ_INT(oc.algo, nbytes <= 65536 ? WEFT_ALGO_RECDOUBLING_ID : WEFT_ALGO_RABENSEIFNER_ID);
+    }
 }
 
 /* A tuner: NCCL's seven rows hold the log-step AllGather as PAT; the extension's rows. */
