@@ -53,6 +53,9 @@ typedef struct {
   volatile uint32_t* abort_flag; /* set by the host on ncclCommAbort */
   volatile uint32_t* error;      /* set by a kernel: 1 = a wait timed out, 2 = aborted */
   uint64_t timeout_ns;           /* bound on one wait (WEFT_TIMEOUT_MS) */
+  /* Profiler (KernelCh asked for, device_prof.c): block b stores its %globaltimer start at
+   * [2b] and stop at [2b+1] (host-mapped); NULL: not timed, one branch per block. */
+  unsigned long long* prof_ts;
 } weft_dev_comm;
 
 /* One kernel launch: blocks run their works in order; a block's works never share a

@@ -15,6 +15,7 @@
 
 #include "comm/comm.h"
 #include "device/device.h"
+#include "device/device_prof.h"
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/clock.h"
@@ -36,6 +37,8 @@ struct weft_device {
   weft_work** p2p;
   int* blk;
   int scratch_cap;
+  int max_blocks; /* blocks one launch may use (ranks sharing the GPU split it) */
+  struct weft_dev_prof* prof; /* KernelCh records (device_prof.c), made on first use */
 };
 
 /* Room for n work items in the scratch arrays. */
@@ -85,11 +88,19 @@ static void guard_leave(const dev_guard* g) {
   } while (0)
 
 int device_default_channels(void) { return DEVICE_DEFAULT_CHANNELS; }
+int device_resident_blocks(int cuda_dev) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, cuda_dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
 unsigned device_protocols(int ll128_ok) {
   return (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL) | (ll128_ok ? 1u << NCCL_PROTO_LL128 : 0);
 }
 
-ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out) {
+ncclResult_t device_exec_create(struct ncclComm* comm, int max_blocks, struct weft_device** out) {
   ncclResult_t res = ncclSuccess;
   dev_guard g;
   struct weft_device* d = calloc(1, sizeof *d);
@@ -98,6 +109,8 @@ ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out)
     free(d);
     return ncclSystemError;
   }
+  d->max_blocks = max_blocks < 1 || max_blocks > WEFT_DEV_MAX_BLOCKS ? WEFT_DEV_MAX_BLOCKS
+                                                                     : max_blocks;
   CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
   CUDA_TRY(comm, cudaHostAlloc((void**)&d->words, 64, cudaHostAllocMapped | cudaHostAllocPortable),
            "cudaHostAlloc of the abort/error words");
@@ -156,6 +169,7 @@ void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort
     WARN("rank %d: cannot select cuda device %d to free the device executor", comm->rank,
          comm->cuda_dev);
   }
+  device_prof_destroy(comm, d->prof);
   cudaEventDestroy(d->last);
   cudaEventDestroy(d->join);
   cudaFreeHost(d->words);
@@ -287,7 +301,7 @@ static long block_key(const weft_work* w) {
 }
 
 /* Lay the works [0, n) of ws out as blocks in L, keeping call order within a block. */
-static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
+static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n, int max_blocks,
                            weft_dev_launch* L, int* blk) {
   long keys[WEFT_DEV_MAX_BLOCKS];
   int counts[WEFT_DEV_MAX_BLOCKS] = {0};
@@ -297,10 +311,11 @@ static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
     int b = 0;
     while (b < nb && keys[b] != k) b++;
     if (b == nb) {
-      if (nb == WEFT_DEV_MAX_BLOCKS) {
+      if (nb == max_blocks) {
         WARN("rank %d: one launch needs more than %d blocks (too many point-to-point peers and "
-             "channels in one group)",
-             comm->rank, WEFT_DEV_MAX_BLOCKS);
+             "channels in one group%s)",
+             comm->rank, max_blocks,
+             max_blocks < WEFT_DEV_MAX_BLOCKS ? "; ranks sharing this GPU split its blocks" : "");
         return ncclInvalidUsage;
       }
       keys[nb++] = k;
@@ -323,22 +338,26 @@ static ncclResult_t layout(struct ncclComm* comm, weft_work* const* ws, int n,
 }
 
 static ncclResult_t launch_one(struct ncclComm* comm, struct weft_device* d,
-                               weft_work* const* ws, int n, int kernel, cudaStream_t stream) {
+                               weft_work* const* ws, int n, int kernel, cudaStream_t stream,
+                               int capturing) {
   if (n == 0) return ncclSuccess;
   weft_dev_launch* L = d->launch;
   L->comm.conns = transport_dev_table(comm);
   L->comm.abort_flag = d->words_dev;
   L->comm.error = d->words_dev + 1;
   L->comm.timeout_ns = (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS) * 1000000ull;
-  WEFT_CHECK(layout(comm, ws, n, L, d->blk));
+  WEFT_CHECK(layout(comm, ws, n, d->max_blocks, L, d->blk));
+  struct weft_dev_prof_rec* rec = NULL;
+  WEFT_CHECK(device_prof_arm(comm, &d->prof, capturing, ws, d->blk, n, &L->comm.prof_ts, &rec));
   int dtype = kernel < 0 ? ncclUint8 : kernel / 8, cls = kernel < 0 ? WEFT_DRED_SUM : kernel % 8;
   int e = launchers[dtype](cls, L, stream);
   if (e != 0) {
+    device_prof_cancel(rec);
     WARN("rank %d (cuda device %d): kernel launch of %d work item(s) on %d block(s) failed: %s",
          comm->rank, comm->cuda_dev, n, L->nblocks, cudaGetErrorString((cudaError_t)e));
     return ncclUnhandledCudaError;
   }
-  return ncclSuccess;
+  return device_prof_after(comm, rec, stream);
 }
 
 ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,
@@ -388,10 +407,10 @@ ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_
         n += np2p;
         p2p_done = 1;
       } else if (!p2p_done) {
-        WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream), res, out);
+        WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream, capturing), res, out);
         p2p_done = 1;
       }
-      WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream), res, out);
+      WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream, capturing), res, out);
       n = 0;
       kernel = -1;
     }
@@ -403,10 +422,10 @@ ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_
       memcpy(run + n, p2p, sizeof *p2p * (size_t)np2p);
       n += np2p;
     } else {
-      WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream), res, out);
+      WEFT_CHECK_GOTO(launch_one(comm, d, p2p, np2p, -1, stream, capturing), res, out);
     }
   }
-  WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream), res, out);
+  WEFT_CHECK_GOTO(launch_one(comm, d, run, n, kernel, stream, capturing), res, out);
 
   if (!capturing) {
     CUDA_TRY(comm, cudaEventRecord(d->last, stream), "cudaEventRecord");

@@ -14,8 +14,9 @@
 struct ncclComm;
 struct weft_device;
 
-/* Per communicator: the host-mapped abort/error words and the events that order launches. */
-ncclResult_t device_exec_create(struct ncclComm* comm, struct weft_device** out);
+/* Per communicator: the host-mapped abort/error words and the events that order launches.
+ * max_blocks: the blocks one launch may use (1..WEFT_DEV_MAX_BLOCKS, agreed across ranks). */
+ncclResult_t device_exec_create(struct ncclComm* comm, int max_blocks, struct weft_device** out);
 /* Wait (bounded by WEFT_TIMEOUT_MS) for the last launch, or stop the kernels at once when
  * abort is set. The proxy must still run meanwhile (kernels may wait on net connections). */
 void device_exec_wait_idle(struct ncclComm* comm, struct weft_device* d, int abort);
@@ -43,6 +44,10 @@ ncclResult_t device_exec_error(struct ncclComm* comm);
 /* Channels a device communicator proposes (NCCL_MIN/MAX_NCHANNELS, config CTAs applied by the
  * caller). */
 int device_default_channels(void);
+/* Blocks of weft's kernel that can be resident on GPU cuda_dev at once, counted low (one per
+ * SM: the kernel is built for at least that, __launch_bounds__(NT, 1)); 0 when unknown. Ranks
+ * that share a GPU must fit together, since a rank's blocks spin until its peers' blocks run. */
+int device_resident_blocks(int cuda_dev);
 /* The protocols the kernels can run on this communicator (NCCL_PROTO_* bits); LL128 only when
  * every rank reaches every other peer-to-peer (ll128_ok, agreed across ranks). */
 unsigned device_protocols(int ll128_ok);

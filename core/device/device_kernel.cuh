@@ -487,11 +487,20 @@ template <int DT, int OP, typename LT>
 __global__ void __launch_bounds__(NT, 1) weft_kernel(const __grid_constant__ LT L) {
   __shared__ ConnState s;
   int b = blockIdx.x;
+  unsigned long long* prof = L.comm.prof_ts;
+  if (prof && threadIdx.x == 0) prof[2 * b] = global_timer_ns();
   for (int i = L.block_first[b]; i < L.block_end[b]; i++) {
     const weft_dev_work& w = L.works[i];
     int failed = func_reduces(w.alg.func) ? run_reduce<DT, OP>(s, w, L.comm)
                                           : run_copy(s, w, L.comm);
     if (failed) break; /* the connections are out of step: the host reports the comm failed */
+  }
+  if (prof) {
+    __syncthreads(); /* every thread's part is done */
+    if (threadIdx.x == 0) {
+      prof[2 * b + 1] = global_timer_ns();
+      __threadfence_system();
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #include "lifecycle/lifecycle.h"
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
@@ -31,7 +32,7 @@ typedef struct {
   uint64_t buffsize;
   uint64_t ll_buffsize;
   int32_t ll128_ok; /* device mode: every peer peer-to-peer (LL128 needs NVLink/P2P) */
-  int32_t pad;
+  int32_t launch_blocks; /* device mode: blocks one launch may use (0: host mode) */
 } dp_proposal;
 
 static int local_ranks(const struct ncclComm* comm) {
@@ -43,7 +44,41 @@ static int local_ranks(const struct ncclComm* comm) {
   return n;
 }
 
-static int propose_channels(const struct ncclComm* comm) {
+#ifdef WEFT_HAVE_CUDA
+/* Device mode: ranks of this communicator on this rank's GPU (the same host and GPU UUID). */
+static int gpu_sharers(const struct ncclComm* comm) {
+  int n = 0;
+  const weft_rank_info* me = &comm->peers[comm->rank];
+  for (int r = 0; r < comm->nranks; r++) {
+    const weft_rank_info* o = &comm->peers[r];
+    if (o->host_hash == me->host_hash && strcmp(o->host, me->host) == 0 &&
+        memcmp(o->p2p.uuid, me->p2p.uuid, sizeof o->p2p.uuid) == 0)
+      n++;
+  }
+  return n > 0 ? n : 1;
+}
+#endif
+
+/* Device mode: the blocks one launch of this rank may use. Ranks sharing one GPU (weft allows
+ * it) spin in their kernels until their peers' blocks run, so all of theirs must be resident
+ * at once: each gets its share of the GPU's resident blocks. */
+static int propose_launch_blocks(const struct ncclComm* comm) {
+  int cap = WEFT_DEV_MAX_BLOCKS;
+#ifdef WEFT_HAVE_CUDA
+  int sharers = gpu_sharers(comm);
+  int resident = sharers > 1 ? device_resident_blocks(comm->cuda_dev) : 0;
+  if (resident > 0 && resident / sharers < cap) cap = resident / sharers;
+  if (cap < 1) cap = 1;
+  if (sharers > 1 && cap < WEFT_DEV_MAX_BLOCKS)
+    INFO(NCCL_INIT, "rank %d: %d ranks share GPU %d (%d resident blocks): at most %d blocks per "
+         "launch", comm->rank, sharers, comm->cuda_dev, resident, cap);
+#else
+  (void)comm;
+#endif
+  return cap;
+}
+
+static int propose_channels(const struct ncclComm* comm, int launch_blocks) {
   int nch;
   if (comm->mode == WEFT_MODE_DEVICE) {
 #ifdef WEFT_HAVE_CUDA
@@ -65,6 +100,8 @@ static int propose_channels(const struct ncclComm* comm) {
   if (comm->config.minCTAs > 0 && nch < comm->config.minCTAs) nch = comm->config.minCTAs;
   if (comm->config.maxCTAs > 0 && nch > comm->config.maxCTAs) nch = comm->config.maxCTAs;
   if (nch > WEFT_MAX_CHANNELS) nch = WEFT_MAX_CHANNELS;
+  /* Last, over the settings above: more blocks than fit beside the GPU's other ranks hang. */
+  if (launch_blocks > 0 && nch > launch_blocks) nch = launch_blocks;
   return nch < 1 ? 1 : nch;
 }
 
@@ -89,7 +126,8 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     return ncclSystemError;
   }
   dp_proposal* mine = &all[comm->rank];
-  mine->nchannels = propose_channels(comm);
+  mine->launch_blocks = comm->mode == WEFT_MODE_DEVICE ? propose_launch_blocks(comm) : 0;
+  mine->nchannels = propose_channels(comm, mine->launch_blocks);
   mine->shm_disable = (int32_t)param_int(WEFT_PARAM_SHM_DISABLE);
   mine->ll128_ok = transport_all_p2p(comm);
   mine->buffsize = (uint64_t)param_int(WEFT_PARAM_BUFFSIZE);
@@ -100,8 +138,10 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
   /* The smallest proposal wins: every rank must cut data into the same steps. */
   weft_transport_params tp = {mine->nchannels, (size_t)mine->buffsize, (size_t)mine->ll_buffsize,
                               mine->shm_disable, datapath_net_start};
+  int launch_blocks = mine->launch_blocks; /* both ends of a transfer must split it alike */
   for (int r = 0; r < comm->nranks; r++) {
     if (all[r].nchannels < tp.nchannels) tp.nchannels = all[r].nchannels;
+    if (all[r].launch_blocks < launch_blocks) launch_blocks = all[r].launch_blocks;
     if (all[r].buffsize < tp.buffsize) tp.buffsize = (size_t)all[r].buffsize;
     if (all[r].ll_buffsize < tp.ll_buffsize) tp.ll_buffsize = (size_t)all[r].ll_buffsize;
     if (all[r].shm_disable) tp.shm_disable = 1;
@@ -114,7 +154,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     res = ncclInternalError;
     goto out;
   }
-  WEFT_CHECK_GOTO(plan_comm_init(comm, tp.nchannels), res, out);
+  WEFT_CHECK_GOTO(plan_comm_init(comm, tp.nchannels, launch_blocks), res, out);
 #ifdef WEFT_HAVE_CUDA
   if (comm->mode == WEFT_MODE_DEVICE) {
     /* Only what the kernels implement; a forced protocol they lack falls back to Simple. */
@@ -137,7 +177,7 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
   WEFT_CHECK_GOTO(transport_init(comm, &tp), res, out);
 #ifdef WEFT_HAVE_CUDA
   if (comm->mode == WEFT_MODE_DEVICE) {
-    WEFT_CHECK_GOTO(device_exec_create(comm, &comm->device), res, out);
+    WEFT_CHECK_GOTO(device_exec_create(comm, launch_blocks, &comm->device), res, out);
     INFO(NCCL_INIT, "rank %d: device data path on cuda device %d: %d channel(s), Simple %zu B / "
          "LL %zu B per connection, shm %s, net %s",
          comm->rank, comm->cuda_dev, tp.nchannels, tp.buffsize, tp.ll_buffsize,

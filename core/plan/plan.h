@@ -66,8 +66,9 @@ struct weft_plan {
   weft_tune_ask ask; /* what tune_op is told of this communicator (plan_comm_init) */
 };
 
-/* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state. */
-ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels);
+/* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state.
+ * launch_blocks: device mode, the blocks one launch may use (agreed across ranks). */
+ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blocks);
 void plan_comm_fini(struct ncclComm* comm);
 
 /* ---- ops (plan_op.c) ---- */

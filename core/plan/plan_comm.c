@@ -3,13 +3,12 @@
 #include <stdlib.h>
 
 #include "comm/comm.h"
-#include "device/device.h" /* launch limits (plain C, also without CUDA) */
 #include "plan/plan.h"
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/param.h"
 
-ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels) {
+ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blocks) {
   struct weft_plan* p = calloc(1, sizeof *p);
   if (!p) {
     WARN("rank %d: out of memory for the plan state", comm->rank);
@@ -28,7 +27,7 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels) {
                            .device = device,
                            .max_channels = nchannels,
                            .all_p2p = device && transport_all_p2p(comm),
-                           .launch_blocks = device ? WEFT_DEV_MAX_BLOCKS : 0,
+                           .launch_blocks = device ? launch_blocks : 0,
                            .mask = &p->mask};
   p->check_colls = (int)param_int(WEFT_PARAM_CHECK_COLLECTIVES);
   /* Same on every rank (comm_hash comes from the unique id), different across comms. */
