@@ -88,10 +88,21 @@ static prof_seg* seg_of(weft_proxy* p, proxy_conn* pc, uint64_t s) {
   return g;
 }
 
-/* Step s is about to be handed to the plugin: ProxyOp at the segment's first step, then the
- * ProxyStep (once per step, however often the plugin asks to be retried); bytes: what a send
- * step carries, what a receive step has room for. Returns the phandle
- * for the plugin's isend/irecv (NetPlugin events hang off the ProxyStep), or NULL. */
+/* A ProxyStep state with its transSize (NCCL passes the step's bytes with every state). */
+static void prof_step_state(weft_prof* pf, void* h, ncclProfilerEventState_t s, size_t bytes) {
+  ncclProfilerEventStateArgs_v6_t a;
+  memset(&a, 0, sizeof a);
+  a.proxyStep.transSize = bytes;
+  prof_state(pf, h, s, &a);
+}
+
+/* Step s is about to be handed to the plugin: ProxyOp at the segment's first step (in
+ * progress at once: weft hands a connection's steps over as they come, there is no queue to
+ * wait in), then the ProxyStep (once per step, however often the plugin asks to be retried);
+ * bytes: what a send step carries, what a receive step has room for. A send step begins once
+ * the executor published its data, so its GPU and peer waits, NCCL's first two states, are
+ * reported as over at once. Returns the phandle for the plugin's isend/irecv (NetPlugin
+ * events hang off the ProxyStep), or NULL. */
 static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s, size_t bytes) {
   int slot = (int)(s % WEFT_NSTEPS);
   if (s < pc->prof_begun)
@@ -115,6 +126,7 @@ static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s, size_t b
     d.proxyOp.chunkSize = (int)pc->conn->step_bytes;
     d.proxyOp.isSend = pc->conn->is_send;
     g->op = prof_start(pf, &d);
+    prof_state(pf, g->op, ncclProfilerProxyOpInProgress_v4, NULL);
   }
   if (!PROF_ON(pf, ncclProfileProxyStep)) return NULL;
   memset(&d, 0, sizeof d);
@@ -123,12 +135,13 @@ static void* prof_step_begin(weft_proxy* p, proxy_conn* pc, uint64_t s, size_t b
   d.rank = p->comm->rank;
   d.proxyStep.step = (int)(s - g->first);
   void* h = prof_start(pf, &d);
-  ncclProfilerEventStateArgs_v6_t a;
-  memset(&a, 0, sizeof a);
-  a.proxyStep.transSize = bytes;
-  prof_state(pf, h,
-             pc->conn->is_send ? ncclProfilerProxyStepSendWait : ncclProfilerProxyStepRecvWait,
-             &a);
+  if (pc->conn->is_send) {
+    prof_step_state(pf, h, ncclProfilerProxyStepSendGPUWait, bytes);
+    prof_step_state(pf, h, ncclProfilerProxyStepSendPeerWait_v4, bytes);
+    prof_step_state(pf, h, ncclProfilerProxyStepSendWait, bytes);
+  } else {
+    prof_step_state(pf, h, ncclProfilerProxyStepRecvWait, bytes);
+  }
   pc->step_ev[slot] = h;
   if (!h || !PROF_ON(pf, ncclProfileNetPlugin)) return NULL;
   pc->parent[slot].handle = h;
@@ -140,11 +153,9 @@ static void prof_step_done(weft_proxy* p, proxy_conn* pc, uint64_t s, int bytes)
   weft_prof* pf = &p->comm->prof;
   int slot = (int)(s % WEFT_NSTEPS);
   if (pc->step_ev[slot]) {
-    ncclProfilerEventStateArgs_v6_t a;
-    memset(&a, 0, sizeof a);
-    a.proxyStep.transSize = (size_t)(bytes < 0 ? 0 : bytes);
     if (!pc->conn->is_send)
-      prof_state(pf, pc->step_ev[slot], ncclProfilerProxyStepRecvGPUWait, &a);
+      prof_step_state(pf, pc->step_ev[slot], ncclProfilerProxyStepRecvGPUWait,
+                      (size_t)(bytes < 0 ? 0 : bytes));
     prof_stop(pf, pc->step_ev[slot]);
     pc->step_ev[slot] = NULL;
   }
@@ -242,6 +253,9 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
     }
     if (!done) break;
     pc->reqs[slot] = NULL;
+    if (!flushing && __atomic_load_n(&pc->prof, __ATOMIC_RELAXED) && pc->step_ev[slot])
+      prof_step_state(&p->comm->prof, pc->step_ev[slot], ncclProfilerProxyStepRecvFlushWait,
+                      (size_t)(size < 0 ? 0 : size));
     if (flushing) {
       pc->flushing[slot] = 0;
       size = pc->got[slot];
@@ -257,8 +271,6 @@ static int progress_recv(weft_proxy* p, proxy_conn* pc) {
         return 1;
       }
       if (freq) { /* NULL: nothing to wait for */
-        if (__atomic_load_n(&pc->prof, __ATOMIC_RELAXED) && pc->step_ev[slot])
-          prof_state(&p->comm->prof, pc->step_ev[slot], ncclProfilerProxyStepRecvFlushWait, NULL);
         pc->reqs[slot] = freq;
         pc->flushing[slot] = 1;
         pc->got[slot] = size;

@@ -39,9 +39,11 @@ ncclResult_t proxy_add_conn(weft_proxy* p, weft_conn* conn, void* net_comm, void
  * posted only for those). */
 void proxy_expect_recvs(weft_proxy* p, weft_conn* conn, uint64_t nsteps);
 /* Profiler (ProxyOp/ProxyStep asked for): the next nsteps steps that conn moves belong to one
- * operation's share on a channel; the proxy reports a ProxyOp under parent (its Coll/P2p event)
- * and a ProxyStep per step (send: SendWait while the plugin moves it; receive: RecvWait, then
- * RecvFlushWait while GPU memory is flushed, RecvGPUWait once published). Called in launch
+ * operation's share on a channel; the proxy reports a ProxyOp under parent (its Coll/P2p event;
+ * state ProxyOpInProgress when its first step moves) and a ProxyStep per step (NCCL's states:
+ * send SendGPUWait and SendPeerWait, both over at once since the data is there, then SendWait
+ * while the plugin moves it; receive RecvWait, then RecvFlushWait once received (while GPU
+ * memory is flushed), RecvGPUWait once published; each with its bytes). Called in launch
  * order (the order in which a connection's steps move), before proxy_expect_recvs of the same
  * launch; a send's attribution assumes the activation mask does not change while operations
  * are in flight. */

@@ -199,8 +199,10 @@ static void check_tree(const ref_summary* s, int rank) {
   }
   EXPECT_EQ_INT(np2p, 2);
   /* Over the socket net the proxy thread runs: its wake periods are reported, and every
-   * operation's net steps as ProxyOps (parent: the Coll/P2p) of ProxySteps 0..nSteps-1 whose
-   * states come in order (send: SendWait; receive: RecvWait, [RecvFlushWait,] RecvGPUWait). */
+   * operation's net steps as ProxyOps (parent: the Coll/P2p; v4+: state InProgress) of
+   * ProxySteps 0..nSteps-1 whose states come in NCCL's order, each with its bytes (v4+: send
+   * SendGPUWait, SendPeerWait, SendWait; receive RecvWait, RecvFlushWait, RecvGPUWait; v1..v3
+   * never see the v4 states). NVIDIA's example profiler times each phase from these. */
   if (getenv("PROF_EXPECT_PROXY")) {
     EXPECT(count_type(s, ncclProfileProxyCtrl) >= 1);
     EXPECT(count_type(s, ncclProfileProxyOp) >= NCOLL);
@@ -213,22 +215,36 @@ static void check_tree(const ref_summary* s, int rank) {
       EXPECT(op->peer >= 0 && op->peer < 2 && op->peer != rank);
       EXPECT(op->count >= 1);
       if (op->root) sends++; else recvs++;
-      size_t nsteps = 0;
+      if (v >= 4) {
+        EXPECT_EQ_INT(op->nstates, 1);
+        EXPECT_EQ_INT(op->states[0], ncclProfilerProxyOpInProgress_v4);
+      } else {
+        EXPECT_EQ_INT(op->nstates, 0);
+      }
+      size_t nsteps = 0, op_bytes = 0;
       for (int k = 0; k < s->nevents; k++) {
         const ref_event* st = &s->events[k];
         if (st->type != ncclProfileProxyStep || st->parent != op) continue;
         EXPECT_EQ_INT(st->seq, nsteps); /* steps in order, numbered from 0 */
         nsteps++;
         if (op->root) {
-          EXPECT_EQ_INT(st->nstates, 1);
-          EXPECT_EQ_INT(st->states[0], ncclProfilerProxyStepSendWait);
+          int k0 = 0;
+          EXPECT_EQ_INT(st->nstates, v >= 4 ? 3 : 2);
+          EXPECT_EQ_INT(st->states[k0++], ncclProfilerProxyStepSendGPUWait);
+          if (v >= 4) EXPECT_EQ_INT(st->states[k0++], ncclProfilerProxyStepSendPeerWait_v4);
+          EXPECT_EQ_INT(st->states[k0], ncclProfilerProxyStepSendWait);
         } else {
-          EXPECT(st->nstates >= 2);
+          EXPECT_EQ_INT(st->nstates, 3);
           EXPECT_EQ_INT(st->states[0], ncclProfilerProxyStepRecvWait);
-          EXPECT_EQ_INT(st->states[st->nstates - 1], ncclProfilerProxyStepRecvGPUWait);
+          EXPECT_EQ_INT(st->states[1], ncclProfilerProxyStepRecvFlushWait);
+          EXPECT_EQ_INT(st->states[2], ncclProfilerProxyStepRecvGPUWait);
         }
+        /* v4+ carry transSize: at most the chunk (a step may carry nothing, as in NCCL) */
+        if (v >= 4) EXPECT(st->trans_size <= op->chunk);
+        op_bytes += st->trans_size;
       }
       EXPECT_EQ_INT(nsteps, op->count);
+      if (v >= 4) EXPECT(op_bytes > 0); /* what the example profiler adds up per ProxyOp */
     }
     EXPECT(sends >= 1 && recvs >= 1);
   }

@@ -41,6 +41,9 @@ weft_prof_test(tree_over_net_v6 ARGS tree $<TARGET_FILE:nccl-profiler-ref-v6>
   ENV NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 PROF_EXPECT_PROXY=1)
 weft_prof_test(tree_over_net_v2 ARGS tree $<TARGET_FILE:nccl-profiler-ref-v2>
   ENV NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 PROF_EXPECT_PROXY=1)
+# v4 is the first ABI with NCCL's ProxyOpInProgress and SendPeerWait states (prof_tree.c)
+weft_prof_test(tree_over_net_v4 ARGS tree $<TARGET_FILE:nccl-profiler-ref-v4>
+  ENV NCCL_SHM_DISABLE=1 NCCL_P2P_DISABLE=1 PROF_EXPECT_PROXY=1)
 # NetPlugin events (prof_net_check.c): each of weft's nets reports its transfers under the
 # proxy's steps — the built-in socket net, and the socket, ib (over fakeverbs) and ofi
 # (tcp;ofi_rxm) plugins as NCCL_NET_PLUGIN; v3 has them without transSize; v2 drops them (its shim), and a

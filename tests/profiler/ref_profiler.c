@@ -196,6 +196,7 @@ static ncclResult_t ref_start(void* ctx, void** handle, DESCR* d) {
       e->peer = d->proxyOp.peer;
       e->count = (size_t)d->proxyOp.nSteps;
       e->root = d->proxyOp.isSend;
+      e->chunk = (size_t)d->proxyOp.chunkSize;
       break;
     case ncclProfileProxyStep: e->seq = (uint64_t)d->proxyStep.step; break;
     default: break;

@@ -25,6 +25,7 @@ typedef struct ref_event {
   int stopped;                   /* stopEvent calls */
   int after_stop_state;          /* a state recorded after stopEvent */
   size_t trans_size;             /* ProxyStep (v4+): transSize of its last state */
+  size_t chunk;                  /* ProxyOp: chunkSize (bytes per step) */
   int64_t net_id;                /* NetPlugin: the plugin id (type | version) */
   int net_updates;               /* NetPlugin (v4+): ncclProfilerNetPluginUpdate states */
   /* NetPlugin: the plugin's descriptor as start gave it, then as its last update did (only
