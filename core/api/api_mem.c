@@ -303,6 +303,37 @@ ncclResult_t ncclMemFree(void* ptr) {
 
 /* ---- registrations ---- */
 
+/* GPU memory: [buff, buff + size) must lie inside one allocation (a registration past its end
+ * would map, or let a peer read, memory that is not the caller's). Host memory and pointers
+ * CUDA does not know are left as they are. */
+static ncclResult_t reg_check_allocation(const char* fn, void* buff, size_t size) {
+#ifdef WEFT_HAVE_CUDA
+  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
+  weft_cuda_info cu;
+  cuda_probe(&cu);
+  if (!cu.usable) return ncclSuccess;
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, buff) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return ncclSuccess;
+  }
+  if (a.type != cudaMemoryTypeDevice) return ncclSuccess;
+  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
+  CUdeviceptr base = 0;
+  size_t len = 0;
+  if (!range || range(&base, &len, (CUdeviceptr)(uintptr_t)buff) != CUDA_SUCCESS)
+    return ncclSuccess; /* no answer: nothing to hold against the caller */
+  if ((uintptr_t)buff - (uintptr_t)base + size > len) {
+    WARN("%s: buff %p with size = %zu runs past the end of its GPU allocation (%p, %zu bytes)",
+         fn, buff, size, (void*)(uintptr_t)base, len);
+    return ncclInvalidArgument;
+  }
+#else
+  (void)fn, (void)buff, (void)size;
+#endif
+  return ncclSuccess;
+}
+
 static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, size_t size,
                             int window, int win_flags, weft_mem_reg** out) {
   /* No object is larger than PTRDIFF_MAX or runs past the end of the address space. */
@@ -310,6 +341,7 @@ static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, s
     WARN("%s: buff %p with size = %zu runs past the end of the address space", fn, buff, size);
     return ncclInvalidArgument;
   }
+  WEFT_CHECK(reg_check_allocation(fn, buff, size));
   weft_mem_reg* r = calloc(1, sizeof *r);
   if (!r) {
     WARN("%s: out of memory for a registration", fn);
