@@ -50,6 +50,9 @@ typedef struct {
   int net;            /* NetPlugin: NET_* (the plugin's type), NET_OTHER when unknown */
   int64_t net_id;     /* NetPlugin: the plugin id (type | version) */
   long long net_unit; /* NetPlugin: the socket fd, the QP number, the device (ofi) */
+  /* KernelCh: pTimer of the start and of KernelChStop (the executor's clock: the GPU's
+   * %globaltimer in device mode, ns) */
+  uint64_t timer_start, timer_stop;
 } trace_ev;
 
 enum { NET_OTHER = 0, NET_SOCK, NET_IB, NET_OFI };
@@ -152,6 +155,8 @@ static void write_event(FILE* f, const trace_ctx* c, const trace_ev* e, uint64_t
     json_str(f, e->dtype);
   } else if (e->type == ncclProfileKernelCh) {
     fprintf(f, ",\"channel\":%d", e->channel);
+    if (e->timer_stop > e->timer_start)
+      fprintf(f, ",\"timer_ns\":%" PRIu64, e->timer_stop - e->timer_start);
   } else if (e->type == ncclProfileProxyOp) {
     fprintf(f, ",\"channel\":%d,\"peer\":%d,\"nSteps\":%d,\"send\":%d", e->channel, e->peer,
             e->nsteps, e->is_send);
@@ -397,6 +402,8 @@ static void describe(trace_ctx* c, trace_ev* e, const ncclProfilerEventDescr_v5_
     case ncclProfileKernelCh:
       e->name = "KernelCh";
       e->channel = d->kernelCh.channelId;
+      e->timer_start = d->kernelCh.pTimer;
+      e->timer_stop = 0;
       e->track = TR_KERNEL + e->channel % 64;
       if (parent) e->func = parent->func, e->seq = parent->seq;
       break;
@@ -464,6 +471,8 @@ static ncclResult_t record_v5(void* handle, ncclProfilerEventState_t s,
     e->nstates++;
     e->last_state = (int)s;
     if (a && e->type == ncclProfileProxyStep) e->bytes = a->proxyStep.transSize;
+    if (a && e->type == ncclProfileKernelCh && s == ncclProfilerKernelChStop)
+      e->timer_stop = a->kernelCh.pTimer;
     if (a && e->type == ncclProfileNetPlugin && s == ncclProfilerNetPluginUpdate)
       describe_net(e, e->net_id, a->netPlugin.data);
   }
@@ -527,7 +536,10 @@ static ncclResult_t start_v4(void* context, void** handle, ncclProfilerEventDesc
       break;
     case ncclProfileProxyOp: memcpy(&e.proxyOp, &d->proxyOp, sizeof e.proxyOp); break;
     case ncclProfileProxyStep: e.proxyStep.step = d->proxyStep.step; break;
-    case ncclProfileKernelCh: e.kernelCh.channelId = d->kernelCh.channelId; break;
+    case ncclProfileKernelCh:
+      e.kernelCh.channelId = d->kernelCh.channelId;
+      e.kernelCh.pTimer = d->kernelCh.pTimer;
+      break;
     case ncclProfileNetPlugin:
       e.netPlugin.id = d->netPlugin.id;
       e.netPlugin.data = d->netPlugin.data;

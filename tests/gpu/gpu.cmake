@@ -274,6 +274,17 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
 endif()
 
+# KernelCh in device mode, timed on the GPU (device/device_prof.c): 2 ranks sharing the GPU in
+# weft-perf with weft's trace plugin, a KernelCh with a GPU-timed duration per channel of every
+# collective (tests/gpu/kernelch_trace.py).
+if(WEFT_HAVE_CUDA AND TARGET nccl-profiler-weft-trace)
+  add_test(NAME gpu_profiler_kernelch_timed_on_gpu
+    COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/kernelch_trace.py $<TARGET_FILE:weft-perf>
+      $<TARGET_FILE:nccl-profiler-weft-trace> ${PROJECT_BINARY_DIR}/tests/kernelch_device device)
+  set_tests_properties(gpu_profiler_kernelch_timed_on_gpu PROPERTIES LABELS gpu TIMEOUT 240
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu ENVIRONMENT "NCCL_DEBUG=WARN")
+endif()
+
 # The one-rank path (plan/plan_local.c): what a captured call leaves in the graph (nothing in
 # place, one memcpy out of place, one kernel for a scaling PreMulSum) and its results.
 if(WEFT_HAVE_CUDA)

@@ -128,6 +128,13 @@ weft_prof_test(missing_library_is_one_warn ARGS unused /nonexistent/libnccl-prof
 
 # weft's trace plugin (plugins/profiler-trace) in a 4-rank run, and the merge tool.
 if(TARGET nccl-profiler-weft-trace)
+  # KernelCh per channel, each timed by the executor (tests/gpu/kernelch_trace.py; its device
+  # twin is gpu_profiler_kernelch_timed_on_gpu).
+  add_test(NAME profiler_kernelch_timed_host
+    COMMAND python3 ${PROJECT_SOURCE_DIR}/tests/gpu/kernelch_trace.py $<TARGET_FILE:weft-perf>
+      $<TARGET_FILE:nccl-profiler-weft-trace> ${PROJECT_BINARY_DIR}/tests/kernelch_host host)
+  set_tests_properties(profiler_kernelch_timed_host PROPERTIES LABELS "plugin;mp" TIMEOUT 240
+    SKIP_RETURN_CODE 77 ENVIRONMENT "NCCL_DEBUG=WARN")
   add_dependencies(prof_tree nccl-profiler-weft-trace)
   function(weft_trace_test name out env)
     add_test(NAME profiler_trace_plugin_${name}
