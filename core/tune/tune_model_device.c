@@ -1,7 +1,8 @@
 /* The device parameter set: NCCL's model (src/graph/tuning.cc) for Ring and Tree; CollNet and
  * NVLS need hardware weft does not drive, so their cells stay unusable (PAT's slot holds weft's
- * log-step algorithms, tune_model_log.c). Latencies come from the constants (baseLatencies, hwLatencies), bandwidth
- * caps from their per-architecture rows, link bandwidths from the facts. */
+ * log-step algorithms, tune_model_log.c). Latencies come from the constants (baseLatencies,
+ * hwLatencies), bandwidth caps from their per-architecture rows, link bandwidths from the
+ * facts. */
 #include <math.h>
 
 #include "tune/tune_model_impl.h"

@@ -7,8 +7,8 @@
  *    for the cost model, which is NCCL's and describes NCCL's kernels: LL up to 64 KiB, LL128 to
  *    512 KiB where every peer is peer-to-peer, Simple beyond; OneShot for AllReduce up to 64 KiB
  *    where every peer is peer-to-peer, else the ring, unless NCCL_ALGO asks for another (the
- *    logarithmic algorithms run only when it leaves nothing else); a
- *    channel per 8 KiB (LL), 32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. A
+ *    logarithmic algorithms only when it leaves nothing else); a channel per 8 KiB (LL),
+ *    32 KiB (LL128) or 64 KiB (Simple), up to the communicator's. A
  *    tuner plugin sees the model's table and overrides the rule by editing it or by setting a
  *    channel count (tune_decide_from);
  *  - direct and logarithmic algorithms connect every pair on each channel they use: at most

@@ -98,7 +98,8 @@ if(WEFT_HAVE_CUDA)
   endforeach()
   # The logarithmic algorithms through the per-collective NCCL_ALGO the gpu entries use.
   add_test(NAME gpu_harness_selftest_gpus3_shared_log
-    COMMAND gpu_harness_selftest --gpus 3 --share --colls std --extra 10 --default-seed ${_gpu_seed})
+    COMMAND gpu_harness_selftest --gpus 3 --share --colls std --extra 10
+            --default-seed ${_gpu_seed})
   set_tests_properties(gpu_harness_selftest_gpus3_shared_log PROPERTIES LABELS "unit"
     TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT
     "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=1;NCCL_ALGO=AllReduce:RecDoubling\\;AllGather:PAT\\;ReduceScatter:PAT\\;Broadcast:Binomial\\;Reduce:Binomial")

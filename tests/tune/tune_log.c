@@ -3,9 +3,10 @@
  * with NCCL's grammar ('^' included, per-collective lists, the PAT aliases); a forced one is
  * what runs on either executor for the collectives it implements, and elsewhere is NCCL's "no
  * algorithm left" error (ncclInvalidUsage naming NCCL_ALGO); the device rule picks one only
- * where NCCL_ALGO leaves nothing else; the host model picks by size and rank count (a log algorithm for a small
- * AllReduce on 4+ ranks, the ring for a large one); a tuner sees the log-step AllGather in the
- * PAT row of NCCL's seven, and weft's rows when it exports weftTunerAlgorithms (9 or 12).
+ * where NCCL_ALGO leaves nothing else; the host model picks by size and rank count (a log
+ * algorithm for a small AllReduce on 4+ ranks, the ring for a large one); a tuner sees the
+ * log-step AllGather in the PAT row of NCCL's seven, and weft's rows when it exports
+ * weftTunerAlgorithms (9 or 12).
  * WEFT_TUNE_LOG_PRINT=1 prints the host model's choices per size and rank count. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,8 +65,8 @@ static void state(weft_tune* t, const weft_tune_facts* f) {
   unsigned protos = (1u << NCCL_PROTO_LL) | (1u << NCCL_PROTO_SIMPLE) |
                     (f->host ? 0u : 1u << NCCL_PROTO_LL128);
   /* As tune_comm.c: both executors run the log algorithms. */
-  unsigned algos =
-      RING | TREE | (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) | RD | RAB | BIN | PAT;
+  unsigned algos = RING | TREE | (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) |
+                   RD | RAB | BIN | PAT;
   t->caps = (weft_exec_caps){algos, protos, f->max_channels};
 }
 
@@ -201,7 +202,8 @@ static void model_shape(void) {
       if (fn != ncclFuncAllReduce) continue;
       ask.mask = &logs;
       EXPECT_OK(tune_op(&t, &ask, fn, nbytes, &oc));
-      EXPECT_EQ_INT(oc.algo, nbytes <= 65536 ? WEFT_ALGO_RECDOUBLING_ID : WEFT_ALGO_RABENSEIFNER_ID);
+      EXPECT_EQ_INT(oc.algo,
+                    nbytes <= 65536 ? WEFT_ALGO_RECDOUBLING_ID : WEFT_ALGO_RABENSEIFNER_ID);
     }
 }
 
