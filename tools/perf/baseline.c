@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "chan.h" /* perf_write_all */
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -61,17 +63,6 @@ static void memcpy_baseline(size_t bytes, struct perf_baseline* b) {
   free(dst);
 }
 
-static int write_all(int fd, const char* p, size_t len) {
-  while (len) {
-    ssize_t n = write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
-    p += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
 /* The receiving process: reads `warm` bytes, acks, reads `timed` bytes, acks, exits. */
 static void tcp_receiver(int port, size_t chunk, size_t warm, size_t timed) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -90,7 +81,7 @@ static void tcp_receiver(int port, size_t chunk, size_t warm, size_t timed) {
       if (n <= 0) _exit(1);
       left -= (size_t)n;
     }
-    if (write_all(fd, "k", 1)) _exit(1);
+    if (perf_write_all(fd, "k", 1)) _exit(1);
   }
   _exit(0);
 }
@@ -133,10 +124,12 @@ static void tcp_baseline(size_t maxbytes, struct perf_baseline* b) {
   double t = 0;
   if (fd >= 0 && buf) {
     ok = 1;
-    for (size_t sent = 0; ok && sent < warm; sent += chunk) ok = write_all(fd, buf, chunk) == 0;
+    for (size_t sent = 0; ok && sent < warm; sent += chunk)
+      ok = perf_write_all(fd, buf, chunk) == 0;
     ok = ok && read_ack(fd) == 0;
     double t0 = now_s();
-    for (size_t sent = 0; ok && sent < timed; sent += chunk) ok = write_all(fd, buf, chunk) == 0;
+    for (size_t sent = 0; ok && sent < timed; sent += chunk)
+      ok = perf_write_all(fd, buf, chunk) == 0;
     ok = ok && read_ack(fd) == 0;
     t = now_s() - t0;
   }
