@@ -80,7 +80,6 @@ struct trace_ctx {
 
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static trace_ctx* all;
-static int atexit_done;
 
 static uint64_t now_us(void) {
   struct timespec ts;
@@ -243,7 +242,11 @@ static void write_file_locked(trace_ctx* c) {
   c->written = 1;
 }
 
-static void flush_all_at_exit(void) {
+/* Communicators that never finalized get their file when the library goes: at dlclose or at
+ * process exit, whichever comes first. A destructor rather than atexit(): a handler atexit
+ * registered from a library that is unloaded before exit would be called into unmapped code
+ * wherever atexit is not tied to the library (ThreadSanitizer's interceptor is not). */
+__attribute__((destructor)) static void flush_all_at_exit(void) {
   pthread_mutex_lock(&all_lock);
   for (trace_ctx* c = all; c; c = c->next) {
     pthread_mutex_lock(&c->lock);
@@ -276,10 +279,6 @@ static ncclResult_t trace_init_common(void** context, int version, uint64_t id, 
   pthread_mutex_lock(&all_lock);
   c->next = all;
   all = c;
-  if (!atexit_done) {
-    atexit(flush_all_at_exit);
-    atexit_done = 1;
-  }
   pthread_mutex_unlock(&all_lock);
   *mask = version_mask(version);
   *context = c;
