@@ -5,6 +5,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+
 #include "bootstrap/bootstrap.h"
 #include "nccl.h"
 #include "plugin/profiler.h"
@@ -35,6 +37,11 @@ typedef struct {
   char host[64];
   weft_p2p_rank_info p2p; /* device mode: what decides p2p against shm (transport/) */
 } weft_rank_info;
+
+/* Whether two ranks run on one host (the host hash and the name agree). */
+static inline int comm_same_host(const weft_rank_info* a, const weft_rank_info* b) {
+  return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
+}
 
 /* A buffer registered with ncclCommRegister or ncclCommWindowRegister (api/api_mem.c). The
  * handle handed out is the node's address; it is only ever compared, never dereferenced,

@@ -39,8 +39,7 @@ static int local_ranks(const struct ncclComm* comm) {
   int n = 0;
   const weft_rank_info* me = &comm->peers[comm->rank];
   for (int r = 0; r < comm->nranks; r++)
-    if (comm->peers[r].host_hash == me->host_hash && strcmp(comm->peers[r].host, me->host) == 0)
-      n++;
+    if (comm_same_host(&comm->peers[r], me)) n++;
   return n;
 }
 
@@ -51,8 +50,7 @@ static int gpu_sharers(const struct ncclComm* comm) {
   const weft_rank_info* me = &comm->peers[comm->rank];
   for (int r = 0; r < comm->nranks; r++) {
     const weft_rank_info* o = &comm->peers[r];
-    if (o->host_hash == me->host_hash && strcmp(o->host, me->host) == 0 &&
-        memcmp(o->p2p.uuid, me->p2p.uuid, sizeof o->p2p.uuid) == 0)
+    if (comm_same_host(o, me) && memcmp(o->p2p.uuid, me->p2p.uuid, sizeof o->p2p.uuid) == 0)
       n++;
   }
   return n > 0 ? n : 1;

@@ -28,10 +28,6 @@
 #include "util/random.h"
 #include "util/param.h"
 
-static int same_host(const weft_rank_info* a, const weft_rank_info* b) {
-  return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
-}
-
 /* Whether a's GPU may write b's GPU, and over what kind of link. */
 static int reaches(const weft_p2p_rank_info* a, uint64_t bus, int* nvl) {
   int n = a->npeers < WEFT_P2P_MAX_GPUS ? a->npeers : WEFT_P2P_MAX_GPUS;
@@ -46,7 +42,7 @@ static int reaches(const weft_p2p_rank_info* a, uint64_t bus, int* nvl) {
 int p2p_usable(const struct ncclComm* comm, int peer) {
   const weft_rank_info* me = &comm->peers[comm->rank];
   const weft_rank_info* p = &comm->peers[peer];
-  if (me->mode != WEFT_MODE_DEVICE || p->mode != WEFT_MODE_DEVICE || !same_host(me, p))
+  if (me->mode != WEFT_MODE_DEVICE || p->mode != WEFT_MODE_DEVICE || !comm_same_host(me, p))
     return 0;
   const weft_p2p_rank_info *a = &me->p2p, *b = &p->p2p;
   if (a->p2p_disable || b->p2p_disable) return 0;
@@ -70,7 +66,7 @@ int transport_all_nvlink(const struct ncclComm* comm) {
   for (int r = 0; r < comm->nranks; r++)
     for (int q = 0; q < comm->nranks; q++) {
       const weft_rank_info *a = &comm->peers[r], *b = &comm->peers[q];
-      if (q == r || !same_host(a, b)) continue;
+      if (q == r || !comm_same_host(a, b)) continue;
       if (a->mode != WEFT_MODE_DEVICE || memcmp(a->p2p.uuid, b->p2p.uuid, 16) == 0) continue;
       int nvl = 0;
       if (!reaches(&a->p2p, b->p2p.bus, &nvl) || !nvl) return 0;
@@ -87,7 +83,7 @@ _Static_assert(sizeof(cudaIpcMemHandle_t) == WEFT_IPC_HANDLE_BYTES, "IPC handle 
 static int same_process(const struct ncclComm* comm, int peer) {
   const weft_rank_info* me = &comm->peers[comm->rank];
   const weft_rank_info* p = &comm->peers[peer];
-  return same_host(me, p) && me->pid == p->pid && me->p2p.proc_id == p->p2p.proc_id;
+  return comm_same_host(me, p) && me->pid == p->pid && me->p2p.proc_id == p->p2p.proc_id;
 }
 
 /* NCCL_P2P_LEVEL: NCCL's path names, or its legacy integers (0 = LOC, larger = farther). */

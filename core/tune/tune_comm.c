@@ -43,17 +43,13 @@ static uint64_t fnv(const void* p, size_t n, uint64_t h) {
   return h;
 }
 
-static int same_node(const weft_rank_info* a, const weft_rank_info* b) {
-  return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
-}
-
 /* Nodes, ranks per node (min, max) and this rank's node-local count from the rank infos. */
 static void count_nodes(const struct ncclComm* comm, weft_tune_facts* f, int* local) {
   int n = comm->nranks, nodes = 0, pmin = n, pmax = 0;
   for (int r = 0; r < n; r++) {
     int first = 1, count = 0;
     for (int q = 0; q < n; q++) {
-      if (!same_node(&comm->peers[q], &comm->peers[r])) continue;
+      if (!comm_same_host(&comm->peers[q], &comm->peers[r])) continue;
       if (q < r) first = 0;
       count++;
     }

@@ -54,20 +54,22 @@ int misuse_expect(const gpu_rank* r, const char* call, ncclResult_t got, ncclRes
   return 1;
 }
 
-int misuse_upload(const gpu_rank* r, void* dev, const void* host, size_t n) {
+static int copy_on(const gpu_rank* r, void* dst, const void* src, size_t n,
+                   enum cudaMemcpyKind kind, const char* where) {
   cudaError_t e = cudaSetDevice(r->dev);
-  if (e == cudaSuccess) e = cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMemcpy(dst, src, n, kind);
   if (e == cudaSuccess) return 0;
-  fprintf(stderr, "FAIL rank %d: cudaMemcpy to the GPU: %s\n", r->rank, cudaGetErrorString(e));
+  fprintf(stderr, "FAIL rank %d: cudaMemcpy %s the GPU: %s\n", r->rank, where,
+          cudaGetErrorString(e));
   return 1;
 }
 
+int misuse_upload(const gpu_rank* r, void* dev, const void* host, size_t n) {
+  return copy_on(r, dev, host, n, cudaMemcpyHostToDevice, "to");
+}
+
 int misuse_download(const gpu_rank* r, void* host, const void* dev, size_t n) {
-  cudaError_t e = cudaSetDevice(r->dev);
-  if (e == cudaSuccess) e = cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost);
-  if (e == cudaSuccess) return 0;
-  fprintf(stderr, "FAIL rank %d: cudaMemcpy from the GPU: %s\n", r->rank, cudaGetErrorString(e));
-  return 1;
+  return copy_on(r, host, dev, n, cudaMemcpyDeviceToHost, "from");
 }
 
 void* misuse_dev_alloc(const gpu_rank* r, size_t n, int fill) {
