@@ -90,15 +90,41 @@ typedef struct {
   int pre;    /* src enters a reduction: apply the op's pre-op (PreMulSum) */
   int post;   /* the output is final: apply the op's post-op (SumPostDiv) */
   int src_at; /* reduction order: src enters after the first src_at receive slots */
+  /* Zero copy (weft_algo.zc): the receive slots are not read. Each recv[i] instead reads the
+   * peer's own buffer (WEFT_ZC_FROM_SRC: its sendbuff, WEFT_ZC_FROM_DST: its recvbuff) at
+   * byte offset zc_off, and a send stores nothing: it tells the peer that this rank's data
+   * for the step is ready (algo_direct.h). */
+  int zc_from;
+  size_t zc_off;
 } weft_prim;
+enum { WEFT_ZC_NONE = 0, WEFT_ZC_FROM_SRC = 1, WEFT_ZC_FROM_DST = 2 };
+
+/* Zero copy: where this process reaches every rank's registered window (device/ reads them).
+ * peers[0] / peers[1]: the window holding the op's sendbuff / recvbuff, an array of nranks
+ * addresses (GPU memory; rank q's window base as mapped here); off[]: the buffer's byte offset
+ * in it, the same on every rank (symmetric use), plus src_stride * q for rank q's sendbuff
+ * (an in-place AllGather, whose sendbuff sits at its rank's block). */
+typedef struct {
+  char* const* peers[2];
+  uint64_t off[2];
+  uint64_t src_stride;
+} weft_zc_bufs;
 
 /* What the steps of one work item depend on. */
 typedef struct {
-  int func, algo;
+  int16_t func, algo;
+  int32_t zero_copy; /* direct algorithms only: peers read this rank's buffers (zc, weft_prim) */
   int nranks, rank, channel, root; /* root: also the peer of Send/Recv */
-  int ring_index, ring_prev, ring_next;
-  int tree_up, tree_ndown;
-  int tree_down[WEFT_PRIM_MAX_PEERS];
+  union {
+    struct { /* ring, tree and the log algorithms */
+      int ring_index, ring_prev, ring_next;
+      int tree_up, tree_ndown;
+      int tree_down[WEFT_PRIM_MAX_PEERS];
+    };
+    /* The direct algorithms with zero_copy set (they use none of the above). In the union, the
+     * description stays the size it was, so a launch's parameters still hold 128 works. */
+    weft_zc_bufs zc;
+  };
   size_t elem;  /* bytes per element */
   size_t count; /* the op's count (AllGather: per rank; ReduceScatter: per rank) */
   size_t part_off, part_count; /* this channel's part, elements */
@@ -357,6 +383,8 @@ WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p)
   p->nelem = 0;
   p->reduce = p->pre = p->post = 0;
   p->src_at = 0;
+  p->zc_from = WEFT_ZC_NONE;
+  p->zc_off = 0;
   if (w->algo == WEFT_ALGO_ONESHOT_ID || w->algo == WEFT_ALGO_TWOSHOT_ID)
     return algo_direct_prim(w, stream, pc, p);
   if (algo_is_log(w->algo) && w->nranks > 1) return algo_log_prim(w, pc, p);

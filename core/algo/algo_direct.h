@@ -27,7 +27,17 @@
  *    recvReduceCopies (every peer in rank order, pre(src) at its place) → dst, post.
  * The streams that share a connection use it in one order on both ends: one stream per
  * algorithm, except OneShot AllReduce, whose pushes and reduces use opposite directions. One
- * rank is the ring's local copy (the planner gives it the ring). */
+ * rank is the ring's local copy (the planner gives it the ring).
+ *
+ * Zero copy (w->zero_copy: every rank's buffers sit in windows every peer has mapped): the same steps,
+ * but a receive reads the peer's buffer where the peer's step took its data (weft_prim's
+ * zc_from and zc_off), and a send only tells the peer that the data is ready. A rank writes
+ * nothing a peer has yet to read: in-place OneShot AllReduce would (it overwrites its src
+ * while peers read it), so zero copy runs it only out of place and TwoShot otherwise. TwoShot
+ * overwrites block q of an in-place buffer only after q announced its reduced block, which q
+ * sends after reading that block. The executor waits at the end of a work item until every
+ * peer has consumed (read) every step it was sent, so the next operation may write the
+ * buffers. */
 #ifndef WEFT_PLAN_ALGO_DIRECT_H
 #define WEFT_PLAN_ALGO_DIRECT_H
 
@@ -47,6 +57,13 @@ WEFT_HD void algo_direct_recv_all(const weft_algo* w, weft_prim* p) {
 }
 WEFT_HD void algo_direct_send_all(const weft_algo* w, weft_prim* p) {
   for (int d = 1; d < w->nranks; d++) algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + d - 1);
+}
+
+/* Zero copy: the step's receives read the peers' src or dst buffer at byte offset off. */
+WEFT_HD void algo_zc_at(const weft_algo* w, weft_prim* p, int from, size_t off) {
+  if (!w->zero_copy) return;
+  p->zc_from = from;
+  p->zc_off = off;
 }
 
 WEFT_HD void algo_direct_count_steps(weft_algo* a) {
@@ -79,6 +96,7 @@ WEFT_HD int algo_allreduce_oneshot(const weft_algo* w, int stream, uint64_t pc, 
   algo_direct_recv_all(w, p);
   p->reduce = p->post = 1;
   p->dst = w->dst + at;
+  algo_zc_at(w, p, WEFT_ZC_FROM_SRC, at);
   return 1;
 }
 
@@ -110,6 +128,7 @@ WEFT_HD int algo_allreduce_twoshot(const weft_algo* w, uint64_t pc, weft_prim* p
   size_t at = (w->part_off + (off < S ? off : S)) * e;
   if (j <= n - 1) p->src = w->src + at;
   if (j >= n - 1) p->dst = w->dst + at;
+  if (j >= n - 1) algo_zc_at(w, p, j == n - 1 ? WEFT_ZC_FROM_SRC : WEFT_ZC_FROM_DST, at);
   return 1;
 }
 
@@ -129,7 +148,9 @@ WEFT_HD int algo_reducescatter_oneshot(const weft_algo* w, uint64_t pc, weft_pri
     p->reduce = p->post = 1;
     p->dst = w->dst + (w->part_off + base) * e;
   }
-  p->src = w->src + ((size_t)block * w->count + w->part_off + base) * e;
+  size_t at = ((size_t)block * w->count + w->part_off + base) * e;
+  p->src = w->src + at;
+  if (j == n - 1) algo_zc_at(w, p, WEFT_ZC_FROM_SRC, at);
   return 1;
 }
 
@@ -146,6 +167,7 @@ WEFT_HD int algo_allgather_oneshot(const weft_algo* w, uint64_t pc, weft_prim* p
   } else {
     block = (r + j) % n;
     algo_use_recv(p, algo_direct_recv_role(w, block));
+    algo_zc_at(w, p, WEFT_ZC_FROM_SRC, (w->part_off + base) * e); /* the peer's sendbuff */
   }
   p->dst = w->dst + ((size_t)block * w->count + w->part_off + base) * e;
   return 1;
@@ -162,6 +184,7 @@ WEFT_HD int algo_broadcast_oneshot(const weft_algo* w, uint64_t pc, weft_prim* p
   } else {
     p->dst = w->dst + at;
     algo_use_recv(p, algo_direct_recv_role(w, w->root));
+    algo_zc_at(w, p, WEFT_ZC_FROM_SRC, at);
   }
   return 1;
 }
@@ -176,6 +199,7 @@ WEFT_HD int algo_reduce_oneshot(const weft_algo* w, uint64_t pc, weft_prim* p) {
     algo_direct_recv_all(w, p);
     p->reduce = p->post = 1;
     p->dst = w->dst + at;
+    algo_zc_at(w, p, WEFT_ZC_FROM_SRC, at);
   } else {
     algo_use_send(p, algo_direct_send_role(w, w->root));
   }

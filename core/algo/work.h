@@ -31,6 +31,8 @@ typedef struct weft_op {
   const void* scalar_ptr;    /* PreMulSum with ncclScalarDevice: read at launch */
   int root;                  /* root, or peer for Send/Recv */
   int algo, proto, nchannels;
+  int zero_copy;             /* direct algorithm on registered windows: peers read the buffers */
+  weft_zc_bufs zc;           /* zero_copy: where (algo.h) */
   uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
   void* stream;              /* cudaStream_t of the call (device mode) */
   void* prof_api;            /* profiler: the CollApi/P2pApi event of the call, or NULL */

@@ -167,6 +167,11 @@ ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
   const char* fn = "ncclAlltoAll";
   WEFT_CHECK(check_common(fn, comm, sendbuff, recvbuff, count, datatype));
   WEFT_CHECK(check_size(fn, count, datatype, (size_t)comm->nranks));
+  if (comm->nranks == 1) { /* a copy to itself: plan/'s one-rank path, no send/recv pair */
+    weft_op o;
+    op_init(&o, ncclFuncAlltoAll, sendbuff, recvbuff, count, datatype, -1, stream);
+    return group_add_op(comm, &o);
+  }
   size_t bytes = count * dtype_size(datatype);
   ncclResult_t res = ncclGroupStart();
   WEFT_CHECK(res);

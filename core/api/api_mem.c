@@ -8,10 +8,12 @@
  * driver is installed. What ncclMemAlloc handed out is kept in a process-wide registry (one
  * mutex), so ncclMemFree rejects foreign pointers instead of corrupting the driver's state.
  *
- * Registrations are recorded per communicator (comm->regs, under comm->lock), in both modes:
- * applications written for NCCL register unconditionally, and the data path copies through its
- * own connection buffers either way, so a registration only has to be remembered and checked
- * at deregistration (a foreign or twice-released handle is ncclInvalidArgument). */
+ * Registrations are recorded per communicator (comm->regs, under comm->lock), in both modes,
+ * and checked at deregistration (a foreign or twice-released handle is ncclInvalidArgument).
+ * ncclCommRegister's buffers, and windows without NCCL_WIN_COLL_SYMMETRIC, are only recorded:
+ * the data path copies through its own connection buffers. A symmetric window of a device
+ * communicator is also mapped by every peer (transport/transport_window.c), so the direct
+ * algorithms read it in place (zero copy, plan/). */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +22,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "group/group.h"
+#include "transport/transport.h"
 #include "topo/cuda_entry.h"
 #include "topo/cuda_probe.h"
 #include "util/check.h"
@@ -336,6 +340,7 @@ static ncclResult_t reg_check_allocation(const char* fn, void* buff, size_t size
 
 static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, size_t size,
                             int window, int win_flags, weft_mem_reg** out) {
+  *out = NULL;
   /* No object is larger than PTRDIFF_MAX or runs past the end of the address space. */
   if (size > (size_t)PTRDIFF_MAX || (uintptr_t)buff + size < (uintptr_t)buff) {
     WARN("%s: buff %p with size = %zu runs past the end of the address space", fn, buff, size);
@@ -373,12 +378,15 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
       *pp = found->next;
       break;
     }
+  if (found && found->zc) __atomic_sub_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
   if (!found) {
     WARN("%s: %s %p is not registered on comm %p (foreign, or released already)", fn,
          window ? "window" : "handle", handle, (void*)comm);
     return ncclInvalidArgument;
   }
+  /* The operations that used the window have completed (the caller's part, as in NCCL). */
+  transport_window_unmap(comm, found->zc);
   free(found);
   return ncclSuccess;
 }
@@ -408,6 +416,18 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   return reg_remove(comm, fn, handle, 0);
 }
 
+/* Map a symmetric window on every rank (collective) and let plan/ see it. */
+static ncclResult_t window_map_job(struct ncclComm* comm, void* arg) {
+  weft_mem_reg* r = arg;
+  weft_window_map* m = NULL;
+  WEFT_CHECK(transport_window_map(comm, r->buff, r->size, &m));
+  pthread_mutex_lock(&comm->lock);
+  r->zc = m;
+  if (m) __atomic_add_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&comm->lock);
+  return ncclSuccess;
+}
+
 WEFT_API(ncclResult_t, ncclCommWindowRegister, ncclComm_t comm, void* buff, size_t size,
          ncclWindow_t* win, int winFlags);
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
@@ -424,9 +444,20 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     WARN("%s: winFlags = %d is not NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", fn, winFlags);
     return ncclInvalidArgument;
   }
-  /* Recorded locally: no symmetric mapping is built (the data path does not use one yet). */
   weft_mem_reg* r;
   WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
+  /* A symmetric window on a device communicator is mapped by every peer (collectively), so
+   * collectives on it read the peers' buffers in place; any other window is only recorded.
+   * Inside a group (one thread registering for several ranks, as nccl-tests -R 2 does) the
+   * mapping waits for the outermost ncclGroupEnd, where every rank's runs at once. */
+  if (winFlags == NCCL_WIN_COLL_SYMMETRIC && comm->mode == WEFT_MODE_DEVICE) {
+    ncclResult_t res = group_depth() > 0 ? group_defer_job(comm, window_map_job, r)
+                                         : window_map_job(comm, r);
+    if (res != ncclSuccess) {
+      reg_remove(comm, fn, r, 1);
+      return res;
+    }
+  }
   *win = (ncclWindow_t)(void*)r;
   return ncclSuccess;
 }

@@ -51,6 +51,7 @@ typedef struct weft_mem_reg {
   size_t size;
   int window; /* 1: ncclCommWindowRegister (flags below), 0: ncclCommRegister */
   int win_flags;
+  struct weft_window_map* zc; /* a zero-copy window: every rank's buffer mapped here (transport/) */
   struct weft_mem_reg* next;
 } weft_mem_reg;
 
@@ -88,6 +89,7 @@ struct ncclComm {
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   weft_mem_reg* regs;               /* registered buffers and windows, under lock */
+  int zc_windows;                   /* regs with zc set (atomic): plan/ looks only when > 0 */
   weft_prof prof;                   /* profiler plugin context and activation mask */
   struct weft_hang* hang;           /* this rank's slot of the hang report board (comm_hang.c) */
   uint64_t magic_end;

@@ -40,6 +40,10 @@ struct ConnState {
   int32_t flags[NC];
   int32_t host_mem[NC];
   weft_prim prim;  /* the step: thread 0 works it out, every thread reads it after wait_step */
+  /* Zero copy (alg.zero_copy): the peers' sendbuff [0] and recvbuff [1] by direct receive
+   * role. */
+  char* zc_in[2][WEFT_PRIM_MAX_PEERS];
+  int zc;
   int wait_failed; /* set by thread 0 in wait_step, read after its barrier */
   int data_failed; /* set while data moves (LL reads), read after post_step's barrier */
 };
@@ -236,15 +240,16 @@ static __device__ int simple_step(ConnState& s, const weft_prim& ps, size_t elem
   for (int i = 0; i < p.nrecv; i++) {
     if (p.src && i == p.src_at) ins[srci = nin++] = p.src;
     int k = p.recv[i];
-    ins[nin++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
+    ins[nin++] = p.zc_from ? s.zc_in[p.zc_from - 1][k] + p.zc_off
+                           : s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
   if (p.src && srci < 0) ins[srci = nin++] = p.src;
   if (p.dst) outs[nout++] = p.dst;
-  for (int i = 0; i < p.nsend; i++) {
+  for (int i = 0; i < p.nsend && !s.zc; i++) { /* zero copy: a send only announces */
     int k = p.send[i];
     outs[nout++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
-  if (nin > 0 && bytes > 0)
+  if (nin > 0 && nout > 0 && bytes > 0)
     simple_move<DT, OP>(ins, nin, srci, outs, nout, bytes, p.pre && r.pre, p.post ? r.post_n : 0,
                         r);
   return post_step(s, p, bytes, PROTO_SIMPLE);
@@ -424,6 +429,16 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
       s.host_mem[k] = d->host_mem;
     }
   }
+  const weft_algo& a = w.alg;
+  if (threadIdx.x == 0) s.zc = a.zero_copy;
+  if (a.zero_copy && threadIdx.x >= 32 && threadIdx.x < 32 + 2 * WEFT_PRIM_MAX_PEERS) {
+    int t = threadIdx.x - 32, which = t / WEFT_PRIM_MAX_PEERS, k = t % WEFT_PRIM_MAX_PEERS;
+    if (k < a.nranks - 1 && a.zc.peers[which]) {
+      int q = (a.rank + k + 1) % a.nranks; /* the peer of direct receive role k */
+      s.zc_in[which][k] = a.zc.peers[which][q] + a.zc.off[which] +
+                          (which == 0 ? (uint64_t)q * a.zc.src_stride : 0);
+    }
+  }
   Red<DT> r;
   r.pre = w.redop == WEFT_DRED_PREMULSUM;
   r.post_n = w.redop == WEFT_DRED_SUMPOSTDIV ? w.nranks_div : 0;
@@ -432,7 +447,6 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
   else
     memcpy(&r.scalar, &w.scalar, sizeof(T));
   __syncthreads();
-  const weft_algo& a = w.alg;
   uint64_t n = a.npc[0] > a.npc[1] ? a.npc[0] : a.npc[1];
   int nstreams = a.npc[1] ? 2 : 1;
   /* A tree's two streams interleave step by step: up i, then down i. Up i only needs the
@@ -453,6 +467,22 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
       else
         failed = simple_step<DT, OP>(s, s.prim, a.elem, r, c);
     }
+  }
+  if (a.zero_copy && !failed) {
+    /* Zero copy: peers read this rank's buffers until they publish head for every step they
+     * were sent; the next operation may write them only after that. */
+    if (threadIdx.x == 0) {
+      for (int k = WEFT_DIRECT_SEND_ROLE0; k < NC && !s.wait_failed; k++) {
+        uint64_t seen;
+        if (!w.conns[k] || s.head[k] >= s.step[k]) continue;
+        if (wait_counter(&s.ctrl[k]->head, s.step[k], c, &seen) != WAIT_OK)
+          s.wait_failed = 1;
+        else
+          s.head[k] = seen;
+      }
+    }
+    __syncthreads();
+    failed = s.wait_failed;
   }
   __syncthreads();
   if (threadIdx.x < NC && w.conns[threadIdx.x]) {

@@ -15,6 +15,9 @@
 typedef struct deferred_init {
   struct ncclComm* comm;
   ncclUniqueId id;
+  group_job_fn job; /* NULL: an init of comm with id */
+  void* job_arg;
+  ncclResult_t job_result;
   pthread_t thread;
   int started;
   struct deferred_init* next;
@@ -22,6 +25,7 @@ typedef struct deferred_init {
 
 static __thread int depth;
 static __thread deferred_init* pending;
+static __thread deferred_init* pending_jobs;
 static __thread ncclResult_t sticky;
 /* Communicators with operations queued in the open group, in first-use order. */
 static __thread struct ncclComm** op_comms;
@@ -51,10 +55,60 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id) {
   return ncclSuccess;
 }
 
+ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  deferred_init* d = calloc(1, sizeof *d);
+  if (!d) {
+    WARN("rank %d: out of memory queueing a call in a group", comm->rank);
+    return ncclSystemError;
+  }
+  d->comm = comm;
+  d->job = fn;
+  d->job_arg = arg;
+  deferred_init** tail = &pending_jobs; /* in call order: a comm's jobs run in that order */
+  while (*tail) tail = &(*tail)->next;
+  *tail = d;
+  return ncclSuccess;
+}
+
 static void* run_init(void* arg) {
   deferred_init* d = arg;
+  if (d->job) { /* d is the comm's first job: its jobs, in call order, on this one thread */
+    for (deferred_init* j = d; j; j = j->next)
+      if (j->comm == d->comm) j->job_result = j->job(j->comm, j->job_arg);
+    return NULL;
+  }
   comm_init_run(d->comm, &d->id);
   return NULL;
+}
+
+/* The queued jobs: one thread per communicator runs its jobs in call order. */
+static ncclResult_t run_jobs(void) {
+  ncclResult_t res = ncclSuccess;
+  deferred_init* list = pending_jobs;
+  pending_jobs = NULL;
+  for (deferred_init* d = list; d; d = d->next) {
+    int first = 1;
+    for (deferred_init* e = list; e != d; e = e->next)
+      if (e->comm == d->comm) first = 0;
+    if (!first) continue; /* run by its comm's first job's thread */
+    int rc = pthread_create(&d->thread, NULL, run_init, d);
+    if (rc != 0) {
+      WARN("rank %d: cannot start a group thread: %s", d->comm->rank, strerror(rc));
+      for (deferred_init* e = d; e; e = e->next)
+        if (e->comm == d->comm) e->started = 0, e->job_result = ncclSystemError;
+      continue;
+    }
+    d->started = 1; /* owns the thread */
+  }
+  for (deferred_init* d = list; d; d = d->next)
+    if (d->started == 1) pthread_join(d->thread, NULL);
+  while (list) {
+    deferred_init* d = list;
+    list = d->next;
+    if (res == ncclSuccess && d->job_result != ncclSuccess) res = d->job_result;
+    free(d);
+  }
+  return res;
 }
 
 /* All deferred inits run at once: each blocks until its peers arrive, and the peers may be
@@ -201,6 +255,17 @@ void group_forget_comm(struct ncclComm* comm, const char* fn) {
          fn, comm->rank);
     break;
   }
+  for (deferred_init** d = &pending_jobs; *d;) {
+    if ((*d)->comm != comm) {
+      d = &(*d)->next;
+      continue;
+    }
+    deferred_init* gone = *d;
+    *d = gone->next;
+    free(gone);
+    WARN("%s: rank %d: a window registration queued in the open group is dropped", fn,
+         comm->rank);
+  }
   for (int i = 0; i < n_op_comms; i++) {
     if (op_comms[i] != comm) continue;
     int nops = comm->plan ? comm->plan->npending : 0;
@@ -254,6 +319,8 @@ ncclResult_t group_end(void) {
   }
   if (--depth > 0) return ncclSuccess;
   ncclResult_t res = run_deferred();
+  ncclResult_t jobs = run_jobs();
+  if (res == ncclSuccess) res = jobs;
   if (sticky != ncclSuccess) res = sticky;
   if (n_api_comms) api_comms_end(res);
   ncclResult_t ops = run_ops(res);

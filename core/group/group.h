@@ -15,6 +15,12 @@ ncclResult_t group_start(void);
 ncclResult_t group_end(void);
 /* Queue an init for the outermost End (takes a copy of id). */
 ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id);
+/* Queue a collective setup call (ncclCommWindowRegister's mapping) for the outermost End: the
+ * jobs of every communicator run there concurrently, after the deferred inits and before the
+ * operations, since each may wait for peers that are other jobs of the same group. End returns
+ * the first job's error. */
+typedef ncclResult_t (*group_job_fn)(struct ncclComm* comm, void* arg);
+ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg);
 
 /* Queue an operation (copied) on comm; outside a group, run it now. ncclInvalidArgument leaves
  * the group as it was; other errors are sticky and returned by the outermost End too. */

@@ -184,6 +184,10 @@ void comm_join_init(struct ncclComm* comm) {
 void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_hang_detach(comm);     /* the peers' reports see this rank gone */
+  for (weft_mem_reg* r = comm->regs; r; r = r->next) { /* windows never deregistered */
+    transport_window_unmap(comm, r->zc);
+    r->zc = NULL;
+  }
   comm_datapath_fini(comm);
   comm_hang_free(comm); /* after every thread that notes launches and waits has left */
   prof_close_for_comm(&comm->prof); /* after the proxy thread, which reports too */

@@ -77,6 +77,11 @@ void plan_comm_fini(struct ncclComm* comm);
  * waits for the group's end. */
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* op, int* queued);
 
+/* ---- zero copy (plan_zc.c) ---- */
+/* 1 when op's buffers are in zero-copy windows (op->elem set): fills *out (where the kernels
+ * find the peers' buffers) and *in_place. Takes comm->lock. */
+int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, int* in_place);
+
 /* ---- one-rank communicators (plan_local.c) ---- */
 /* 1 when op runs locally at enqueue: every collective of a one-rank communicator. */
 int plan_local_applies(const struct ncclComm* comm, const weft_op* op);

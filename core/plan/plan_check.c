@@ -1,5 +1,6 @@
 /* WEFT_CHECK_COLLECTIVES=1: before the collectives of a launch run, every rank publishes their
- * fingerprints (sequence number, collective, count, datatype, op, root) over bootstrap and
+ * fingerprints (sequence number, collective, count, datatype, op, root, and whether it reads
+ * zero-copy windows and at which offsets: plan_zc.c needs every rank alike) over bootstrap and
  * compares them with every other rank's. A difference fails the launch on every rank (they all
  * see the same tables) with ncclInvalidUsage and a WARN naming the ranks and the field, before
  * any data has moved, so the communicator stays usable. */
@@ -19,6 +20,9 @@ typedef struct {
   int32_t dtype;
   int32_t op;   /* built-in op, or 1000 + weft_red_kind for a user op */
   int32_t root; /* -1 when the collective has none */
+  int32_t zc;   /* zero copy (its buffers' window offsets follow) */
+  int32_t pad;
+  uint64_t zc_off[2];
 } coll_fp;
 
 typedef struct {
@@ -45,6 +49,11 @@ static void fingerprint(const weft_op* op, coll_fp* fp) {
            : (int)op->user_op < ncclNumOps ? (int32_t)op->user_op
                                             : 1000 + (int32_t)op->redop.kind;
   fp->root = has_root(op->func) ? op->root : -1;
+  fp->zc = op->zero_copy;
+  if (op->zero_copy) {
+    fp->zc_off[0] = op->zc.off[0];
+    fp->zc_off[1] = op->zc.off[1];
+  }
 }
 
 static const char* op_name(int op) {
@@ -65,6 +74,10 @@ static void show(const coll_fp* f, char* buf, size_t len) {
   n = strlen(buf);
   if (f->root >= 0) snprintf(buf + n, len - n, ", root %d", f->root);
   n = strlen(buf);
+  if (f->zc)
+    snprintf(buf + n, len - n, ", zero copy at window offsets %llu/%llu",
+             (unsigned long long)f->zc_off[0], (unsigned long long)f->zc_off[1]);
+  n = strlen(buf);
   snprintf(buf + n, len - n, ")");
 }
 
@@ -76,6 +89,8 @@ static const char* differs(const coll_fp* a, const coll_fp* b) {
   if (a->dtype != b->dtype) return "datatype";
   if (a->op != b->op) return "reduction op";
   if (a->root != b->root) return "root";
+  if (a->zc != b->zc || a->zc_off[0] != b->zc_off[0] || a->zc_off[1] != b->zc_off[1])
+    return "registered windows (symmetric use: the same offsets on every rank)";
   return NULL;
 }
 
@@ -86,7 +101,7 @@ static ncclResult_t compare(struct ncclComm* comm, const coll_fp* all, int nrank
       const coll_fp* b = &all[(size_t)r * (size_t)ncoll + (size_t)i];
       const char* field = differs(a, b);
       if (!field) continue;
-      char sa[160], sb[160];
+      char sa[224], sb[224];
       show(a, sa, sizeof sa);
       show(b, sb, sizeof sb);
       WARN("rank %d: WEFT_CHECK_COLLECTIVES: collectives differ across ranks (%s): rank 0 "

@@ -43,7 +43,8 @@ int plan_local_applies(const struct ncclComm* comm, const weft_op* op) {
 ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op) {
   (void)comm; /* read by the device branch only; host-only builds have none */
   size_t bytes = op->count * op->elem;
-  /* AlltoAll/Gather/Scatter markers carry no data (their sends/receives to self do). */
+  /* AlltoAll/Gather/Scatter markers carry no data (their sends/receives to self do), except a
+   * one-rank AlltoAll, which the API hands over whole: one block, copied like a collective. */
   if (op->sendbuff == NULL || op->recvbuff == NULL || bytes == 0) return ncclSuccess;
   int scale = scales(op);
   if (!scale && op->recvbuff == op->sendbuff) return ncclSuccess;

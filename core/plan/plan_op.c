@@ -49,10 +49,21 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
     bytes *= (size_t)comm->nranks;
   weft_op_choice c;
-  WEFT_CHECK(tune_op(comm->tune, &p->ask, op->func, bytes, &c));
+  weft_zc_bufs zc;
+  int in_place = 0;
+  if (!p2p && comm->mode == WEFT_MODE_DEVICE && plan_zc_find(comm, op, &zc, &in_place)) {
+    weft_tune_ask ask = p->ask;
+    ask.zero_copy = 1;
+    ask.in_place = in_place;
+    WEFT_CHECK(tune_op(comm->tune, &ask, op->func, bytes, &c));
+  } else {
+    WEFT_CHECK(tune_op(comm->tune, &p->ask, op->func, bytes, &c));
+  }
   op->algo = c.algo;
   op->proto = c.proto;
   op->nchannels = c.nchannels;
+  op->zero_copy = c.zero_copy;
+  if (c.zero_copy) op->zc = zc;
   return ncclSuccess;
 }
 
@@ -64,10 +75,10 @@ static void name_first_use(struct ncclComm* comm, const weft_op* op) {
   unsigned bit = 1u << op->algo;
   if (p->algo_named[op->func] & bit) return;
   p->algo_named[op->func] |= bit;
-  INFO(NCCL_INIT, "rank %d: %s runs %s/%s (first used at %zu bytes on this communicator; "
+  INFO(NCCL_INIT, "rank %d: %s runs %s/%s%s (first used at %zu bytes on this communicator; "
        "NCCL_DEBUG_SUBSYS=TUNING logs every decision)",
        comm->rank, weft_func_name(op->func), tune_algo_name_for(op->func, op->algo),
-       tune_proto_name(op->proto), op->count * op->elem);
+       tune_proto_name(op->proto), op->zero_copy ? " zero copy" : "", op->count * op->elem);
 }
 
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* in, int* queued) {

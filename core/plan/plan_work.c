@@ -100,6 +100,13 @@ ncclResult_t plan_work_setup(weft_work* w) {
       plan_ring_setup(w);
       break;
   }
+  if (op->zero_copy) {
+    /* Nothing passes through a FIFO slot: a channel's part is one step per block
+     * (algo_direct.h). Set last: zc shares its bytes with the ring and tree fields. */
+    a->zero_copy = 1;
+    a->zc = op->zc;
+    w->chunk = a->chunk = w->part_count ? w->part_count : 1;
+  }
   algo_count_steps(a);
   w->npc[0] = a->npc[0];
   w->npc[1] = a->npc[1];

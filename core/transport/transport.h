@@ -113,4 +113,19 @@ size_t transport_step_bytes(struct ncclComm* comm, int proto);
 /* Fill this rank's weft_p2p_rank_info (CUDA queries in device mode, zeros in host mode). */
 ncclResult_t transport_p2p_rank_info(const struct ncclComm* comm, weft_p2p_rank_info* out);
 
+/* ---- zero-copy windows (transport_window.c, device mode) ---- */
+#define WEFT_WINDOW_MAX_RANKS 8 /* the direct algorithms' limit (algo.h WEFT_DIRECT_MAX_RANKS) */
+typedef struct weft_window_map weft_window_map;
+/* Collective (every rank of comm, in the same order, as ncclCommWindowRegister): map every
+ * rank's [buff, buff + size) into this process. *out is NULL when the window cannot be zero
+ * copy on every rank (NCCL_DEBUG=INFO, subsystem REG, says why); an error only when the
+ * exchange itself failed. */
+ncclResult_t transport_window_map(struct ncclComm* comm, void* buff, size_t size,
+                                  weft_window_map** out);
+void transport_window_unmap(struct ncclComm* comm, weft_window_map* m);
+/* The ranks' buffers as mapped here, in GPU memory (nranks entries, rank order). */
+char* const* transport_window_peers(const weft_window_map* m);
+/* The bytes every rank registered at least. */
+size_t transport_window_bytes(const weft_window_map* m);
+
 #endif

@@ -121,6 +121,10 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 /* Sender: open the receiver's FIFO (IPC handle, or the pointer within one process). */
 ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info);
 void p2p_close(struct ncclComm* comm, tconn* c);
+/* The peer lives in this process (its device addresses are valid here). */
+int p2p_same_process(const struct ncclComm* comm, int peer);
+/* Peer access from the comm's device to dev, once per process and pair. */
+ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev);
 
 /* ---- transport_devmem.c (device mode) ----
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around

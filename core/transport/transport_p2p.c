@@ -80,7 +80,7 @@ int transport_all_nvlink(const struct ncclComm* comm) {
 _Static_assert(sizeof(cudaIpcMemHandle_t) == WEFT_IPC_HANDLE_BYTES, "IPC handle fits conn_info");
 
 /* One process: a device address of one rank is valid in the other (after peer access). */
-static int same_process(const struct ncclComm* comm, int peer) {
+int p2p_same_process(const struct ncclComm* comm, int peer) {
   const weft_rank_info* me = &comm->peers[comm->rank];
   const weft_rank_info* p = &comm->peers[peer];
   return comm_same_host(me, p) && me->pid == p->pid && me->p2p.proc_id == p->p2p.proc_id;
@@ -195,6 +195,10 @@ static ncclResult_t enable_peer_access(struct ncclComm* comm, tconn* c, int dev)
   return ncclSuccess;
 }
 
+ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev) {
+  return enable_peer_access(comm, NULL, dev);
+}
+
 static void set_fifo(tconn* c, void* mem) {
   c->conn.ctrl = mem; /* device addresses: the host executor never runs in device mode */
   c->conn.buff = (char*)mem + WEFT_FIFO_CTRL_BYTES;
@@ -217,7 +221,7 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   if (e != cudaSuccess) return devmem_cuda_fail(comm, c, "clearing the p2p FIFO", e);
   info->p2p_bytes = bytes;
   info->p2p_dev = comm->cuda_dev;
-  if (same_process(comm, c->key.peer)) {
+  if (p2p_same_process(comm, c->key.peer)) {
     info->p2p_how = P2P_VIA_PTR;
     info->p2p_ptr = (uint64_t)(uintptr_t)mem;
   } else {
@@ -234,7 +238,7 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
 
 ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info) {
   size_t bytes = conn_mem_bytes(c->conn.step_bytes);
-  int want = same_process(comm, c->key.peer) ? P2P_VIA_PTR : P2P_VIA_IPC;
+  int want = p2p_same_process(comm, c->key.peer) ? P2P_VIA_PTR : P2P_VIA_IPC;
   if (info->p2p_bytes != bytes || info->p2p_how != want) {
     WARN("rank %d: rank %d offered a p2p FIFO of %llu bytes via %s, expected %zu bytes via %s "
          "(channel %d)",

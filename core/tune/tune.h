@@ -87,12 +87,16 @@ typedef struct {
   int launch_blocks; /* device: blocks one launch can hold (0: host) */
   int quiet;         /* no INFO line (queries) */
   const weft_algo_proto_mask* mask;
+  /* device: the op's buffers are in zero-copy windows (plan/plan_zc.c), and whether it runs
+   * in place: a direct algorithm may then read the peers' buffers instead of copying. */
+  int zero_copy, in_place;
 } weft_tune_ask;
 
 typedef struct {
   int algo, proto;
   int nchannels;       /* 0: nothing to move (an empty operation) */
   double predicted_us; /* the model's time (0 where the rule decided alone) */
+  int zero_copy;       /* the direct algorithm reads the peers' windows (ask.zero_copy) */
 } weft_op_choice;
 
 /* Algorithm, protocol and channels for func (a collective, Send or Recv) of nbytes (collectives:

@@ -17,6 +17,15 @@
  *    512 KiB; on devices every peer's channel is a block of its own in one launch, so an
  *    all-to-all of every peer must fit one launch (a function of nranks alone, so both ends of
  *    a transfer cut it alike);
+ *  - zero copy (device, the op's buffers in windows every peer mapped), above 64 KiB: the
+ *    direct algorithms read the peers' buffers in place. AllReduce runs OneShot out of place up
+ *    to 256 KiB and TwoShot otherwise (in place, OneShot would overwrite what peers still read);
+ *    the other collectives run OneShot. Only where NCCL_ALGO allows the algorithm and
+ *    NCCL_PROTO allows Simple (whose head/tail counters carry the announcements); a channel per
+ *    64 KiB. Up to 64 KiB the copy path's LL stays faster (measured under graphs on ranks
+ *    sharing one H200: zero copy costs an announcement, a read and a drain, each a fenced
+ *    round trip, where LL is one store per line). A tuner that changes the choice is obeyed,
+ *    and its direct choices run zero copy;
  *  - chunking: a step carries as much as one FIFO slot of the protocol holds (tune_chunk_bytes). */
 #include "tune/tune.h"
 
@@ -30,6 +39,10 @@ static const struct {
   size_t ll_max, ll128_max, oneshot_max;
   size_t per_channel[NCCL_NUM_PROTOCOLS]; /* LL, LL128, Simple */
 } device_rule = {65536, 512u * 1024u, 65536, {8192, 32768, 65536}};
+
+static const struct {
+  size_t min_bytes, oneshot_max, per_channel;
+} zc_rule = {65536, 262144, 65536};
 
 static const struct {
   size_t ll_max, bytes_per_channel;
@@ -95,6 +108,31 @@ static int direct_channels(int algo, int nch) {
   return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
 }
 
+/* Zero copy: the direct algorithm for func where the masks allow one; 0 when none. */
+static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
+  const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
+  unsigned algos = a->mask->algo[func] & tune_func_algos((ncclFunc_t)func);
+  if (!(a->mask->proto[func] & (1u << NCCL_PROTO_SIMPLE)) || a->nranks < 2 ||
+      a->nranks > WEFT_DIRECT_MAX_RANKS || nbytes <= zc_rule.min_bytes)
+    return -1;
+  int one_ok = (algos & one) && !(func == ncclFuncAllReduce && a->in_place);
+  if (func == ncclFuncAllReduce) {
+    if (one_ok && nbytes <= zc_rule.oneshot_max) return WEFT_ALGO_ONESHOT_ID;
+    if (algos & two) return WEFT_ALGO_TWOSHOT_ID;
+  }
+  return one_ok ? WEFT_ALGO_ONESHOT_ID : -1;
+}
+
+static void zero_copy_choice(const weft_tune_ask* a, int algo, size_t nbytes,
+                             weft_op_choice* out) {
+  int maxch = a->max_channels < WEFT_DIRECT_MAX_CHANNELS ? a->max_channels
+                                                         : WEFT_DIRECT_MAX_CHANNELS;
+  out->algo = algo;
+  out->proto = NCCL_PROTO_SIMPLE;
+  out->nchannels = clamp_channels(divup(nbytes, zc_rule.per_channel), maxch);
+  out->zero_copy = 1;
+}
+
 static void p2p_choice(const weft_tune_ask* a, size_t bytes, weft_op_choice* out) {
   out->algo = NCCL_ALGO_RING;
   int ll_ok = (a->mask->proto[ncclFuncAllReduce] & (1u << NCCL_PROTO_LL)) != 0;
@@ -118,8 +156,23 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
   if (func < ncclFuncBroadcast || func > ncclFuncAllReduce) return ncclSuccess;
   weft_decision d; /* tune_decide logs it at NCCL_DEBUG_SUBSYS=TUNING */
   if (a->device) {
+    int zc = a->zero_copy ? zero_copy_algo(a, func, nbytes) : -1;
+    if (zc >= 0 && t == NULL) {
+      zero_copy_choice(a, zc, nbytes, out);
+      if (!a->quiet)
+        INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s zero copy on %d channel(s)", a->rank,
+             weft_func_name(func), nbytes, tune_algo_name(out->algo), out->nchannels);
+      return ncclSuccess;
+    }
     weft_default_choice r;
     WEFT_CHECK(tune_device_rule(a, func, nbytes, &r));
+    if (zc >= 0) { /* a tuner: the zero-copy choice is the default it may change */
+      r.algo = zc;
+      r.proto = NCCL_PROTO_SIMPLE;
+      weft_op_choice z;
+      zero_copy_choice(a, zc, nbytes, &z);
+      for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) r.nchannels[q] = z.nchannels;
+    }
     if (t == NULL) {
       out->algo = r.algo;
       out->proto = r.proto;
@@ -139,6 +192,11 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
   out->nchannels = direct_channels(d.algo, clamp_channels((size_t)(d.nchannels < 1 ? 1 : d.nchannels),
                                                           a->max_channels));
   out->predicted_us = d.predicted_us;
+  /* Under a tuner, its direct choices on windows run zero copy (with Simple's counters). */
+  if (a->device && a->zero_copy && d.proto == NCCL_PROTO_SIMPLE &&
+      (d.algo == WEFT_ALGO_TWOSHOT_ID ||
+       (d.algo == WEFT_ALGO_ONESHOT_ID && !(func == ncclFuncAllReduce && a->in_place))))
+    out->zero_copy = 1;
   return ncclSuccess;
 }
 

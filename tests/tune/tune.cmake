@@ -17,7 +17,8 @@ weft_add_test(NAME tune_model_decisions_for_representative_topologies
 weft_add_test(NAME tune_decide_checks_tuner_answers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decide_tuner.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 weft_add_test(NAME tune_direct_algorithms_names_model_and_tuner_slots
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES}
+    ${PROJECT_SOURCE_DIR}/core/tune/tune_op.c LABELS unit)
 # A forced direct algorithm where it cannot run: a clear ncclInvalidUsage, the comm still works.
 add_executable(tune_direct_mp ${CMAKE_CURRENT_LIST_DIR}/tune_direct_mp.c)
 target_link_libraries(tune_direct_mp PRIVATE weft_testlib)

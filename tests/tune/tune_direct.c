@@ -189,11 +189,58 @@ static void tuner_slots(void) {
   EXPECT(d.algo == WEFT_ALGO_TWOSHOT_ID && d.proto == NCCL_PROTO_LL && d.by_tuner);
 }
 
+/* Zero copy (buffers in windows every peer mapped), above 64 KiB: AllReduce OneShot out of
+ * place up to 256 KiB, TwoShot in place and beyond; the other collectives OneShot; Simple;
+ * nothing where NCCL_ALGO or NCCL_PROTO leave no direct algorithm, beyond 8 ranks, up to
+ * 64 KiB, or without windows. */
+static void zero_copy_rule(void) {
+  weft_algo_proto_mask all, ring, ll, one;
+  EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
+  EXPECT_OK(tune_parse_masks("Ring", NULL, &ring));
+  EXPECT_OK(tune_parse_masks(NULL, "LL", &ll));
+  EXPECT_OK(tune_parse_masks("OneShot", NULL, &one));
+  for (int n = 2; n <= 9; n++)
+    for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++)
+      for (size_t nbytes = 8; nbytes <= (1u << 30); nbytes *= 4)
+        for (int in_place = 0; in_place < 2; in_place++) {
+          weft_tune_ask ask = {.rank = 0, .nranks = n, .device = 1, .max_channels = 32,
+                               .all_p2p = 1, .quiet = 1, .mask = &all, .zero_copy = 1,
+                               .in_place = in_place};
+          weft_op_choice oc;
+          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+          if (n > 8 || nbytes <= 65536) {
+            EXPECT(!oc.zero_copy);
+            continue;
+          }
+          EXPECT(oc.zero_copy && oc.proto == NCCL_PROTO_SIMPLE);
+          EXPECT(oc.nchannels >= 1 && oc.nchannels <= 8);
+          int want = fn == ncclFuncAllReduce && (in_place || nbytes > 262144)
+                         ? WEFT_ALGO_TWOSHOT_ID
+                         : WEFT_ALGO_ONESHOT_ID;
+          EXPECT_EQ_INT(oc.algo, want);
+          ask.mask = &ring; /* NCCL_ALGO=Ring: copies */
+          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+          EXPECT(!oc.zero_copy && oc.algo == NCCL_ALGO_RING);
+          ask.mask = &ll; /* NCCL_PROTO=LL: no Simple counters, copies */
+          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+          EXPECT(!oc.zero_copy && oc.proto == NCCL_PROTO_LL);
+          ask.mask = &one; /* OneShot alone: an in-place AllReduce copies */
+          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+          EXPECT_EQ_INT(oc.zero_copy, !(fn == ncclFuncAllReduce && in_place));
+          EXPECT_EQ_INT(oc.algo, WEFT_ALGO_ONESHOT_ID);
+          ask.mask = &all; /* no windows: the rule as before */
+          ask.zero_copy = 0;
+          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+          EXPECT(!oc.zero_copy);
+        }
+}
+
 int main(void) {
   grammar();
   forced();
   model_shape();
   tuner_slots();
-  printf("direct algorithms: grammar, forced choices, model, tuner slots: ok\n");
+  zero_copy_rule();
+  printf("direct algorithms: grammar, forced choices, model, tuner slots, zero copy: ok\n");
   return 0;
 }

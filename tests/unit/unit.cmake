@@ -1,4 +1,5 @@
-# Unit tests of util/ (parameters, logging), comm/ config resolution and topo/ PCI paths.
+# Unit tests of util/ (parameters, logging), comm/ config resolution, topo/ PCI paths and algo/
+# (the zero-copy direct algorithms on simulated ranks: headers only).
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
@@ -6,3 +7,4 @@ weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c
   ${PROJECT_SOURCE_DIR}/core/comm/comm_config.c LABELS unit)
 weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path.c
   ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
+weft_add_test(NAME algo_zc_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_sim.c LABELS unit)
