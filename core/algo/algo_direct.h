@@ -29,8 +29,8 @@
  * algorithm, except OneShot AllReduce, whose pushes and reduces use opposite directions. One
  * rank is the ring's local copy (the planner gives it the ring).
  *
- * Zero copy (w->zero_copy: every rank's buffers sit in windows every peer has mapped): the same steps,
- * but a receive reads the peer's buffer where the peer's step took its data (weft_prim's
+ * Zero copy (w->zero_copy: every rank's buffers sit in windows every peer has mapped): the same
+ * steps, but a receive reads the peer's buffer where the peer's step took its data (weft_prim's
  * zc_from and zc_off), and a send only tells the peer that the data is ready. A rank writes
  * nothing a peer has yet to read: in-place OneShot AllReduce would (it overwrites its src
  * while peers read it), so zero copy runs it only out of place and TwoShot otherwise. TwoShot
