@@ -8,8 +8,9 @@
 # libnccl-net-gdrsim.so) that acts like a GDR NIC over TCP and prints "gdrsim: FAILED: …" when weft
 # did not use GPU memory as WEFT_GDRSIM_EXPECT says or forgot a flush (those entries fail on that
 # line as well as on the exit code); send/recv patterns; AlltoAll/Gather/Scatter; CUDA graph
-# capture and replay; ncclMemAlloc and registration; a net plugin failure under running kernels
-# (GdrSim failing one isend or receive on purpose). Every entry exits 77 (skipped) with one
+# capture and replay; ncclMemAlloc and registration; collectives in zero-copy windows (--window:
+# every buffer registered with ncclCommWindowRegister); a net plugin failure under running
+# kernels (GdrSim failing one isend or receive on purpose). Every entry exits 77 (skipped) with one
 # line when no GPU is usable, when fewer GPUs than ranks are visible, or while weft says the
 # device data path is "not available yet".
 #
@@ -103,6 +104,13 @@ if(WEFT_HAVE_CUDA)
   set_tests_properties(gpu_harness_selftest_gpus3_shared_log PROPERTIES LABELS "unit"
     TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT
     "WEFT_DEVICE=host;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;WEFT_FAKE_CUDA_DEVICES=1;NCCL_ALGO=AllReduce:RecDoubling\\;AllGather:PAT\\;ReduceScatter:PAT\\;Broadcast:Binomial\\;Reduce:Binomial")
+  # Windows (--window malloc): host mode only records them (never zero copy), so this checks
+  # the harness's registration path (grouped for one process's ranks) and deregistration.
+  add_test(NAME gpu_harness_selftest_gpus2_window_malloc
+    COMMAND gpu_harness_selftest --gpus 2 --colls std --extra 10 --window malloc
+            --default-seed ${_gpu_seed})
+  set_tests_properties(gpu_harness_selftest_gpus2_window_malloc PROPERTIES LABELS "unit"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${_gpu_fake_env}")
   # ... and it notices wrong bytes (every 5th download has one flipped).
   add_test(NAME gpu_harness_selftest_notices_corruption
     COMMAND gpu_harness_selftest --gpus 2 --colls all --extra 0 --default-seed ${_gpu_seed})
@@ -111,15 +119,27 @@ if(WEFT_HAVE_CUDA)
     PASS_REGULAR_EXPRESSION "cases passed, [1-9][0-9]* failed")
 
   set(_gpu_env "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0;NCCL_SOCKET_IFNAME=lo")
-  # weft_gpu_test(NAME n LABELS l … [FAIL regex] [TIMEOUT s] [ENV K=V …] ARGS gpu_coll args …)
+  # weft_gpu_test(NAME n LABELS l … [FAIL regex] [EXPECT ere …] [TIMEOUT s] [ENV K=V …]
+  #               ARGS gpu_coll args …)
   # One GPU test at a time (RESOURCE_LOCK), even under ctest -j. FAIL: output matching the regex
-  # fails the entry too (the exit code is still checked). TIMEOUT: instead of the default 300 s.
+  # fails the entry too (the exit code is still checked). EXPECT: a run that exits 0 must also
+  # print a line matching each extended regex (gpu_expect_log.sh runs gpu_coll and keeps its
+  # exit code: PASS_REGULAR_EXPRESSION would ignore it). TIMEOUT: instead of the default 300 s.
   function(weft_gpu_test)
-    cmake_parse_arguments(T "" "NAME;FAIL;TIMEOUT" "LABELS;ENV;ARGS" ${ARGN})
+    cmake_parse_arguments(T "" "NAME;FAIL;TIMEOUT" "LABELS;ENV;ARGS;EXPECT" ${ARGN})
     if(NOT T_TIMEOUT)
       set(T_TIMEOUT ${_gpu_timeout})
     endif()
-    add_test(NAME ${T_NAME} COMMAND gpu_coll ${T_ARGS} --default-seed ${_gpu_seed})
+    if(T_EXPECT)
+      set(_expect)
+      foreach(e IN LISTS T_EXPECT)
+        list(APPEND _expect --expect "${e}")
+      endforeach()
+      add_test(NAME ${T_NAME} COMMAND bash ${_gpu_dir}/gpu_expect_log.sh ${_expect} --
+        $<TARGET_FILE:gpu_coll> ${T_ARGS} --default-seed ${_gpu_seed})
+    else()
+      add_test(NAME ${T_NAME} COMMAND gpu_coll ${T_ARGS} --default-seed ${_gpu_seed})
+    endif()
     set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
       SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
       ENVIRONMENT "${_gpu_env};${T_ENV}")
@@ -273,6 +293,37 @@ if(WEFT_HAVE_CUDA)
   # ncclMemAlloc buffers, ncclCommRegister and ncclCommWindowRegister.
   weft_gpu_test(NAME gpu_mem_register_1proc_2gpus LABELS gpu ARGS --gpus 2 --suite mem)
   weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
+
+  # Zero-copy windows (--window): every case's buffers registered as symmetric windows
+  # (cudaMalloc or ncclMemAlloc), the tuner's own choice (zero copy above 64 KiB: OneShot or
+  # TwoShot reading the peers' buffers in place), the same checks, on ranks sharing one GPU.
+  # Zero copy must really engage: every registration logs "is zero copy" (fail on "copies
+  # through the FIFOs"), and some collective must run zero copy (the first-use line of an
+  # algorithm: TwoShot AllReduce, which only windows pick, runs at the sample's 1048581
+  # elements). ncclMemAlloc windows across processes: correctness only, whichever path weft
+  # takes (zero copy needs pidfd_getfd, Linux 5.6 and ptrace rights over the peer; else the
+  # copy path).
+  # WEFT_ZERO_COPY=0: the copy path on the same windows, and no zero copy at all.
+  set(_win_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG)
+  set(_win_zc FAIL "copies through the FIFOs"
+    EXPECT "is zero copy" "runs [A-Za-z]+/Simple zero copy")
+  weft_gpu_test(NAME gpu_coll_window_memalloc_2ranks_1proc_shared LABELS gpu ${_win_zc}
+    ENV ${_win_env} ARGS --gpus 2 --share --window memalloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_window_malloc_4ranks_1proc_shared LABELS gpu ${_win_zc}
+    ENV ${_win_env} ARGS --gpus 4 --share --window malloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_window_malloc_2procs_shared LABELS gpu mp ${_win_zc}
+    ENV ${_win_env} ARGS --procs 2 --share --window malloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_window_malloc_4procs_shared LABELS gpu mp ${_win_zc}
+    ENV ${_win_env} ARGS --procs 4 --share --window malloc --colls std --extra 0)
+  weft_gpu_test(NAME gpu_coll_window_memalloc_2procs_shared LABELS gpu mp
+    ARGS --procs 2 --share --window memalloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_window_copy_path_2procs_shared LABELS gpu mp
+    FAIL "is zero copy|/Simple zero copy" EXPECT "copies through the FIFOs: WEFT_ZERO_COPY=0"
+    ENV ${_win_env} WEFT_ZERO_COPY=0 ARGS --procs 2 --share --window malloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_graph_window_malloc_2procs_shared LABELS gpu mp ${_win_zc}
+    ENV ${_win_env} ARGS --procs 2 --share --suite graph --window malloc)
+  weft_gpu_test(NAME gpu_graph_window_memalloc_2ranks_1proc_shared LABELS gpu ${_win_zc}
+    ENV ${_win_env} ARGS --gpus 2 --share --suite graph --window memalloc)
 endif()
 
 # KernelCh in device mode, timed on the GPU (device/device_prof.c): 2 ranks sharing the GPU in

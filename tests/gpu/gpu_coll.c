@@ -7,8 +7,14 @@
  *
  *   gpu_coll (--procs N | --gpus N [--init all|group]) [--share]
  *            [--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] [--big]
- *            [--extra K] [--default-seed S] [--timeout S]
+ *            [--extra K] [--window malloc|memalloc] [--default-seed S] [--timeout S]
  * --share: the ranks share the visible GPUs (rank % ndev), so one GPU runs 2..8 ranks.
+ * --window (suites coll and graph): each case's send and receive buffers come from cudaMalloc
+ * (malloc) or ncclMemAlloc (memalloc) and are registered whole as symmetric windows
+ * (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC; grouped when one process drives several
+ * ranks) before the call and deregistered after it completed (graph: after the graphs are
+ * destroyed), so weft may run them zero copy; the checks are the same. A gate first: one small
+ * AllReduce in windows ("not available yet" skips the run).
  * Every suite also requires bit-identical outputs across ranks where the collective gives every
  * rank the same result (gpu_same.h).
  *
@@ -41,13 +47,16 @@
 static void usage(void) {
   fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) [--share] "
                   "[--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] "
-                  "[--big] [--extra K] [--default-seed S] [--timeout S]\n");
+                  "[--big] [--extra K] [--window malloc|memalloc] [--default-seed S] "
+                  "[--timeout S]\n");
   exit(2);
 }
 
 typedef struct {
   gpu_case_list cases;
   int verbose;
+  int window;       /* --window: every case's buffers in windows */
+  gpu_mem_kind mem; /* their allocation */
 } coll_opts;
 
 /* The collective suite on one world: a gate (a small AllReduce: "not available yet" skips the
@@ -56,6 +65,7 @@ static int coll_body(gpu_world* w, void* arg) {
   coll_opts* o = arg;
   const int lead = w->loc[0].rank == 0;
   int rc = gpu_run_gate(w);
+  if (rc == GPU_PASS && o->window) rc = gpu_run_window_gate(w, o->mem);
   if (rc != GPU_PASS) return rc;
   int failed = 0, passed = 0, na_kinds = 0, na_cases = 0;
   double t0 = gpu_now_s();
@@ -66,7 +76,7 @@ static int coll_body(gpu_world* w, void* arg) {
       continue;
     }
     double t1 = gpu_now_s();
-    rc = gpu_run_case(w, c, w->seed, GPU_MEM_CUDA);
+    rc = gpu_run_case_win(w, c, w->seed, o->mem, o->window);
     char name[GPU_CASE_STR];
     gpu_case_name(c, name);
     if (rc == GPU_SKIP && gpu_kind_optional(c->kind)) {
@@ -111,6 +121,7 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   int procs = 0, gpus = 0, init_group = 0, big = 0, extra = 40, timeout = 280;
   const char* suite = "coll";
+  const char* window = NULL; /* --window */
   unsigned kinds = gpu_parse_kinds("std");
   uint64_t default_seed = 0x5eed9b0c;
   for (int i = 1; i < argc; i++) {
@@ -137,8 +148,16 @@ int main(int argc, char** argv) {
     } else if (!strcmp(a, "--extra")) extra = atoi(v);
     else if (!strcmp(a, "--default-seed")) default_seed = parse_u64(v);
     else if (!strcmp(a, "--timeout")) timeout = atoi(v);
-    else usage();
+    else if (!strcmp(a, "--window")) {
+      if (strcmp(v, "malloc") && strcmp(v, "memalloc")) usage();
+      window = v;
+    } else usage();
   }
+  if (window && strcmp(suite, "coll") && strcmp(suite, "graph")) {
+    fprintf(stderr, "gpu_coll: --window applies to the suites coll and graph\n");
+    usage();
+  }
+  const gpu_mem_kind win_mem = window && !strcmp(window, "memalloc") ? GPU_MEM_NCCL : GPU_MEM_CUDA;
   if ((procs > 0) == (gpus > 0) || procs > 64 || gpus > GPU_MAX_LOCAL || extra < 0) usage();
   const int nranks = procs ? procs : gpus;
   const int full = gpu_env_int("WEFT_TEST_FULL", 0) == 1;
@@ -150,6 +169,9 @@ int main(int argc, char** argv) {
   coll_opts co;
   memset(&co, 0, sizeof co);
   co.verbose = gpu_env_int("WEFT_GPU_VERBOSE", 0);
+  co.window = window != NULL;
+  co.mem = win_mem;
+  gpu_graph_opts go = {window != NULL, win_mem};
   if (!strcmp(suite, "coll")) {
     gpu_space sp = {nranks, kinds, big, extra};
     const char* only = getenv("WEFT_GPU_CASE");
@@ -178,6 +200,7 @@ int main(int argc, char** argv) {
     arg = &co;
   } else if (!strcmp(suite, "graph")) {
     body = gpu_graph_body;
+    arg = &go;
     gpu_set_rerun_by_case(0);
   } else if (!strcmp(suite, "mem")) {
     body = gpu_mem_body;
@@ -190,9 +213,14 @@ int main(int argc, char** argv) {
   } else {
     usage();
   }
-  char what[64] = "";
+  char what[128] = "";
+  const char* win_what = !window ? "" : win_mem == GPU_MEM_NCCL ? ", in ncclMemAlloc windows"
+                                                               : ", in cudaMalloc windows";
   if (!strcmp(suite, "coll"))
-    snprintf(what, sizeof what, " (%s: %d cases)", full ? "full matrix" : "sample", co.cases.n);
+    snprintf(what, sizeof what, " (%s: %d cases%s)", full ? "full matrix" : "sample",
+             co.cases.n, win_what);
+  else if (window)
+    snprintf(what, sizeof what, " (%s)", win_what + 2);
   char env[400], banner[1024];
   gpu_format_env(env, sizeof env);
   snprintf(banner, sizeof banner, "gpu_coll: suite %s%s, %d ranks %s, seed 0x%" PRIx64 ";%s\n",

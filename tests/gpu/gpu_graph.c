@@ -65,7 +65,9 @@ static int capture(gpu_world* w, gpu_run* runs, cudaGraph_t* graphs) {
 }
 
 int gpu_graph_body(gpu_world* w, void* arg) {
-  (void)arg;
+  const gpu_graph_opts* o = arg;
+  const int window = o && o->window;
+  const gpu_mem_kind mem = o ? o->mem : GPU_MEM_CUDA;
   int rc = gpu_run_gate(w);
   if (rc != GPU_PASS) return rc;
   const int lead = w->loc[0].rank == 0;
@@ -79,7 +81,8 @@ int gpu_graph_body(gpu_world* w, void* arg) {
 
   gpu_watchdog_arm("graph: prepare and warm-up (uncaptured)");
   for (; n < NOPS; n++) {
-    int p = gpu_run_prepare(&runs[n], w, &graph_ops[n], w->seed, GPU_MEM_CUDA);
+    int p = gpu_run_prepare(&runs[n], w, &graph_ops[n], w->seed, mem);
+    if (p == GPU_RUN_OK && window) p = gpu_run_register_windows(&runs[n], w);
     if (p == GPU_RUN_FATAL) gpu_die(w);
     if (p == GPU_RUN_NA) {
       na = 1;
@@ -145,8 +148,10 @@ destroy:
 release:
   for (int j = 0; j < n; j++) problems += gpu_run_release(&runs[j], w);
   gpu_watchdog_disarm();
+  const char* in = !window ? "" : mem == GPU_MEM_NCCL ? " (ncclMemAlloc windows)"
+                                                      : " (cudaMalloc windows)";
   if (lead && !problems && !na)
-    printf("graph: %d collectives captured, replayed %d times with fresh inputs: all correct\n",
-           NOPS, REPLAYS);
+    printf("graph: %d collectives captured, replayed %d times with fresh inputs%s: all "
+           "correct\n", NOPS, REPLAYS, in);
   return problems ? GPU_FAIL : na ? GPU_SKIP : GPU_PASS;
 }

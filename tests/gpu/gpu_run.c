@@ -261,6 +261,81 @@ int gpu_run_issue(gpu_run* run, gpu_world* w) {
   return GPU_RUN_OK;
 }
 
+/* ---- windows ------------------------------------------------------------------------------ */
+
+/* Whether every rank holds buffer j (0: raw_a, 1: raw_b) of this case, alike on every rank (the
+ * variant derives from the case): gpu_run_prepare leaves a recvbuff NULL off the root of Reduce
+ * and Gather, a sendbuff off the root of Scatter, and allocates no b in place. */
+static int held_by_every_rank(const gpu_run* run, int j) {
+  const gpu_case* c = &run->c;
+  const int drop = run->nranks > 1 && (run->variant & 1);
+  if (j == 0) return !(drop && c->kind == COLL_SCATTER);
+  return !c->inplace && !(drop && (c->kind == COLL_REDUCE || c->kind == COLL_GATHER));
+}
+
+int gpu_run_register_windows(gpu_run* run, gpu_world* w) {
+  run->windows = 1;
+  /* Collective: one thread registering for several ranks does it inside a group, so that
+   * weft maps every rank's window at once in ncclGroupEnd (each waits for its peers). */
+  ncclResult_t res = gpu_group_start(w);
+  if (res != ncclSuccess) return call_failed(run, w, 0, "ncclGroupStart", res);
+  int bad = -1;
+  for (int i = 0; i < w->nlocal && bad < 0; i++) {
+    gpu_run_rank* r = &run->r[i];
+    unsigned char* raw[2] = {r->raw_a, r->raw_b};
+    const size_t len[2] = {r->raw_a_len, r->raw_b_len};
+    CUDA_OK(cudaSetDevice(w->loc[i].dev));
+    for (int j = 0; j < 2 && bad < 0; j++) {
+      if (!held_by_every_rank(run, j)) continue;
+      if (!raw[j]) {
+        fprintf(stderr, "FAIL rank %d: %s: the harness has no buffer %c to register\n",
+                w->loc[i].rank, run->name, "ab"[j]);
+        gpu_print_rerun(stderr, w->seed, run->name);
+        (void)gpu_group_end(w);
+        return GPU_RUN_FATAL;
+      }
+      res = ncclCommWindowRegister(w->loc[i].comm, raw[j], len[j], &r->win[j],
+                                   NCCL_WIN_COLL_SYMMETRIC);
+      if (res != ncclSuccess) {
+        r->win[j] = NULL;
+        bad = i;
+      }
+    }
+  }
+  ncclResult_t e = gpu_group_end(w);
+  if (bad >= 0) return call_failed(run, w, bad, "ncclCommWindowRegister", res);
+  if (e != ncclSuccess)
+    return call_failed(run, w, 0, "ncclGroupEnd (after ncclCommWindowRegister)", e);
+  return GPU_RUN_OK;
+}
+
+size_t gpu_run_deregister_windows(gpu_run* run, gpu_world* w) {
+  if (!run->windows) return 0;
+  run->windows = 0;
+  size_t problems = 0;
+  ncclResult_t g = gpu_group_start(w);
+  for (int i = 0; i < w->nlocal; i++)
+    for (int j = 0; j < 2; j++) {
+      gpu_run_rank* r = &run->r[i];
+      if (!r->win[j]) continue;
+      CUDA_OK(cudaSetDevice(w->loc[i].dev));
+      ncclResult_t res = ncclCommWindowDeregister(w->loc[i].comm, r->win[j]);
+      r->win[j] = NULL;
+      if (res == ncclSuccess) continue;
+      fprintf(stderr, "FAIL rank %d: %s: ncclCommWindowDeregister returned %d (%s): %s\n",
+              w->loc[i].rank, run->name, (int)res, ncclGetErrorString(res),
+              ncclGetLastError(w->loc[i].comm));
+      problems++;
+    }
+  ncclResult_t e = gpu_group_end(w);
+  if (g != ncclSuccess || e != ncclSuccess) {
+    fprintf(stderr, "FAIL: %s: ncclGroupStart/End around ncclCommWindowDeregister returned "
+            "%d/%d\n", run->name, (int)g, (int)e);
+    problems++;
+  }
+  return problems;
+}
+
 /* ---- verify ------------------------------------------------------------------------------- */
 
 /* A device pointer inside raw (downloaded at host_raw) as a host pointer. */
@@ -373,7 +448,7 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
 }
 
 size_t gpu_run_release(gpu_run* run, gpu_world* w) {
-  size_t problems = 0;
+  size_t problems = gpu_run_deregister_windows(run, w); /* before the memory goes */
   for (int i = 0; i < w->nlocal; i++) {
     gpu_run_rank* r = &run->r[i];
     CUDA_OK(cudaSetDevice(w->loc[i].dev));
@@ -409,12 +484,14 @@ size_t gpu_run_release(gpu_run* run, gpu_world* w) {
   return problems;
 }
 
-int gpu_run_case(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem) {
+int gpu_run_case_win(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem,
+                     int window) {
   gpu_run run;
   char name[GPU_CASE_STR];
   gpu_case_name(c, name);
-  gpu_watchdog_arm("case %s", name);
+  gpu_watchdog_arm("case %s%s", name, window ? " (in windows)" : "");
   int rc = gpu_run_prepare(&run, w, c, seed, mem);
+  if (rc == GPU_RUN_OK && window) rc = gpu_run_register_windows(&run, w);
   if (rc == GPU_RUN_OK) rc = gpu_run_issue(&run, w);
   if (rc == GPU_RUN_FATAL) gpu_die(w);
   size_t problems = 0;
@@ -430,11 +507,24 @@ int gpu_run_case(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind me
   return problems ? GPU_FAIL : rc == GPU_RUN_NA ? GPU_SKIP : GPU_PASS;
 }
 
+int gpu_run_case(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem) {
+  return gpu_run_case_win(w, c, seed, mem, 0);
+}
+
 int gpu_run_gate(gpu_world* w) {
   gpu_case gate = {COLL_ALLREDUCE, ncclFloat32, OP_SUM, 0, 2, 0, 0};
   int rc = gpu_run_case(w, &gate, w->seed, GPU_MEM_CUDA);
   if (rc == GPU_SKIP && w->loc[0].rank == 0)
     printf("SKIP: weft's device data path is not available yet (ncclAllReduce on a device "
            "communicator: %s)\n", ncclGetLastError(w->loc[0].comm));
+  return rc;
+}
+
+int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem) {
+  gpu_case gate = {COLL_ALLREDUCE, ncclFloat32, OP_SUM, 0, 2, 0, 0};
+  int rc = gpu_run_case_win(w, &gate, w->seed, mem, 1);
+  if (rc == GPU_SKIP && w->loc[0].rank == 0)
+    printf("SKIP: %s buffers in windows are not available yet: %s\n",
+           mem == GPU_MEM_NCCL ? "ncclMemAlloc" : "cudaMalloc", ncclGetLastError(w->loc[0].comm));
   return rc;
 }

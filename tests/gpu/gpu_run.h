@@ -15,7 +15,18 @@
  *                    within coll_tolerance), out-of-place inputs unchanged, buffers the API
  *                    must leave alone unchanged, guard bytes intact. Prints what differs and a
  *                    rerun line
- *   gpu_run_release  destroy the op, free the buffers (ncclMemFree's result is checked)
+ *   gpu_run_register_windows  (--window) each buffer every rank holds registered whole, guards
+ *                    included, with ncclCommWindowRegister(NCCL_WIN_COLL_SYMMETRIC): the same
+ *                    sizes in the same order on every rank, and since the 0..3-element offsets
+ *                    derive from the case, each rank's sendbuff and recvbuff sit at the same
+ *                    offset of its window on every rank (symmetric). Collective: with several
+ *                    local ranks one thread registers for all of them inside ncclGroupStart/End
+ *                    (weft maps the windows of every rank at the outermost End, concurrently, as
+ *                    it runs grouped ncclCommInitRank); a buffer some rank lacks (a NULL
+ *                    recvbuff off the root of Reduce/Gather, sendbuff off the root of Scatter) is
+ *                    not registered on any rank
+ *   gpu_run_release  deregister the windows (grouped likewise; after the wait: the operations
+ *                    completed), destroy the op, free the buffers (ncclMemFree's result checked)
  *
  * Layouts are tests/coll's: in-place AllReduce/Reduce/Broadcast use one buffer; in-place
  * AllGather passes sendbuff = recvbuff + rank*count; in-place ReduceScatter passes recvbuff =
@@ -51,6 +62,7 @@ typedef struct {
   int op_made;
   void* dscalar;                /* device PreMulSum scalar */
   uint64_t scalar_host;         /* its bytes, staged */
+  ncclWindow_t win[2];          /* windows of raw_a, raw_b (NULL: not registered) */
 } gpu_run_rank;
 
 typedef struct {
@@ -61,6 +73,7 @@ typedef struct {
   size_t count, esz, la, lb, off_a, off_b;
   int variant;
   gpu_mem_kind mem;
+  int windows;    /* gpu_run_register_windows ran: gpu_run_release deregisters */
   coll_gen gen;
   gpu_run_rank r[GPU_MAX_LOCAL];
 } gpu_run;
@@ -71,15 +84,26 @@ void gpu_run_fill(gpu_run* run, gpu_world* w, uint64_t seed);
 int gpu_run_issue(gpu_run* run, gpu_world* w);
 /* Number of problems found on the local ranks (0: passed). */
 size_t gpu_run_verify(gpu_run* run, gpu_world* w);
-/* Number of problems (a failed ncclRedOpDestroy or ncclMemFree). */
+/* After gpu_run_prepare (GPU_RUN_OK): GPU_RUN_OK, GPU_RUN_NA or GPU_RUN_FATAL (printed). */
+int gpu_run_register_windows(gpu_run* run, gpu_world* w);
+/* Number of problems (a failed ncclCommWindowDeregister). gpu_run_release calls it. */
+size_t gpu_run_deregister_windows(gpu_run* run, gpu_world* w);
+/* Number of problems (a failed deregistration, ncclRedOpDestroy or ncclMemFree). */
 size_t gpu_run_release(gpu_run* run, gpu_world* w);
 
 /* prepare, issue, wait, verify, release, under the watchdog: GPU_PASS, GPU_FAIL or GPU_SKIP
  * (not available yet). A hang or a broken communicator ends the process (gpu_die). */
 int gpu_run_case(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem);
+/* The same with windows (window = 1): prepare, register, issue, wait, verify, deregister,
+ * release. */
+int gpu_run_case_win(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem,
+                     int window);
 
 /* A 7-element float AllReduce: GPU_SKIP (printed by rank 0) while weft says the device data
  * path is "not available yet"; every suite starts with it. */
 int gpu_run_gate(gpu_world* w);
+/* The same AllReduce in windows of mem (--window): GPU_SKIP (printed by rank 0) while
+ * ncclMemAlloc or ncclCommWindowRegister answer "not available yet". */
+int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem);
 
 #endif

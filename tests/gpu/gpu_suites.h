@@ -4,7 +4,10 @@
  * PreMulSum, in place and out of place, and an AllGather) run once uncaptured, then are
  * captured into one CUDA graph per rank (cudaStreamCaptureModeThreadLocal) and replayed 4
  * times with fresh inputs (and a fresh device scalar) written before each replay; every replay
- * is checked. Then one more uncaptured call on the same stream.
+ * is checked. Then one more uncaptured call on the same stream. arg: a gpu_graph_opts, or NULL
+ * (cudaMalloc buffers, no windows); with window set, every operation's buffers are registered
+ * as symmetric windows after they are prepared and deregistered after the graphs are destroyed
+ * (a captured graph reads the window's mapping on every replay).
  *
  * gpu_mem_body (gpu_mem.c): ncclMemAlloc buffers as collective buffers (ncclMemFree succeeds
  * and rejects a cudaMalloc pointer); ncclCommRegister/Deregister on cudaMalloc and ncclMemAlloc
@@ -25,7 +28,13 @@
 #ifndef GPU_SUITES_H
 #define GPU_SUITES_H
 
+#include "gpu_run.h"
 #include "gpu_world.h"
+
+typedef struct {
+  int window;       /* --window */
+  gpu_mem_kind mem; /* the buffers' allocation */
+} gpu_graph_opts;
 
 int gpu_graph_body(gpu_world* w, void* arg);
 int gpu_mem_body(gpu_world* w, void* arg);

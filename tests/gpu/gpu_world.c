@@ -157,7 +157,7 @@ static const char* const config_vars[] = {
     "WEFT_DEVICE",        "NCCL_ALGO",          "NCCL_PROTO",          "NCCL_P2P_DISABLE",
     "NCCL_SHM_DISABLE",   "NCCL_NET_PLUGIN",    "NCCL_NET",            "NCCL_SOCKET_IFNAME",
     "NCCL_NVLS_ENABLE",   "NCCL_NET_GDR_LEVEL", "WEFT_GDRSIM_FAIL_SEND", "WEFT_GDRSIM_FAIL_RECV",
-    "WEFT_TIMEOUT_MS"};
+    "WEFT_TIMEOUT_MS",    "WEFT_ZERO_COPY"};
 
 void gpu_format_env(char* out, size_t len) {
   size_t n = 0;
