@@ -53,6 +53,7 @@ struct weft_plan {
   weft_algo_proto_mask mask;
   int nchannels;        /* agreed at init */
   int check_colls;      /* WEFT_CHECK_COLLECTIVES */
+  int zero_copy;        /* WEFT_ZERO_COPY: tune_ask's zero_copy on windows (0: never) */
   uint64_t coll_seq;    /* collectives enqueued so far */
   weft_op *pending_head, *pending_tail; /* ops of the open group */
   int npending;

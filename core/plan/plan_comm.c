@@ -30,6 +30,7 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blo
                            .launch_blocks = device ? launch_blocks : 0,
                            .mask = &p->mask};
   p->check_colls = (int)param_int(WEFT_PARAM_CHECK_COLLECTIVES);
+  p->zero_copy = (int)param_int(WEFT_PARAM_ZERO_COPY);
   /* Same on every rank (comm_hash comes from the unique id), different across comms. */
   p->uop_salt = (uint32_t)((comm->comm_hash >> 17) ^ comm->comm_hash) & 0x7ffffffu;
   comm->plan = p;

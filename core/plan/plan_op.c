@@ -51,9 +51,10 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   weft_op_choice c;
   weft_zc_bufs zc;
   int in_place = 0;
-  if (!p2p && comm->mode == WEFT_MODE_DEVICE && plan_zc_find(comm, op, &zc, &in_place)) {
+  if (!p2p && comm->mode == WEFT_MODE_DEVICE && p->zero_copy &&
+      plan_zc_find(comm, op, &zc, &in_place)) {
     weft_tune_ask ask = p->ask;
-    ask.zero_copy = 1;
+    ask.zero_copy = p->zero_copy;
     ask.in_place = in_place;
     WEFT_CHECK(tune_op(comm->tune, &ask, op->func, bytes, &c));
   } else {

@@ -87,8 +87,9 @@ typedef struct {
   int launch_blocks; /* device: blocks one launch can hold (0: host) */
   int quiet;         /* no INFO line (queries) */
   const weft_algo_proto_mask* mask;
-  /* device: the op's buffers are in zero-copy windows (plan/plan_zc.c), and whether it runs
-   * in place: a direct algorithm may then read the peers' buffers instead of copying. */
+  /* device: the op's buffers are in zero-copy windows (plan/plan_zc.c; 1: where measured
+   * faster, 2: wherever a direct algorithm can, WEFT_ZERO_COPY), and whether it runs in place:
+   * a direct algorithm may then read the peers' buffers instead of copying. */
   int zero_copy, in_place;
 } weft_tune_ask;
 

@@ -17,15 +17,18 @@
  *    512 KiB; on devices every peer's channel is a block of its own in one launch, so an
  *    all-to-all of every peer must fit one launch (a function of nranks alone, so both ends of
  *    a transfer cut it alike);
- *  - zero copy (device, the op's buffers in windows every peer mapped), above 64 KiB: the
- *    direct algorithms read the peers' buffers in place. AllReduce runs OneShot out of place up
- *    to 256 KiB and TwoShot otherwise (in place, OneShot would overwrite what peers still read);
- *    the other collectives run OneShot. Only where NCCL_ALGO allows the algorithm and
- *    NCCL_PROTO allows Simple (whose head/tail counters carry the announcements); a channel per
- *    64 KiB. Up to 64 KiB the copy path's LL stays faster (measured under graphs on ranks
- *    sharing one H200: zero copy costs an announcement, a read and a drain, each a fenced
- *    round trip, where LL is one store per line). A tuner that changes the choice is obeyed,
- *    and its direct choices run zero copy;
+ *  - zero copy (device, the op's buffers in windows every peer mapped): the direct algorithms
+ *    read the peers' buffers in place. By default (WEFT_ZERO_COPY=1) only where that measured
+ *    faster, on ranks sharing one H200 under graphs: OneShot AllReduce out of place above
+ *    64 KiB and up to 256 KiB (0.52-0.67x the copy path's time at 256 KiB). Below, LL's one
+ *    store per line beats zero copy's fenced announcement, read and drain; above, 8 channels
+ *    reading peers lost to the ring (1.1-2.2x at 1-16 MiB), as did AllGather and in-place
+ *    TwoShot. WEFT_ZERO_COPY=2 takes it wherever a direct algorithm can: AllReduce OneShot out
+ *    of place up to 256 KiB and TwoShot otherwise (in place, OneShot would overwrite what peers
+ *    still read), the other collectives OneShot, every size. Only where NCCL_ALGO allows the
+ *    algorithm and NCCL_PROTO allows Simple (whose head/tail counters carry the
+ *    announcements); a channel per 64 KiB. A tuner that changes the choice is obeyed, and its
+ *    direct choices run zero copy;
  *  - chunking: a step carries as much as one FIFO slot of the protocol holds (tune_chunk_bytes). */
 #include "tune/tune.h"
 
@@ -113,9 +116,14 @@ static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
   const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
   unsigned algos = a->mask->algo[func] & tune_func_algos((ncclFunc_t)func);
   if (!(a->mask->proto[func] & (1u << NCCL_PROTO_SIMPLE)) || a->nranks < 2 ||
-      a->nranks > WEFT_DIRECT_MAX_RANKS || nbytes <= zc_rule.min_bytes)
+      a->nranks > WEFT_DIRECT_MAX_RANKS)
     return -1;
   int one_ok = (algos & one) && !(func == ncclFuncAllReduce && a->in_place);
+  if (a->zero_copy < 2) /* where it measured faster */
+    return func == ncclFuncAllReduce && one_ok && nbytes > zc_rule.min_bytes &&
+                   nbytes <= zc_rule.oneshot_max
+               ? WEFT_ALGO_ONESHOT_ID
+               : -1;
   if (func == ncclFuncAllReduce) {
     if (one_ok && nbytes <= zc_rule.oneshot_max) return WEFT_ALGO_ONESHOT_ID;
     if (algos & two) return WEFT_ALGO_TWOSHOT_ID;

@@ -295,16 +295,16 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_mem_register_2procs LABELS gpu mp ARGS --procs 2 --suite mem)
 
   # Zero-copy windows (--window): every case's buffers registered as symmetric windows
-  # (cudaMalloc or ncclMemAlloc), the tuner's own choice (zero copy above 64 KiB: OneShot or
-  # TwoShot reading the peers' buffers in place), the same checks, on ranks sharing one GPU.
+  # (cudaMalloc or ncclMemAlloc), the same checks, on ranks sharing one GPU, with
+  # WEFT_ZERO_COPY=2 (zero copy wherever a direct algorithm can: every collective and size, so
+  # every zero-copy step runs; the default takes it only where it measured faster).
   # Zero copy must really engage: every registration logs "is zero copy" (fail on "copies
   # through the FIFOs"), and some collective must run zero copy (the first-use line of an
-  # algorithm: TwoShot AllReduce, which only windows pick, runs at the sample's 1048581
-  # elements). ncclMemAlloc windows across processes: correctness only, whichever path weft
+  # algorithm). ncclMemAlloc windows across processes: correctness only, whichever path weft
   # takes (zero copy needs pidfd_getfd, Linux 5.6 and ptrace rights over the peer; else the
   # copy path).
   # WEFT_ZERO_COPY=0: the copy path on the same windows, and no zero copy at all.
-  set(_win_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG)
+  set(_win_env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG WEFT_ZERO_COPY=2)
   set(_win_zc FAIL "copies through the FIFOs"
     EXPECT "is zero copy" "runs [A-Za-z]+/Simple zero copy")
   weft_gpu_test(NAME gpu_coll_window_memalloc_2ranks_1proc_shared LABELS gpu ${_win_zc}
@@ -316,10 +316,11 @@ if(WEFT_HAVE_CUDA)
   weft_gpu_test(NAME gpu_coll_window_malloc_4procs_shared LABELS gpu mp ${_win_zc}
     ENV ${_win_env} ARGS --procs 4 --share --window malloc --colls std --extra 0)
   weft_gpu_test(NAME gpu_coll_window_memalloc_2procs_shared LABELS gpu mp
-    ARGS --procs 2 --share --window memalloc --colls std --extra 10)
+    ENV WEFT_ZERO_COPY=2 ARGS --procs 2 --share --window memalloc --colls std --extra 10)
   weft_gpu_test(NAME gpu_coll_window_copy_path_2procs_shared LABELS gpu mp
     FAIL "is zero copy|/Simple zero copy" EXPECT "copies through the FIFOs: WEFT_ZERO_COPY=0"
-    ENV ${_win_env} WEFT_ZERO_COPY=0 ARGS --procs 2 --share --window malloc --colls std --extra 10)
+    ENV NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG WEFT_ZERO_COPY=0
+    ARGS --procs 2 --share --window malloc --colls std --extra 10)
   weft_gpu_test(NAME gpu_graph_window_malloc_2procs_shared LABELS gpu mp ${_win_zc}
     ENV ${_win_env} ARGS --procs 2 --share --suite graph --window malloc)
   weft_gpu_test(NAME gpu_graph_window_memalloc_2ranks_1proc_shared LABELS gpu ${_win_zc}

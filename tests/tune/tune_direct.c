@@ -189,50 +189,53 @@ static void tuner_slots(void) {
   EXPECT(d.algo == WEFT_ALGO_TWOSHOT_ID && d.proto == NCCL_PROTO_LL && d.by_tuner);
 }
 
-/* Zero copy (buffers in windows every peer mapped), above 64 KiB: AllReduce OneShot out of
- * place up to 256 KiB, TwoShot in place and beyond; the other collectives OneShot; Simple;
- * nothing where NCCL_ALGO or NCCL_PROTO leave no direct algorithm, beyond 8 ranks, up to
- * 64 KiB, or without windows. */
+/* Zero copy (buffers in windows every peer mapped). WEFT_ZERO_COPY=1 (ask.zero_copy 1): only
+ * AllReduce out of place above 64 KiB and up to 256 KiB, OneShot. 2: wherever a direct
+ * algorithm can: AllReduce OneShot out of place up to 256 KiB, TwoShot in place and beyond;
+ * the other collectives OneShot; every size. Always Simple; nothing where NCCL_ALGO or
+ * NCCL_PROTO leave no direct algorithm, beyond 8 ranks, or without windows. */
 static void zero_copy_rule(void) {
   weft_algo_proto_mask all, ring, ll, one;
   EXPECT_OK(tune_parse_masks(NULL, NULL, &all));
   EXPECT_OK(tune_parse_masks("Ring", NULL, &ring));
   EXPECT_OK(tune_parse_masks(NULL, "LL", &ll));
   EXPECT_OK(tune_parse_masks("OneShot", NULL, &one));
-  for (int n = 2; n <= 9; n++)
-    for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++)
-      for (size_t nbytes = 8; nbytes <= (1u << 30); nbytes *= 4)
-        for (int in_place = 0; in_place < 2; in_place++) {
-          weft_tune_ask ask = {.rank = 0, .nranks = n, .device = 1, .max_channels = 32,
-                               .all_p2p = 1, .quiet = 1, .mask = &all, .zero_copy = 1,
-                               .in_place = in_place};
-          weft_op_choice oc;
-          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
-          if (n > 8 || nbytes <= 65536) {
+  for (int level = 1; level <= 2; level++)
+    for (int n = 2; n <= 9; n++)
+      for (int fn = 0; fn < WEFT_NUM_COLL_FUNCS; fn++)
+        for (size_t nbytes = 8; nbytes <= (1u << 30); nbytes *= 4)
+          for (int in_place = 0; in_place < 2; in_place++) {
+            weft_tune_ask ask = {.rank = 0, .nranks = n, .device = 1, .max_channels = 32,
+                                 .all_p2p = 1, .quiet = 1, .mask = &all, .zero_copy = level,
+                                 .in_place = in_place};
+            weft_op_choice oc;
+            EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+            int ar = fn == ncclFuncAllReduce;
+            int measured = ar && !in_place && nbytes > 65536 && nbytes <= 262144;
+            if (n > 8 || (level == 1 && !measured)) {
+              EXPECT(!oc.zero_copy);
+              continue;
+            }
+            EXPECT(oc.zero_copy && oc.proto == NCCL_PROTO_SIMPLE);
+            EXPECT(oc.nchannels >= 1 && oc.nchannels <= 8);
+            int want = ar && (in_place || nbytes > 262144) ? WEFT_ALGO_TWOSHOT_ID
+                                                           : WEFT_ALGO_ONESHOT_ID;
+            EXPECT_EQ_INT(oc.algo, want);
+            ask.mask = &ring; /* NCCL_ALGO=Ring: copies */
+            EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+            EXPECT(!oc.zero_copy && oc.algo == NCCL_ALGO_RING);
+            ask.mask = &ll; /* NCCL_PROTO=LL: no Simple counters, copies */
+            EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+            EXPECT(!oc.zero_copy && oc.proto == NCCL_PROTO_LL);
+            ask.mask = &one; /* OneShot alone: an in-place AllReduce copies */
+            EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
+            EXPECT_EQ_INT(oc.zero_copy, !(ar && in_place));
+            EXPECT_EQ_INT(oc.algo, WEFT_ALGO_ONESHOT_ID);
+            ask.mask = &all; /* no windows: the rule as before */
+            ask.zero_copy = 0;
+            EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
             EXPECT(!oc.zero_copy);
-            continue;
           }
-          EXPECT(oc.zero_copy && oc.proto == NCCL_PROTO_SIMPLE);
-          EXPECT(oc.nchannels >= 1 && oc.nchannels <= 8);
-          int want = fn == ncclFuncAllReduce && (in_place || nbytes > 262144)
-                         ? WEFT_ALGO_TWOSHOT_ID
-                         : WEFT_ALGO_ONESHOT_ID;
-          EXPECT_EQ_INT(oc.algo, want);
-          ask.mask = &ring; /* NCCL_ALGO=Ring: copies */
-          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
-          EXPECT(!oc.zero_copy && oc.algo == NCCL_ALGO_RING);
-          ask.mask = &ll; /* NCCL_PROTO=LL: no Simple counters, copies */
-          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
-          EXPECT(!oc.zero_copy && oc.proto == NCCL_PROTO_LL);
-          ask.mask = &one; /* OneShot alone: an in-place AllReduce copies */
-          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
-          EXPECT_EQ_INT(oc.zero_copy, !(fn == ncclFuncAllReduce && in_place));
-          EXPECT_EQ_INT(oc.algo, WEFT_ALGO_ONESHOT_ID);
-          ask.mask = &all; /* no windows: the rule as before */
-          ask.zero_copy = 0;
-          EXPECT_OK(tune_op(NULL, &ask, fn, nbytes, &oc));
-          EXPECT(!oc.zero_copy);
-        }
 }
 
 int main(void) {
