@@ -312,7 +312,6 @@ ncclResult_t ncclMemFree(void* ptr) {
  * CUDA does not know are left as they are. */
 static ncclResult_t reg_check_allocation(const char* fn, void* buff, size_t size) {
 #ifdef WEFT_HAVE_CUDA
-  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
   weft_cuda_info cu;
   cuda_probe(&cu);
   if (!cu.usable) return ncclSuccess;
@@ -322,10 +321,9 @@ static ncclResult_t reg_check_allocation(const char* fn, void* buff, size_t size
     return ncclSuccess;
   }
   if (a.type != cudaMemoryTypeDevice) return ncclSuccess;
-  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
-  CUdeviceptr base = 0;
+  uintptr_t base = 0;
   size_t len = 0;
-  if (!range || range(&base, &len, (CUdeviceptr)(uintptr_t)buff) != CUDA_SUCCESS)
+  if (!cuda_alloc_range(buff, &base, &len))
     return ncclSuccess; /* no answer: nothing to hold against the caller */
   if ((uintptr_t)buff - (uintptr_t)base + size > len) {
     WARN("%s: buff %p with size = %zu runs past the end of its GPU allocation (%p, %zu bytes)",

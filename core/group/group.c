@@ -95,7 +95,7 @@ static ncclResult_t run_jobs(void) {
     if (rc != 0) {
       WARN("rank %d: cannot start a group thread: %s", d->comm->rank, strerror(rc));
       for (deferred_init* e = d; e; e = e->next)
-        if (e->comm == d->comm) e->started = 0, e->job_result = ncclSystemError;
+        if (e->comm == d->comm) e->job_result = ncclSystemError;
       continue;
     }
     d->started = 1; /* owns the thread */

@@ -4,6 +4,7 @@
 #include <stddef.h>
 
 #ifdef WEFT_HAVE_CUDA
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 /* The ABI every symbol weft asks for has had since CUDA 12.0 (cuMem* since 10.2, dma-buf
@@ -30,9 +31,25 @@ void* cuda_driver_entry(const char* name) {
   return found ? fn : NULL;
 }
 
+int cuda_alloc_range(const void* p, uintptr_t* base, size_t* bytes) {
+  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
+  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
+  CUdeviceptr b = 0;
+  size_t len = 0;
+  if (!range || range(&b, &len, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS) return 0;
+  *base = (uintptr_t)b;
+  *bytes = len;
+  return 1;
+}
+
 #else
 void* cuda_driver_entry(const char* name) {
   (void)name;
   return NULL;
+}
+
+int cuda_alloc_range(const void* p, uintptr_t* base, size_t* bytes) {
+  (void)p, (void)base, (void)bytes;
+  return 0;
 }
 #endif

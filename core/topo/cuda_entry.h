@@ -7,4 +7,11 @@
  * NULL when the driver lacks it (or this weft has no CUDA). */
 void* cuda_driver_entry(const char* name);
 
+#include <stddef.h>
+#include <stdint.h>
+
+/* The GPU allocation holding p (cuMemGetAddressRange): its base and bytes. 0 when the driver
+ * has no answer (not GPU memory, no driver, or a weft without CUDA). */
+int cuda_alloc_range(const void* p, uintptr_t* base, size_t* bytes);
+
 #endif

@@ -109,11 +109,13 @@ static void ipc_release(struct ncclComm* comm, void* base) {
   pthread_mutex_lock(&ipc_lock);
   for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next) {
     ipc_open* o = *pp;
-    if (o->base != base || --o->refs > 0) continue;
-    *pp = o->next;
-    cudaError_t e = cudaIpcCloseMemHandle(o->base);
-    if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a window", e);
-    free(o);
+    if (o->base != base) continue;
+    if (--o->refs == 0) {
+      *pp = o->next;
+      cudaError_t e = cudaIpcCloseMemHandle(o->base);
+      if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a window", e);
+      free(o);
+    }
     break;
   }
   pthread_mutex_unlock(&ipc_lock);
@@ -122,16 +124,14 @@ static void ipc_release(struct ncclComm* comm, void* base) {
 /* How a peer in another process can reach [buff, buff + size): an IPC handle of the cudaMalloc
  * allocation holding it. 0 with why set when there is none. */
 static int describe_ipc(void* buff, win_info* me) {
-  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
-  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
-  CUdeviceptr base = 0;
+  uintptr_t base = 0;
   size_t len = 0;
-  if (!range || range(&base, &len, (CUdeviceptr)(uintptr_t)buff) != CUDA_SUCCESS) {
+  if (!cuda_alloc_range(buff, &base, &len)) {
     snprintf(me->why, sizeof me->why, "its allocation's extent is unknown");
     return 0;
   }
   cudaIpcMemHandle_t h;
-  cudaError_t e = cudaIpcGetMemHandle(&h, (void*)(uintptr_t)base);
+  cudaError_t e = cudaIpcGetMemHandle(&h, (void*)base);
   if (e != cudaSuccess) {
     cudaGetLastError();
     /* cuMem (ncclMemAlloc) memory has no IPC handle: it is shared by file descriptor. */
@@ -158,18 +158,14 @@ typedef CUresult (*pfn_vafree)(CUdeviceptr, size_t);
 
 static int describe_fd(void* buff, win_info* me) {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
-  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
   pfn_retain retain = (pfn_retain)cuda_driver_entry("cuMemRetainAllocationHandle");
   pfn_export exp = (pfn_export)cuda_driver_entry("cuMemExportToShareableHandle");
   pfn_release rel = (pfn_release)cuda_driver_entry("cuMemRelease");
-  CUdeviceptr base = 0;
+  uintptr_t base = 0;
   size_t len = 0;
   CUmemGenericAllocationHandle h;
   int fd = -1;
-  if (!range || !retain || !exp || !rel ||
-      range(&base, &len, (CUdeviceptr)(uintptr_t)buff) != CUDA_SUCCESS)
-    return 0;
+  if (!retain || !exp || !rel || !cuda_alloc_range(buff, &base, &len)) return 0;
   if (retain(&h, buff) != CUDA_SUCCESS) return 0;
   CUresult r = exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   rel(h);

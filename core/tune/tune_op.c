@@ -111,7 +111,7 @@ static int direct_channels(int algo, int nch) {
   return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
 }
 
-/* Zero copy: the direct algorithm for func where the masks allow one; 0 when none. */
+/* Zero copy: the direct algorithm for func where the masks allow one; -1 when none. */
 static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
   const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
   unsigned algos = a->mask->algo[func] & tune_func_algos((ncclFunc_t)func);
@@ -131,14 +131,10 @@ static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
   return one_ok ? WEFT_ALGO_ONESHOT_ID : -1;
 }
 
-static void zero_copy_choice(const weft_tune_ask* a, int algo, size_t nbytes,
-                             weft_op_choice* out) {
+static int zero_copy_channels(const weft_tune_ask* a, size_t nbytes) {
   int maxch = a->max_channels < WEFT_DIRECT_MAX_CHANNELS ? a->max_channels
                                                          : WEFT_DIRECT_MAX_CHANNELS;
-  out->algo = algo;
-  out->proto = NCCL_PROTO_SIMPLE;
-  out->nchannels = clamp_channels(divup(nbytes, zc_rule.per_channel), maxch);
-  out->zero_copy = 1;
+  return clamp_channels(divup(nbytes, zc_rule.per_channel), maxch);
 }
 
 static void p2p_choice(const weft_tune_ask* a, size_t bytes, weft_op_choice* out) {
@@ -166,7 +162,8 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
   if (a->device) {
     int zc = a->zero_copy ? zero_copy_algo(a, func, nbytes) : -1;
     if (zc >= 0 && t == NULL) {
-      zero_copy_choice(a, zc, nbytes, out);
+      *out = (weft_op_choice){.algo = zc, .proto = NCCL_PROTO_SIMPLE, .zero_copy = 1,
+                              .nchannels = zero_copy_channels(a, nbytes)};
       if (!a->quiet)
         INFO(NCCL_TUNING, "rank %d: %s of %zu bytes: %s zero copy on %d channel(s)", a->rank,
              weft_func_name(func), nbytes, tune_algo_name(out->algo), out->nchannels);
@@ -177,9 +174,7 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
     if (zc >= 0) { /* a tuner: the zero-copy choice is the default it may change */
       r.algo = zc;
       r.proto = NCCL_PROTO_SIMPLE;
-      weft_op_choice z;
-      zero_copy_choice(a, zc, nbytes, &z);
-      for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) r.nchannels[q] = z.nchannels;
+      for (int q = 0; q < NCCL_NUM_PROTOCOLS; q++) r.nchannels[q] = zero_copy_channels(a, nbytes);
     }
     if (t == NULL) {
       out->algo = r.algo;

@@ -30,7 +30,8 @@
  * Arguments: none for the CI suite. --redops instead probes PreMulSum (ncclAvg on floats)
  * under zero copy, which is not part of the suite because it fails: a zero-copy receive reads
  * the peers' raw inputs, and the pre-multiply a FIFO send used to apply is never applied to
- * them. WEFT_TEST_SEED changes the seeds. */
+ * them. This is why the planner never runs PreMulSum zero copy (plan/plan_zc.c); the probe
+ * shows the reason. WEFT_TEST_SEED changes the seeds. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
