@@ -140,6 +140,15 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
   }
   if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
       !pid_alive(w->conns[w->blocked]->watch_pid)) {
+    /* What it sent before it left is still in shared memory, and may have landed since this
+     * item last looked (a peer that finished, destroyed its communicator and exited): look
+     * again before calling the wait failed. */
+    int r = work_step(ch, w, res);
+    if (r < 0) return 1;
+    if (r > 0) { /* moved or done: the next turn goes on (or ends it) */
+      w->idle_since_ms = now;
+      return 0;
+    }
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
          "exited",

@@ -92,13 +92,12 @@ static int conn_failed(weft_work* w, weft_conn* c, ncclResult_t* res) {
   return 1;
 }
 
-/* 1 ready, 0 not yet, -1 failed. Data that arrived is used even when the connection failed
- * later: only a wait on a failed connection is an error. */
-static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, ncclResult_t* res) {
+/* 1 ready, 0 not yet, -1 failed (a signature or size that does not match). */
+static int recv_ready_now(weft_work* w, int idx, size_t bytes, int sig, int ll,
+                          ncclResult_t* res) {
   weft_conn* c = w->conns[idx];
   if (!ll || (c->flags & WEFT_CONN_LL_TAIL)) {
-    if (__atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE) <= c->step)
-      return conn_failed(w, c, res) ? -1 : 0;
+    if (__atomic_load_n(&c->ctrl->tail, __ATOMIC_ACQUIRE) <= c->step) return 0;
   }
   if (sig) bytes += WEFT_CONN_SIG_BYTES;
   if (!ll) {
@@ -117,13 +116,13 @@ static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, nccl
   size_t nlines = ll_lines_for(bytes);
   if (sig && w->ll_ready[idx] < SIG_LINES) { /* the signature first: it says how much follows */
     char s[WEFT_CONN_SIG_BYTES] = {0};
-    if (ll_ready_lines(c, 0, 1) != 1) return conn_failed(w, c, res) ? -1 : 0;
+    if (ll_ready_lines(c, 0, 1) != 1) return 0;
     if (ll_ready_lines(c, 1, SIG_LINES) != SIG_LINES) {
       /* Line 0 holds the magic: a step that is no op's start is an error now, not a wait for
        * lines that will never come. */
       ll_unpack(c, 0, s, WEFT_LL_LINE_PAYLOAD);
       if (!host_sig_magic_ok(s) && host_sig_check(w, c, s, res)) return -1;
-      return conn_failed(w, c, res) ? -1 : 0;
+      return 0;
     }
     ll_unpack(c, 0, s, sizeof s);
     if (host_sig_check(w, c, s, res)) return -1;
@@ -133,11 +132,28 @@ static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, nccl
    * pulling lines the producer is still writing back and forth between caches. Then every
    * line is checked (the order of stores is not what makes a line valid, its flag is). */
   if (w->ll_ready[idx] < nlines - 1 && ll_ready_lines(c, nlines - 1, nlines) != nlines)
-    return conn_failed(w, c, res) ? -1 : 0;
+    return 0;
   size_t ready = ll_ready_lines(c, w->ll_ready[idx], nlines);
   w->ll_ready[idx] = (uint32_t)ready;
-  if (ready == nlines) return 1;
-  return conn_failed(w, c, res) ? -1 : 0;
+  return ready == nlines;
+}
+
+static int conn_marked(const weft_conn* c) {
+  return __atomic_load_n(&c->error, __ATOMIC_ACQUIRE) != ncclSuccess ||
+         __atomic_load_n(&c->ctrl->broken, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* 1 ready, 0 not yet, -1 failed. Data that arrived is used even when the connection failed
+ * later: only a wait on a failed connection is an error. A peer publishes its last data before
+ * it marks the connection (release, then acquire here), so a look that missed the data and then
+ * saw the mark looks once more before it calls the wait failed: a peer that sent everything and
+ * destroyed its communicator at once is no error. */
+static int recv_ready(weft_work* w, int idx, size_t bytes, int sig, int ll, ncclResult_t* res) {
+  int r = recv_ready_now(w, idx, bytes, sig, ll, res);
+  if (r != 0 || !conn_marked(w->conns[idx])) return r;
+  r = recv_ready_now(w, idx, bytes, sig, ll, res);
+  if (r != 0) return r;
+  return conn_failed(w, w->conns[idx], res) ? -1 : 0;
 }
 
 static int send_ready(weft_work* w, int idx, ncclResult_t* res) {

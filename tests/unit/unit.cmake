@@ -8,3 +8,12 @@ weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c
 weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path.c
   ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
 weft_add_test(NAME algo_zc_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_sim.c LABELS unit)
+# host/'s primitive against a peer that sends its last steps and destroys its communicator at once
+# (its sources compiled in, with the include root core/ made for host/).
+file(GLOB WEFT_HOST_PRIM_SOURCES ${PROJECT_SOURCE_DIR}/core/host/host_prims.c
+  ${PROJECT_SOURCE_DIR}/core/host/host_sig.c ${PROJECT_SOURCE_DIR}/core/host/red*.c
+  ${PROJECT_SOURCE_DIR}/core/host/dtype_convert.c)
+weft_add_test(NAME host_prims_peer_closed SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_prims_peer_closed.c
+  ${WEFT_HOST_PRIM_SOURCES} LABELS unit)
+target_include_directories(host_prims_peer_closed PRIVATE ${CMAKE_BINARY_DIR}/layers/host
+  ${PROJECT_SOURCE_DIR}/abi)
