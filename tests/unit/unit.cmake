@@ -1,5 +1,5 @@
-# Unit tests of util/ (parameters, logging), comm/ config resolution, topo/ PCI paths and algo/
-# (the zero-copy direct algorithms on simulated ranks: headers only).
+# Unit tests of util/ (parameters, logging), comm/ config resolution, topo/ PCI paths, algo/
+# (the zero-copy direct algorithms on simulated ranks: headers only) and host/'s primitive.
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
