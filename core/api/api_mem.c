@@ -56,62 +56,24 @@ static ncclResult_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
   return ncclUnhandledCudaError;
 }
 
-/* ---- driver functions (cuMem*), through the runtime's entry-point lookup ---- */
+/* ---- driver functions (cuMem*: topo/cuda_entry.h's table) ---- */
 
-typedef CUresult (*pfn_cuGetErrorString)(CUresult, const char**);
-typedef CUresult (*pfn_cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice);
-typedef CUresult (*pfn_cuMemGetAllocationGranularity)(size_t*, const CUmemAllocationProp*,
-                                                      CUmemAllocationGranularity_flags);
-typedef CUresult (*pfn_cuMemCreate)(CUmemGenericAllocationHandle*, size_t,
-                                    const CUmemAllocationProp*, unsigned long long);
-typedef CUresult (*pfn_cuMemAddressReserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr,
-                                            unsigned long long);
-typedef CUresult (*pfn_cuMemMap)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-                                 unsigned long long);
-typedef CUresult (*pfn_cuMemSetAccess)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
-typedef CUresult (*pfn_cuMemUnmap)(CUdeviceptr, size_t);
-typedef CUresult (*pfn_cuMemAddressFree)(CUdeviceptr, size_t);
-typedef CUresult (*pfn_cuMemRelease)(CUmemGenericAllocationHandle);
-
-static struct {
-  pfn_cuGetErrorString get_error_string; /* optional */
-  pfn_cuDeviceGetAttribute device_get_attribute;
-  pfn_cuMemGetAllocationGranularity granularity;
-  pfn_cuMemCreate create;
-  pfn_cuMemAddressReserve reserve;
-  pfn_cuMemMap map;
-  pfn_cuMemSetAccess set_access;
-  pfn_cuMemUnmap unmap;
-  pfn_cuMemAddressFree address_free;
-  pfn_cuMemRelease release;
-  const char* missing; /* first symbol not found, NULL when all are there */
-} drv;
-static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
-
-static void drv_load(void) {
-#define DRV_LOAD(field, sym)                                            \
-  do {                                                                  \
-    drv.field = (pfn_##sym)cuda_driver_entry(#sym);                      \
-    if (!drv.field && !drv.missing) drv.missing = #sym;                 \
-  } while (0)
-  DRV_LOAD(device_get_attribute, cuDeviceGetAttribute);
-  DRV_LOAD(granularity, cuMemGetAllocationGranularity);
-  DRV_LOAD(create, cuMemCreate);
-  DRV_LOAD(reserve, cuMemAddressReserve);
-  DRV_LOAD(map, cuMemMap);
-  DRV_LOAD(set_access, cuMemSetAccess);
-  DRV_LOAD(unmap, cuMemUnmap);
-  DRV_LOAD(address_free, cuMemAddressFree);
-  DRV_LOAD(release, cuMemRelease);
-#undef DRV_LOAD
-  drv.get_error_string = (pfn_cuGetErrorString)cuda_driver_entry("cuGetErrorString");
+/* The first function ncclMemAlloc needs that the driver lacks, NULL when it has them all. */
+static const char* cumem_missing(const weft_cuda_drv* d) {
+  if (!d->device_get_attribute) return "cuDeviceGetAttribute";
+  if (!d->granularity) return "cuMemGetAllocationGranularity";
+  if (!d->create) return "cuMemCreate";
+  if (!d->reserve) return "cuMemAddressReserve";
+  if (!d->map) return "cuMemMap";
+  if (!d->set_access) return "cuMemSetAccess";
+  if (!d->unmap) return "cuMemUnmap";
+  if (!d->address_free) return "cuMemAddressFree";
+  if (!d->release) return "cuMemRelease";
+  return NULL;
 }
 
 static ncclResult_t drv_fail(const char* fn, const char* what, CUresult r) {
-  const char* text = NULL;
-  if (!drv.get_error_string || drv.get_error_string(r, &text) != CUDA_SUCCESS || !text)
-    text = "unknown error";
-  WARN("%s: %s failed: %s (CUDA driver error %d)", fn, what, text, (int)r);
+  WARN("%s: %s failed: %s (CUDA driver error %d)", fn, what, cuda_drv_error(r), (int)r);
   return ncclUnhandledCudaError;
 }
 
@@ -140,6 +102,7 @@ static mem_block* blocks_take(CUdeviceptr p) {
 
 /* Read/write for dev and every device that can reach dev's memory peer to peer. */
 static ncclResult_t set_access(const char* fn, CUdeviceptr va, size_t bytes, int dev) {
+  const weft_cuda_drv* drv = cuda_drv();
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess) return cuda_fail(fn, "cudaGetDeviceCount", e);
@@ -164,16 +127,17 @@ static ncclResult_t set_access(const char* fn, CUdeviceptr va, size_t bytes, int
     desc[n].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     n++;
   }
-  CUresult r = drv.set_access(va, bytes, desc, n);
+  CUresult r = drv->set_access(va, bytes, desc, n);
   free(desc);
   return r == CUDA_SUCCESS ? ncclSuccess : drv_fail(fn, "cuMemSetAccess", r);
 }
 
 static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
-  pthread_once(&drv_once, drv_load);
-  if (drv.missing) {
+  const weft_cuda_drv* drv = cuda_drv();
+  const char* missing = cumem_missing(drv);
+  if (missing) {
     WARN("%s: the CUDA driver lacks %s (cuMem allocation needs CUDA 10.2+ drivers)", fn,
-         drv.missing);
+         missing);
     return ncclInvalidUsage;
   }
   int dev;
@@ -188,10 +152,10 @@ static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev;
   int fd_ok = 0, rdma_ok = 0;
-  CUresult r = drv.device_get_attribute(
+  CUresult r = drv->device_get_attribute(
       &fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev);
   if (r != CUDA_SUCCESS) fd_ok = 0;
-  r = drv.device_get_attribute(&rdma_ok,
+  r = drv->device_get_attribute(&rdma_ok,
                                CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, dev);
   if (r != CUDA_SUCCESS) rdma_ok = 0;
   /* Exportable (fd) so peers can map it later; RDMA-capable so NICs can register it. */
@@ -200,9 +164,9 @@ static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
   if (rdma_ok) prop.allocFlags.gpuDirectRDMACapable = 1;
 
   size_t gran = 0;
-  r = drv.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
+  r = drv->granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
   if (r != CUDA_SUCCESS || gran == 0)
-    r = drv.granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    r = drv->granularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
   if (r != CUDA_SUCCESS) return drv_fail(fn, "cuMemGetAllocationGranularity", r);
   if (gran == 0 || size > SIZE_MAX - gran) {
     WARN("%s: size = %zu cannot be rounded to the %zu-byte granularity", fn, size, gran);
@@ -216,24 +180,24 @@ static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
     return ncclSystemError;
   }
   ncclResult_t res;
-  r = drv.create(&b->handle, bytes, &prop, 0);
+  r = drv->create(&b->handle, bytes, &prop, 0);
   if (r != CUDA_SUCCESS && prop.requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE) {
     /* Some containers refuse exportable memory: plain memory still serves this process. */
     INFO(NCCL_ALLOC, "%s: cuMemCreate with a POSIX fd handle failed (%d); retrying without", fn,
          (int)r);
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    r = drv.create(&b->handle, bytes, &prop, 0);
+    r = drv->create(&b->handle, bytes, &prop, 0);
   }
   if (r != CUDA_SUCCESS) {
     res = drv_fail(fn, "cuMemCreate", r);
     goto fail_record;
   }
-  r = drv.reserve(&b->ptr, bytes, gran, 0, 0);
+  r = drv->reserve(&b->ptr, bytes, gran, 0, 0);
   if (r != CUDA_SUCCESS) {
     res = drv_fail(fn, "cuMemAddressReserve", r);
     goto fail_release;
   }
-  r = drv.map(b->ptr, bytes, 0, b->handle, 0);
+  r = drv->map(b->ptr, bytes, 0, b->handle, 0);
   if (r != CUDA_SUCCESS) {
     res = drv_fail(fn, "cuMemMap", r);
     goto fail_address;
@@ -250,27 +214,28 @@ static ncclResult_t cumem_alloc(const char* fn, void** ptr, size_t size) {
   *ptr = (void*)(uintptr_t)b->ptr;
   return ncclSuccess;
 fail_unmap:
-  drv.unmap(b->ptr, bytes);
+  drv->unmap(b->ptr, bytes);
 fail_address:
-  drv.address_free(b->ptr, bytes);
+  drv->address_free(b->ptr, bytes);
 fail_release:
-  drv.release(b->handle);
+  drv->release(b->handle);
 fail_record:
   free(b);
   return res;
 }
 
 static ncclResult_t cumem_free(const char* fn, mem_block* b) {
+  const weft_cuda_drv* drv = cuda_drv();
   int saved = -1;
   cudaError_t e = cudaGetDevice(&saved);
   if (e == cudaSuccess && saved != b->dev) e = cudaSetDevice(b->dev);
   if (e != cudaSuccess) cuda_fail(fn, "making the allocation's device current", e);
   ncclResult_t res = ncclSuccess;
-  CUresult r = drv.unmap(b->ptr, b->bytes);
+  CUresult r = drv->unmap(b->ptr, b->bytes);
   if (r != CUDA_SUCCESS) res = drv_fail(fn, "cuMemUnmap", r);
-  r = drv.release(b->handle);
+  r = drv->release(b->handle);
   if (r != CUDA_SUCCESS && res == ncclSuccess) res = drv_fail(fn, "cuMemRelease", r);
-  r = drv.address_free(b->ptr, b->bytes);
+  r = drv->address_free(b->ptr, b->bytes);
   if (r != CUDA_SUCCESS && res == ncclSuccess) res = drv_fail(fn, "cuMemAddressFree", r);
   if (saved >= 0 && saved != b->dev) cudaSetDevice(saved);
   free(b);

@@ -1,6 +1,7 @@
 /* See cuda_entry.h. */
 #include "topo/cuda_entry.h"
 
+#include <pthread.h>
 #include <stddef.h>
 
 #ifdef WEFT_HAVE_CUDA
@@ -31,12 +32,48 @@ void* cuda_driver_entry(const char* name) {
   return found ? fn : NULL;
 }
 
+static weft_cuda_drv drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+
+static void drv_load(void) {
+#define LOOKUP(field, sym) *(void**)&drv.field = cuda_driver_entry(#sym)
+  LOOKUP(get_error_string, cuGetErrorString);
+  LOOKUP(device_get_attribute, cuDeviceGetAttribute);
+  LOOKUP(address_range, cuMemGetAddressRange);
+  LOOKUP(granularity, cuMemGetAllocationGranularity);
+  LOOKUP(create, cuMemCreate);
+  LOOKUP(release, cuMemRelease);
+  LOOKUP(retain_handle, cuMemRetainAllocationHandle);
+  LOOKUP(export_handle, cuMemExportToShareableHandle);
+  LOOKUP(import_handle, cuMemImportFromShareableHandle);
+  LOOKUP(reserve, cuMemAddressReserve);
+  LOOKUP(address_free, cuMemAddressFree);
+  LOOKUP(map, cuMemMap);
+  LOOKUP(unmap, cuMemUnmap);
+  LOOKUP(set_access, cuMemSetAccess);
+  LOOKUP(range_handle, cuMemGetHandleForAddressRange);
+#undef LOOKUP
+}
+
+const weft_cuda_drv* cuda_drv(void) {
+  pthread_once(&drv_once, drv_load);
+  return &drv;
+}
+
+const char* cuda_drv_error(CUresult r) {
+  const char* text = NULL;
+  const weft_cuda_drv* d = cuda_drv();
+  if (!d->get_error_string || d->get_error_string(r, &text) != CUDA_SUCCESS || !text)
+    return "unknown error";
+  return text;
+}
+
 int cuda_alloc_range(const void* p, uintptr_t* base, size_t* bytes) {
-  typedef CUresult (*pfn_range)(CUdeviceptr*, size_t*, CUdeviceptr);
-  pfn_range range = (pfn_range)cuda_driver_entry("cuMemGetAddressRange");
+  const weft_cuda_drv* d = cuda_drv();
   CUdeviceptr b = 0;
   size_t len = 0;
-  if (!range || range(&b, &len, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS) return 0;
+  if (!d->address_range || d->address_range(&b, &len, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+    return 0;
   *base = (uintptr_t)b;
   *bytes = len;
   return 1;

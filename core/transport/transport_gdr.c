@@ -88,18 +88,14 @@ static int gdr_wanted(struct ncclComm* comm, const tconn* c, int* flush, int* pt
   return 1;
 }
 
-typedef CUresult (*pfn_cuMemGetHandleForAddressRange)(void*, CUdeviceptr, size_t,
-                                                       CUmemRangeHandleType, unsigned long long);
-
 /* A dma-buf fd for [mem, mem+bytes), or -1 where the driver cannot export one. */
 static int dmabuf_fd(void* mem, size_t bytes) {
-  pfn_cuMemGetHandleForAddressRange get =
-      (pfn_cuMemGetHandleForAddressRange)cuda_driver_entry("cuMemGetHandleForAddressRange");
+  const weft_cuda_drv* d = cuda_drv();
   long page = sysconf(_SC_PAGESIZE);
-  if (!get || page <= 0 || (uintptr_t)mem % (uintptr_t)page || bytes % (size_t)page) return -1;
+  if (!d->range_handle || page <= 0 || (uintptr_t)mem % (uintptr_t)page || bytes % (size_t)page) return -1;
   int fd = -1;
-  if (get(&fd, (CUdeviceptr)(uintptr_t)mem, bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) !=
-      CUDA_SUCCESS)
+  if (d->range_handle(&fd, (CUdeviceptr)(uintptr_t)mem, bytes,
+                      CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0) != CUDA_SUCCESS)
     return -1;
   return fd;
 }

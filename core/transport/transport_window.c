@@ -144,31 +144,20 @@ static int describe_ipc(void* buff, win_info* me) {
 }
 
 /* ---- cuMem allocations (ncclMemAlloc), shared by file descriptor ---- */
-typedef CUresult (*pfn_retain)(CUmemGenericAllocationHandle*, void*);
-typedef CUresult (*pfn_export)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
-                               unsigned long long);
-typedef CUresult (*pfn_import)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType);
-typedef CUresult (*pfn_release)(CUmemGenericAllocationHandle);
-typedef CUresult (*pfn_reserve)(CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long);
-typedef CUresult (*pfn_map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-                            unsigned long long);
-typedef CUresult (*pfn_access)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t);
-typedef CUresult (*pfn_unmap)(CUdeviceptr, size_t);
-typedef CUresult (*pfn_vafree)(CUdeviceptr, size_t);
 
 static int describe_fd(void* buff, win_info* me) {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  pfn_retain retain = (pfn_retain)cuda_driver_entry("cuMemRetainAllocationHandle");
-  pfn_export exp = (pfn_export)cuda_driver_entry("cuMemExportToShareableHandle");
-  pfn_release rel = (pfn_release)cuda_driver_entry("cuMemRelease");
+  const weft_cuda_drv* d = cuda_drv();
   uintptr_t base = 0;
   size_t len = 0;
   CUmemGenericAllocationHandle h;
   int fd = -1;
-  if (!retain || !exp || !rel || !cuda_alloc_range(buff, &base, &len)) return 0;
-  if (retain(&h, buff) != CUDA_SUCCESS) return 0;
-  CUresult r = exp(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  rel(h);
+  if (!d->retain_handle || !d->export_handle || !d->release ||
+      !cuda_alloc_range(buff, &base, &len))
+    return 0;
+  if (d->retain_handle(&h, buff) != CUDA_SUCCESS) return 0;
+  CUresult r = d->export_handle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  d->release(h);
   if (r != CUDA_SUCCESS) return 0;
   me->fd = fd;
   me->pid = (int32_t)getpid();
@@ -185,14 +174,9 @@ static int describe_fd(void* buff, win_info* me) {
 static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win_info* in,
                      char* why, size_t whylen) {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  pfn_import imp = (pfn_import)cuda_driver_entry("cuMemImportFromShareableHandle");
-  pfn_release rel = (pfn_release)cuda_driver_entry("cuMemRelease");
-  pfn_reserve reserve = (pfn_reserve)cuda_driver_entry("cuMemAddressReserve");
-  pfn_map map = (pfn_map)cuda_driver_entry("cuMemMap");
-  pfn_access access = (pfn_access)cuda_driver_entry("cuMemSetAccess");
-  pfn_vafree vafree = (pfn_vafree)cuda_driver_entry("cuMemAddressFree");
-  pfn_unmap unmap = (pfn_unmap)cuda_driver_entry("cuMemUnmap");
-  if (!imp || !rel || !reserve || !map || !access || !vafree || !unmap) {
+  const weft_cuda_drv* d = cuda_drv();
+  if (!d->import_handle || !d->release || !d->reserve || !d->map || !d->set_access ||
+      !d->address_free || !d->unmap) {
     snprintf(why, whylen, "the CUDA driver lacks the cuMem import calls");
     return 0;
   }
@@ -205,7 +189,8 @@ static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win
     return 0;
   }
   CUmemGenericAllocationHandle h;
-  CUresult r = imp(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  CUresult r =
+      d->import_handle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   if (r != CUDA_SUCCESS) {
     snprintf(why, whylen, "cuMemImportFromShareableHandle of rank %d's window: error %d", q,
@@ -213,22 +198,22 @@ static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win
     return 0;
   }
   CUdeviceptr va = 0;
-  r = reserve(&va, in->alloc, 0, 0, 0);
+  r = d->reserve(&va, in->alloc, 0, 0, 0);
   if (r == CUDA_SUCCESS) {
-    r = map(va, in->alloc, 0, h, 0);
-    if (r != CUDA_SUCCESS) vafree(va, in->alloc);
+    r = d->map(va, in->alloc, 0, h, 0);
+    if (r != CUDA_SUCCESS) d->address_free(va, in->alloc);
   }
-  rel(h); /* the mapping holds the allocation from here on */
+  d->release(h); /* the mapping holds the allocation from here on */
   if (r == CUDA_SUCCESS) {
-    CUmemAccessDesc d;
-    memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = comm->cuda_dev;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = access(va, in->alloc, &d, 1);
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = comm->cuda_dev;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = d->set_access(va, in->alloc, &a, 1);
     if (r != CUDA_SUCCESS) {
-      unmap(va, in->alloc);
-      vafree(va, in->alloc);
+      d->unmap(va, in->alloc);
+      d->address_free(va, in->alloc);
     }
   }
   if (r != CUDA_SUCCESS) {
@@ -247,10 +232,9 @@ static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win
 }
 
 static void unmap_fd(void* va, uint64_t bytes) {
-  pfn_unmap unmap = (pfn_unmap)cuda_driver_entry("cuMemUnmap");
-  pfn_vafree vafree = (pfn_vafree)cuda_driver_entry("cuMemAddressFree");
-  if (unmap) unmap((CUdeviceptr)(uintptr_t)va, bytes);
-  if (vafree) vafree((CUdeviceptr)(uintptr_t)va, bytes);
+  const weft_cuda_drv* d = cuda_drv();
+  if (d->unmap) d->unmap((CUdeviceptr)(uintptr_t)va, bytes);
+  if (d->address_free) d->address_free((CUdeviceptr)(uintptr_t)va, bytes);
 }
 
 static void describe(struct ncclComm* comm, void* buff, size_t size, win_info* me) {
