@@ -9,6 +9,7 @@
  *
  * Only the entries weft-perf's backend_cuda.c loads are here, with the runtime's signatures
  * (cudaError_t as int; cudaGraph_t, cudaGraphExec_t and cudaStream_t as pointers). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,44 @@ EXPORT int cudaGraphExecDestroy(void* exec) {
 EXPORT int cudaGraphDestroy(void* graph) {
   free(graph);
   graphs--;
+  return OK;
+}
+
+/* A captured graph's nodes, for --graph-nodes: the types listed in FAKE_CUDART_GRAPH_NODES
+ * ("0,0,1": two kernels and a memcpy; unset: none). A node handle is its index + 1. */
+static int fake_node_types(int* types, int max) {
+  const char* v = getenv("FAKE_CUDART_GRAPH_NODES");
+  int n = 0;
+  while (v && *v && n < max) {
+    char* end;
+    long t = strtol(v, &end, 10);
+    if (end == v) break;
+    types[n++] = (int)t;
+    v = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+EXPORT int cudaGraphGetNodes(void* graph, void** nodes, size_t* num) {
+  if (!graph || !num) return complain("cudaGraphGetNodes without a graph or a count");
+  int types[64];
+  size_t n = (size_t)fake_node_types(types, 64);
+  if (!nodes) {
+    *num = n;
+    return OK;
+  }
+  if (*num < n) return complain("cudaGraphGetNodes into too small an array");
+  for (size_t i = 0; i < n; i++) nodes[i] = (void*)(uintptr_t)(i + 1);
+  *num = n;
+  return OK;
+}
+
+EXPORT int cudaGraphNodeGetType(void* node, int* type) {
+  int types[64];
+  int n = fake_node_types(types, 64);
+  uintptr_t i = (uintptr_t)node;
+  if (i < 1 || i > (uintptr_t)n) return complain("cudaGraphNodeGetType of an unknown node");
+  *type = types[i - 1];
   return OK;
 }
 

@@ -222,6 +222,14 @@ perf_test(NAME perf_cuda_graph_fake_runtime LABELS unit mp
   --err "fake-cudart report: [1-9][0-9]* graph launches, 0 misuses" --not-err "fake-cudart: " --
   ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} all_reduce broadcast -np 2 -b 8 -e 64K -f 8
   -n 2 -G 3 -T 100)
+# --graph-nodes: each captured graph's nodes by type (the stand-in's types from the environment;
+# 99 is a type weft-perf does not know).
+perf_test(NAME perf_cuda_graph_nodes_fake_runtime LABELS unit
+  ENV ${PERF_CUDART_ENV} FAKE_CUDART_GRAPH_NODES=0,3,1,0,99
+  ARGS --err "^# graph: .*libperf_fake_nccl.* rank 0, all_reduce 8 B out of place, 2 x 1 calls: 5 nodes: 2 kernel, 1 memcpy, 1 host, 1 other$"
+  --err "rank 0, all_reduce 8 B in place" --not-err "fake-cudart: " --
+  ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} all_reduce -np 1 -b 8 -e 8 -n 2 -G 1 -T 100
+  --graph-nodes)
 perf_test(NAME perf_vs_cuda_fake_runtime LABELS unit mp ENV ${PERF_CUDART_ENV}
   ARGS --out "^# ======== B = nccl#2: .*libperf_fake_old_nccl" --out "buffers: device memory"
   --out "^# A/B all_gather float, 5 sizes" --not-out "FAILED" --not-err "fake-cudart: "

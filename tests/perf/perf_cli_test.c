@@ -151,6 +151,8 @@ static void bad_flags_are_usage_errors(void) {
   CHECK(PARSE("-C", "1") == PERF_EXIT_USAGE && strstr(err, "not supported"));
   CHECK(PARSE("-G", "-1") == PERF_EXIT_USAGE && strstr(err, "graph launches"));
   CHECK(PARSE("-G", "1", "-z", "1") == PERF_EXIT_USAGE && strstr(err, "-z 1"));
+  CHECK(PARSE("--graph-nodes") == PERF_EXIT_USAGE && strstr(err, "give -G N too"));
+  CHECK(PARSE("-G", "2", "--graph-nodes") == 0 && o.graph_nodes == 1);
   CHECK(PARSE("--vs") == PERF_EXIT_USAGE && strstr(err, "needs a value"));
   CHECK(PARSE("--vs", "") == PERF_EXIT_USAGE && strstr(err, "empty path"));
   CHECK(PARSE("--vs", "x.so", "--explain") == PERF_EXIT_USAGE && strstr(err, "--explain"));

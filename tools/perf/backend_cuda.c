@@ -42,6 +42,9 @@ static struct {
   cuda_err_t (*GraphLaunch)(void*, cudaStream_t);
   cuda_err_t (*GraphExecDestroy)(void*);
   cuda_err_t (*GraphDestroy)(void*);
+  /* --graph-nodes only */
+  cuda_err_t (*GraphGetNodes)(void*, void**, size_t*);
+  cuda_err_t (*GraphNodeGetType)(void*, int*);
 } rt;
 
 static char cuda_err[256];
@@ -104,6 +107,8 @@ static int cuda_init(void) {
   LOAD_OPTIONAL(GraphLaunch, "cudaGraphLaunch");
   LOAD_OPTIONAL(GraphExecDestroy, "cudaGraphExecDestroy");
   LOAD_OPTIONAL(GraphDestroy, "cudaGraphDestroy");
+  LOAD_OPTIONAL(GraphGetNodes, "cudaGraphGetNodes");
+  LOAD_OPTIONAL(GraphNodeGetType, "cudaGraphNodeGetType");
   return 0;
 }
 
@@ -167,9 +172,48 @@ static int cuda_graph_begin(cudaStream_t stream) {
   return record(rt.StreamBeginCapture(stream, CUDA_CAPTURE_RELAXED), "cudaStreamBeginCapture");
 }
 
-static int cuda_graph_end(cudaStream_t stream, void** exec) {
+/* cudaGraphNodeType's values, as the runtime numbers them (12 is the driver's batch memory
+ * operation, which the runtime does not name). */
+static const char* const node_types[] = {
+    "kernel", "memcpy",  "memset",   "host",      "graph",     "empty",  "event wait",
+    "event record", "semaphore signal", "semaphore wait", "mem alloc", "mem free", "batch mem op",
+    "conditional"};
+#define NTYPES (int)(sizeof node_types / sizeof node_types[0])
+
+/* "N nodes: a kernel, b memcpy, ..." for graph into buf. */
+static void describe_nodes(void* graph, char* buf, size_t len) {
+  size_t n = 0;
+  if (!rt.GraphGetNodes || !rt.GraphNodeGetType || rt.GraphGetNodes(graph, NULL, &n) != 0) {
+    snprintf(buf, len, "? (this runtime cannot list a graph's nodes)");
+    return;
+  }
+  void** nodes = n ? calloc(n, sizeof *nodes) : NULL;
+  if (n && (!nodes || rt.GraphGetNodes(graph, nodes, &n) != 0)) {
+    free(nodes);
+    snprintf(buf, len, "%zu nodes (types unknown)", n);
+    return;
+  }
+  int count[NTYPES + 1] = {0};
+  for (size_t i = 0; i < n; i++) {
+    int t = -1;
+    if (rt.GraphNodeGetType(nodes[i], &t) != 0 || t < 0 || t >= NTYPES) t = NTYPES;
+    count[t]++;
+  }
+  free(nodes);
+  size_t at = (size_t)snprintf(buf, len, "%zu node%s", n, n == 1 ? "" : "s");
+  const char* sep = ": ";
+  for (int t = 0; t <= NTYPES && at < len; t++) {
+    if (!count[t]) continue;
+    at += (size_t)snprintf(buf + at, len - at, "%s%d %s", sep, count[t],
+                           t < NTYPES ? node_types[t] : "other");
+    sep = ", ";
+  }
+}
+
+static int cuda_graph_end(cudaStream_t stream, void** exec, char* nodes, size_t nodes_len) {
   void* graph = NULL;
   if (record(rt.StreamEndCapture(stream, &graph), "cudaStreamEndCapture")) return -1;
+  if (nodes && nodes_len) describe_nodes(graph, nodes, nodes_len);
   int rc = record(rt.GraphInstantiateWithFlags(exec, graph, 0), "cudaGraphInstantiateWithFlags");
   rt.GraphDestroy(graph); /* the executable graph does not need it */
   return rc;

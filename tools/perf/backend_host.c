@@ -61,8 +61,8 @@ static int host_graph_begin(cudaStream_t stream) {
   return -1;
 }
 
-static int host_graph_end(cudaStream_t stream, void** exec) {
-  (void)stream, (void)exec;
+static int host_graph_end(cudaStream_t stream, void** exec, char* nodes, size_t nodes_len) {
+  (void)stream, (void)exec, (void)nodes, (void)nodes_len;
   return host_graph_begin(NULL);
 }
 

@@ -238,10 +238,17 @@ static int graph_capture(struct perf_proc* p, const struct test* t, int in_place
     rc = start_ops(p, t, in_place, p->o->agg_iters);
   /* End every capture, also after a failed call, so no stream stays in capture mode. */
   for (int i = 0; i < p->nlocal; i++) {
-    if (p->be->set_device(p->devs[i]) || p->be->graph_end(p->streams[i], &p->graphs[i])) {
+    char nodes[256] = "";
+    if (p->be->set_device(p->devs[i]) ||
+        p->be->graph_end(p->streams[i], &p->graphs[i], p->o->graph_nodes ? nodes : NULL,
+                         sizeof nodes)) {
       if (rc == 0) perf_rank_error(p, "-G: ending the capture: %s", p->be->error());
       p->graphs[i] = NULL;
       rc = -1;
+    } else if (p->o->graph_nodes && rc == 0) {
+      fprintf(stderr, "# graph: %s rank %d, %s %zu B %s, %d x %d calls: %s\n", p->lib->path,
+              rank_of(p, i), t->coll->name, t->size, in_place ? "in place" : "out of place",
+              p->o->iters, p->o->agg_iters, nodes);
     }
   }
   if (rc) graph_release(p);

@@ -102,6 +102,7 @@ enum opt_id {
   O_SEED,
   O_MINBW,
   O_EXPLAIN,
+  O_GRAPH_NODES,
   O_EXPLAIN_PNG,
   O_VS,
   O_PLOT,
@@ -148,6 +149,7 @@ static const struct opt_def opt_defs[] = {
     {0, "seed", O_SEED, 1, NULL},
     {0, "min-bw", O_MINBW, 1, NULL},
     {0, "explain", O_EXPLAIN, 0, NULL},
+    {0, "graph-nodes", O_GRAPH_NODES, 0, NULL},
     {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
     {0, "vs", O_VS, 1, NULL},
     {0, "plot", O_PLOT, 1, NULL},
@@ -193,6 +195,8 @@ void perf_usage(FILE* out, const char* prog) {
       "  -z, --blocking 0|1      1: wait and barrier after every iteration (default 0)\n"
       "  -G, --cudagraph N       capture the timed iterations in a CUDA graph and launch it N\n"
       "                          times (device buffers only; default 0: no graph)\n"
+      "      --graph-nodes       with -G: print on stderr what each captured graph holds, per\n"
+      "                          rank (its nodes by type: kernel, memcpy, host, ...)\n"
       "  -R, --local_register 0|1|2  register the buffers with every communicator:\n"
       "                          1 ncclCommRegister, 2 ncclCommWindowRegister (device buffers\n"
       "                          then come from ncclMemAlloc, as in nccl-tests; default 0)\n"
@@ -413,6 +417,7 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
       return 0;
     }
     case O_EXPLAIN: o->explain = 1; return 0;
+    case O_GRAPH_NODES: o->graph_nodes = 1; return 0;
     case O_EXPLAIN_PNG:
       if (!*v) return fail(err, errlen, "%s: empty file name", flag);
       o->explain = 1;
@@ -504,6 +509,8 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
     return fail(err, errlen, "--explain and --vs: ask for the decisions in a run of its own");
   if (o->vs && o->baseline_only)
     return fail(err, errlen, "--baseline-only measures no library; drop --vs");
+  if (o->graph_nodes && !o->graph_launches)
+    return fail(err, errlen, "--graph-nodes describes -G's graphs: give -G N too");
   if (o->graph_launches && o->blocking)
     return fail(err, errlen, "-G %d with -z 1: a graph replays without waits; choose one",
                 o->graph_launches);

@@ -142,6 +142,7 @@ struct perf_opts {
   const char* vs;     /* --vs PATH: a second library, measured alternately with the first */
   const char* plot;   /* --plot FILE.png: busbw and time against size */
   int graph_launches; /* -G N: capture the timed iterations in a CUDA graph, launch it N times */
+  int graph_nodes;    /* --graph-nodes: print what each captured graph holds (stderr) */
   int reg;            /* -R: 0 none, 1 ncclCommRegister, 2 ncclCommWindowRegister (nccl-tests' -R;
                        * device buffers then come from ncclMemAlloc, as there) */
   int explain;        /* --explain: decision table after each block, PNG at the end */
