@@ -64,37 +64,39 @@ weft_conn* transport_find(struct ncclComm* comm, const weft_conn_key* key) {
   return NULL;
 }
 
-static void conn_init(weft_conn* c, round_t* r, int is_send) {
-  memset(c, 0, sizeof *c);
-  c->ctrl = r->ctrl;
-  c->buff = r->buff;
-  c->step_bytes = STEP_BYTES;
-  c->proto = r->proto;
-  c->is_send = is_send;
-  c->peer = is_send ? 1 : 0;
-}
+/* One end's view of the shared connection for a round: is_send 1 is rank 0 sending on its
+ * connection 1 (ring "to next"), 0 is rank 1 receiving on its connection 0. */
+typedef struct {
+  weft_conn c;
+  weft_work w;
+  char* scratch[NSCRATCH];
+} end_t;
 
-static void work_init(weft_work* w, round_t* r, weft_conn* c, int idx, int rank) {
-  memset(w, 0, sizeof *w);
-  w->op = &r->op;
-  w->nranks = 2;
-  w->rank = rank;
-  w->conns[idx] = c;
-  w->blocked = -1;
-  w->sig_done = r->with_sig ? 0 : ~0u;
+/* Wait for the next round and set this end up for it; 0 when the test is over. */
+static int next_round(round_t* r, end_t* e, int is_send) {
+  pthread_barrier_wait(&r->start);
+  if (r->quit) return 0;
+  memset(e, 0, sizeof *e);
+  for (int i = 0; i < NSCRATCH; i++) e->scratch[i] = scratch_mem[is_send][i];
+  e->c.ctrl = r->ctrl;
+  e->c.buff = r->buff;
+  e->c.step_bytes = STEP_BYTES;
+  e->c.proto = r->proto;
+  e->c.is_send = is_send;
+  e->c.peer = is_send;
+  e->w.op = &r->op;
+  e->w.nranks = 2;
+  e->w.rank = !is_send;
+  e->w.conns[is_send] = &e->c;
+  e->w.blocked = -1;
+  e->w.sig_done = r->with_sig ? 0 : ~0u;
+  return 1;
 }
 
 static void* sender(void* arg) {
   round_t* r = arg;
-  char* scratch[NSCRATCH];
-  for (int i = 0; i < NSCRATCH; i++) scratch[i] = scratch_mem[0][i];
-  for (;;) {
-    pthread_barrier_wait(&r->start);
-    if (r->quit) return NULL;
-    weft_conn c;
-    weft_work w;
-    conn_init(&c, r, 1);
-    work_init(&w, r, &c, 1, 0);
+  end_t e;
+  while (next_round(r, &e, 1)) {
     while (!__atomic_load_n(&r->polling, __ATOMIC_ACQUIRE)) {
     }
     for (int s = 0; s < r->nsteps - r->short_by; s++) {
@@ -104,7 +106,7 @@ static void* sender(void* arg) {
       p.src = (const char*)r->in[s];
       p.nelem = r->nbytes[s];
       ncclResult_t res = ncclSuccess;
-      if (host_prim_try(&w, &p, scratch, &res) != 1) {
+      if (host_prim_try(&e.w, &p, e.scratch, &res) != 1) {
         fprintf(stderr, "FAIL: sender step %d did not run (FIFO full?)\n", s);
         exit(1);
       }
@@ -114,19 +116,13 @@ static void* sender(void* arg) {
                                 __ATOMIC_RELEASE, __ATOMIC_RELAXED);
     pthread_barrier_wait(&r->done);
   }
+  return NULL;
 }
 
 static void* receiver(void* arg) {
   round_t* r = arg;
-  char* scratch[NSCRATCH];
-  for (int i = 0; i < NSCRATCH; i++) scratch[i] = scratch_mem[1][i];
-  for (;;) {
-    pthread_barrier_wait(&r->start);
-    if (r->quit) return NULL;
-    weft_conn c;
-    weft_work w;
-    conn_init(&c, r, 0);
-    work_init(&w, r, &c, 0, 1);
+  end_t e;
+  while (next_round(r, &e, 0)) {
     r->recv_steps = 0;
     r->recv_fail = 0;
     r->recv_res = ncclSuccess;
@@ -139,7 +135,7 @@ static void* receiver(void* arg) {
       ncclResult_t res = ncclSuccess;
       int got;
       __atomic_store_n(&r->polling, 1, __ATOMIC_RELEASE);
-      while ((got = host_prim_try(&w, &p, scratch, &res)) == 0) {
+      while ((got = host_prim_try(&e.w, &p, e.scratch, &res)) == 0) {
       }
       if (got < 0) {
         r->recv_fail = 1;
@@ -150,6 +146,7 @@ static void* receiver(void* arg) {
     }
     pthread_barrier_wait(&r->done);
   }
+  return NULL;
 }
 
 int main(void) {
