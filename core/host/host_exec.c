@@ -149,6 +149,9 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
       w->idle_since_ms = now;
       return 0;
     }
+    if (w->blocked < 0 || !w->conns[w->blocked] || !w->conns[w->blocked]->watch_pid ||
+        pid_alive(w->conns[w->blocked]->watch_pid))
+      return 0; /* it now waits on another peer, which is alive */
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
          "exited",
