@@ -16,6 +16,7 @@
  * and the receiver must then fail that step with ncclRemoteError (not wait, not succeed).
  * WEFT_TEST_SEED changes the seed. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,10 @@
 #define ROUNDS 20000
 #define NEG_EVERY 100 /* every 100th round is a negative one (each logs its WARN) */
 #define STEP_BYTES 1024
+/* Looks in a tight loop before each wait starts yielding: tight looks, while the other thread
+ * runs on another core, are what meet the race; yields let a loaded machine with one free core
+ * still run the other thread. */
+#define SPINS 4096
 #define LL_PAYLOAD (STEP_BYTES / WEFT_LL_LINE_BYTES * WEFT_LL_LINE_PAYLOAD)
 
 typedef struct {
@@ -97,8 +102,8 @@ static void* sender(void* arg) {
   round_t* r = arg;
   end_t e;
   while (next_round(r, &e, 1)) {
-    while (!__atomic_load_n(&r->polling, __ATOMIC_ACQUIRE)) {
-    }
+    for (int spins = 0; !__atomic_load_n(&r->polling, __ATOMIC_ACQUIRE); spins++)
+      if (spins > SPINS) sched_yield();
     for (int s = 0; s < r->nsteps - r->short_by; s++) {
       weft_prim p = {0};
       p.nsend = 1;
@@ -135,8 +140,8 @@ static void* receiver(void* arg) {
       ncclResult_t res = ncclSuccess;
       int got;
       __atomic_store_n(&r->polling, 1, __ATOMIC_RELEASE);
-      while ((got = host_prim_try(&e.w, &p, e.scratch, &res)) == 0) {
-      }
+      for (int spins = 0; (got = host_prim_try(&e.w, &p, e.scratch, &res)) == 0; spins++)
+        if (spins > SPINS) sched_yield();
       if (got < 0) {
         r->recv_fail = 1;
         r->recv_res = res;
