@@ -502,7 +502,7 @@ static int config_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   }
   /* Destroy leaves nothing behind (docs/design.md, reliability rules). Fewer is fine: on rank 0
    * the bootstrap root of the unique id may end once every rank has connected. */
-  int fds = test_count_fds(), threads = test_count_threads();
+  int fds = test_count_fds(), threads = test_settle_threads(threads0);
   if (fds > fds0 || threads > threads0) {
     fprintf(stderr, "FAIL rank %d: after ncclCommDestroy %d fds and %d threads, before "
             "ncclCommInitRank %d and %d\n", rank, fds, threads, fds0, threads0);

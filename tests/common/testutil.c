@@ -165,6 +165,15 @@ int test_count_threads(void) {
   return count_dir("/proc/self/task") + 1;
 }
 
+int test_settle_threads(int want) {
+  int t = test_count_threads();
+  for (int i = 0; i < 200 && t > want; i++) {
+    usleep(10000);
+    t = test_count_threads();
+  }
+  return t;
+}
+
 long test_rss_kb(void) {
   FILE* f = fopen("/proc/self/status", "r");
   if (!f) return -1;

@@ -81,6 +81,10 @@ size_t test_read_full(int fd, void* buf, size_t len);
 /* Resource counts of this process, for leak checks. */
 int test_count_fds(void);
 int test_count_threads(void);
+/* The thread count once it is at most want, waiting up to 2 s: a thread that was joined, or a
+ * detached one that has returned, leaves /proc/self/task a moment later (longer on a loaded
+ * machine). More than want after that is a thread left behind. */
+int test_settle_threads(int want);
 long test_rss_kb(void);
 
 /* Deterministic per-test random numbers (xorshift); seed from WEFT_TEST_SEED or the given one. */

@@ -129,15 +129,6 @@ static int rank_main(int rank, int n, ncclUniqueId* id, void* arg) {
   return 0;
 }
 
-static int settle_threads(int want) {
-  int t = test_count_threads();
-  for (int i = 0; i < 200 && t > want; i++) {
-    usleep(10000);
-    t = test_count_threads();
-  }
-  return t;
-}
-
 /* One process, one thread, two ranks: both communicators progress inside one group. Destroy
  * gives back every thread (channel workers, proxies, socket helpers) and fd. */
 static void one_thread_two_comms(void) {
@@ -168,7 +159,7 @@ static void one_thread_two_comms(void) {
     free(s[k]);
     free(r[k]);
   }
-  EXPECT_EQ_INT(settle_threads(threads0), threads0);
+  EXPECT_EQ_INT(test_settle_threads(threads0), threads0);
   EXPECT_EQ_INT(test_count_fds(), fds0);
 }
 

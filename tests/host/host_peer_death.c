@@ -30,19 +30,10 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static int settle_threads(int want) {
-  int t = test_count_threads();
-  for (int i = 0; i < 200 && t > want; i++) {
-    usleep(10000);
-    t = test_count_threads();
-  }
-  return t;
-}
-
 /* After abort, every thread and fd of the communicator is gone. Rank 0's baseline included
  * the bootstrap root thread (it made the id), which ends on its own: at most the baseline. */
 static void check_resources(int rank, int fds0, int threads0) {
-  int threads1 = settle_threads(rank == 0 ? threads0 - 1 : threads0);
+  int threads1 = test_settle_threads(rank == 0 ? threads0 - 1 : threads0);
   int fds1 = test_count_fds();
   printf("rank %d: threads %d -> %d, fds %d -> %d\n", rank, threads0, threads1, fds0, fds1);
   if (rank == 0) {

@@ -28,24 +28,15 @@ static void cycle(int n) {
   for (int i = 0; i < n; i++) EXPECT_OK(ncclCommDestroy(comms[i]));
 }
 
-static int settle_threads(int want) {
-  int t = test_count_threads();
-  for (int i = 0; i < 200 && t > want; i++) {
-    usleep(10000);
-    t = test_count_threads();
-  }
-  return t;
-}
-
 int main(void) {
   test_require_weft_lib();
   for (int i = 0; i < 10; i++) cycle(2); /* warm up: lazily created process-wide state */
   int fds = test_count_fds();
-  int threads = settle_threads(1);
+  int threads = test_settle_threads(1);
   long rss = test_rss_kb();
   for (int i = 0; i < 200; i++) cycle(i % 3 + 2);
   int fds2 = test_count_fds();
-  int threads2 = settle_threads(threads);
+  int threads2 = test_settle_threads(threads);
   long rss2 = test_rss_kb();
   printf("fds %d -> %d, threads %d -> %d, rss %ld -> %ld kB\n", fds, fds2, threads, threads2, rss,
          rss2);

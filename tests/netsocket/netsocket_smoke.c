@@ -693,7 +693,7 @@ static int cycle_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_OK(net->finalize(ctx));
   plugin_init();
   EXPECT_EQ_INT(test_count_fds(), fds);
-  EXPECT_EQ_INT(test_count_threads(), threads);
+  EXPECT_EQ_INT(test_settle_threads(threads), threads);
   EXPECT_OK(net->finalize(ctx));
   return 0;
 }
