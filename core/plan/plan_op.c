@@ -50,16 +50,17 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
     bytes *= (size_t)comm->nranks;
   weft_op_choice c;
   weft_zc_bufs zc;
+  weft_tune_ask zc_ask;
+  const weft_tune_ask* ask = &p->ask;
   int in_place = 0;
   if (!p2p && comm->mode == WEFT_MODE_DEVICE && p->zero_copy &&
-      plan_zc_find(comm, op, &zc, &in_place)) {
-    weft_tune_ask ask = p->ask;
-    ask.zero_copy = p->zero_copy;
-    ask.in_place = in_place;
-    WEFT_CHECK(tune_op(comm->tune, &ask, op->func, bytes, &c));
-  } else {
-    WEFT_CHECK(tune_op(comm->tune, &p->ask, op->func, bytes, &c));
+      plan_zc_find(comm, op, &zc, &in_place)) { /* the windows' ask: zero copy may run */
+    zc_ask = p->ask;
+    zc_ask.zero_copy = p->zero_copy;
+    zc_ask.in_place = in_place;
+    ask = &zc_ask;
   }
+  WEFT_CHECK(tune_op(comm->tune, ask, op->func, bytes, &c));
   op->algo = c.algo;
   op->proto = c.proto;
   op->nchannels = c.nchannels;

@@ -111,6 +111,13 @@ static int direct_channels(int algo, int nch) {
   return direct && nch > WEFT_DIRECT_MAX_CHANNELS ? WEFT_DIRECT_MAX_CHANNELS : nch;
 }
 
+/* Zero copy may run algo on func: a direct algorithm that writes nothing a peer has yet to read
+ * (in-place OneShot AllReduce would overwrite its src while peers read it). */
+static int zero_copy_safe(int func, int algo, int in_place) {
+  return algo == WEFT_ALGO_TWOSHOT_ID ||
+         (algo == WEFT_ALGO_ONESHOT_ID && !(func == ncclFuncAllReduce && in_place));
+}
+
 /* Zero copy: the direct algorithm for func where the masks allow one; -1 when none. */
 static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
   const unsigned one = 1u << WEFT_ALGO_ONESHOT_ID, two = 1u << WEFT_ALGO_TWOSHOT_ID;
@@ -118,7 +125,7 @@ static int zero_copy_algo(const weft_tune_ask* a, int func, size_t nbytes) {
   if (!(a->mask->proto[func] & (1u << NCCL_PROTO_SIMPLE)) || a->nranks < 2 ||
       a->nranks > WEFT_DIRECT_MAX_RANKS)
     return -1;
-  int one_ok = (algos & one) && !(func == ncclFuncAllReduce && a->in_place);
+  int one_ok = (algos & one) && zero_copy_safe(func, WEFT_ALGO_ONESHOT_ID, a->in_place);
   if (a->zero_copy < 2) /* where it measured faster */
     return func == ncclFuncAllReduce && one_ok && nbytes > zc_rule.min_bytes &&
                    nbytes <= zc_rule.oneshot_max
@@ -197,8 +204,7 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
   out->predicted_us = d.predicted_us;
   /* Under a tuner, its direct choices on windows run zero copy (with Simple's counters). */
   if (a->device && a->zero_copy && d.proto == NCCL_PROTO_SIMPLE &&
-      (d.algo == WEFT_ALGO_TWOSHOT_ID ||
-       (d.algo == WEFT_ALGO_ONESHOT_ID && !(func == ncclFuncAllReduce && a->in_place))))
+      zero_copy_safe(func, d.algo, a->in_place))
     out->zero_copy = 1;
   return ncclSuccess;
 }

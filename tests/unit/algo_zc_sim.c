@@ -734,6 +734,19 @@ static int configs(size_t count, int* nch, size_t* chunk) {
   return k;
 }
 
+/* A case of variant v (its collective, algorithm and placement), with the planner's chunk. */
+static zc_case variant_case(int v, int n, int root, int nch, size_t count, int red) {
+  return (zc_case){.func = variants[v].func,
+                   .algo = variants[v].algo,
+                   .in_place = variants[v].in_place,
+                   .n = n,
+                   .root = root,
+                   .nch = nch,
+                   .count = count,
+                   .chunk = 0,
+                   .red = red};
+}
+
 static void suite(void) {
   for (int v = 0; v < NVARIANTS; v++)
     for (int n = 2; n <= NR_MAX; n++)
@@ -744,15 +757,8 @@ static void suite(void) {
         for (int k = 0; k < ncfg; k++) {
           int nroots = rooted(variants[v].func) ? n : 1;
           for (int root = 0; root < nroots; root++) {
-            zc_case c = {.func = variants[v].func,
-                         .algo = variants[v].algo,
-                         .in_place = variants[v].in_place,
-                         .n = n,
-                         .root = root,
-                         .nch = nch[k],
-                         .count = counts[ci],
-                         .chunk = chunk[k],
-                         .red = RED_SUM};
+            zc_case c = variant_case(v, n, root, nch[k], counts[ci], RED_SUM);
+            c.chunk = chunk[k];
             if (counts[ci] <= 17)
               run_seeds(&c, 200, 200, 0);
             else
@@ -764,15 +770,7 @@ static void suite(void) {
   for (int n = 2; n <= NR_MAX; n++)
     for (int v = 0; v < NVARIANTS; v++) {
       if (!reduces(variants[v].func)) continue;
-      zc_case c = {.func = variants[v].func,
-                   .algo = variants[v].algo,
-                   .in_place = variants[v].in_place,
-                   .n = n,
-                   .root = n - 1,
-                   .nch = 2,
-                   .count = 17,
-                   .chunk = 0,
-                   .red = RED_SUMPOSTDIV};
+      zc_case c = variant_case(v, n, n - 1, 2, 17, RED_SUMPOSTDIV);
       run_seeds(&c, 50, 50, 0);
     }
 }
@@ -828,16 +826,8 @@ static void negatives(void) {
   for (int v = 0; v < NVARIANTS; v++)
     for (int n = 2; n <= 4; n++) {
       if (variants[v].algo == WEFT_ALGO_TWOSHOT_ID && !variants[v].in_place) continue;
-      zc_case c = {.func = variants[v].func,
-                   .algo = variants[v].algo,
-                   .in_place = variants[v].in_place,
-                   .n = n,
-                   .root = n - 1,
-                   .nch = 2,
-                   .count = 17,
-                   .chunk = 0,
-                   .red = RED_SUM,
-                   .no_drain = 1};
+      zc_case c = variant_case(v, n, n - 1, 2, 17, RED_SUM);
+      c.no_drain = 1;
       g_cases++;
       int bad = failing_seeds(&c, 200, first, sizeof first);
       case_name(&c, name, sizeof name);
@@ -858,15 +848,7 @@ static int probe_redops(void) {
   char first[1024], name[200];
   for (int v = 0; v < NVARIANTS; v++) {
     if (!reduces(variants[v].func)) continue;
-    zc_case c = {.func = variants[v].func,
-                 .algo = variants[v].algo,
-                 .in_place = variants[v].in_place,
-                 .n = 4,
-                 .root = 1,
-                 .nch = 1,
-                 .count = 17,
-                 .chunk = 0,
-                 .red = RED_PREMULSUM};
+    zc_case c = variant_case(v, 4, 1, 1, 17, RED_PREMULSUM);
     int bad = failing_seeds(&c, 20, first, sizeof first);
     case_name(&c, name, sizeof name);
     printf("%s %s: %d/20 seeds wrong%s%s\n", bad ? "FAIL" : "ok  ", name, bad, bad ? ", e.g. " : "",
