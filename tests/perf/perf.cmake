@@ -236,3 +236,18 @@ perf_test(NAME perf_vs_cuda_fake_runtime LABELS unit mp ENV ${PERF_CUDART_ENV}
   --vs-json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_cuda.json --
   ${PERF_BIN} --backend cuda --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_gather -np 2 -g 1
   -b 8 -e 64K -f 8 -n 2 -G 2 -T 100 --json ${CMAKE_CURRENT_BINARY_DIR}/perf_vs_cuda.json)
+
+# --- libweft-kernel-times (tools/kernel-times), GPU only -----------------------------------
+# Under CUDA_INJECTION64_PATH the report counts what ran on the GPU: a one-rank out-of-place
+# AllReduce of 1 MiB is one device-to-device copy node per captured call, so -n 5 calls
+# captured and replayed -G 2 times are 10 copies marked [graph] (the -w 1 launched call may be
+# a copy kernel instead, and is not counted here). Skipped where no GPU is usable (weft-perf
+# cannot select device 0).
+if(TARGET weft-kernel-times)
+  perf_test(NAME perf_kernel_times_counts_graph_copies LABELS gpu
+    ENV WEFT_DEVICE=device CUDA_INJECTION64_PATH=$<TARGET_FILE:weft-kernel-times>
+    ARGS --skip-if "selecting device 0|cudaGetDeviceCount|no CUDA device"
+    --err "^# weft-kernel-times: GPU time per kernel"
+    --err "^  copy +10 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+  memcpy DtoD 1048576 B \\[graph\\]$" --
+    ${PERF_BIN} all_reduce -g 1 --backend cuda -b 1M -e 1M -n 5 -w 1 -G 2 -c 0)
+endif()

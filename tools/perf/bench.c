@@ -408,8 +408,19 @@ static void emit_row(struct perf_proc* p, const struct test* t, struct perf_row*
   perf_vs_row(p, &r);
 }
 
+/* Folds turn number `n` (1-based) of a size into the row's half `acc`: the running mean of
+ * the times, the bandwidths of that mean, the wrong elements of all turns (each checks). */
+static void half_mean(const struct test* t, int nranks, struct perf_half_row* acc,
+                      const struct perf_half_row* next, int n) {
+  acc->time_us += (next->time_us - acc->time_us) / n;
+  acc->wrong += next->wrong;
+  acc->reported |= next->reported;
+  perf_coll_bw(t->coll->id, t->counts.paramcount, t->type->size, acc->time_us * 1e-6, nranks,
+               &acc->algbw, &acc->busbw);
+}
+
 /* nccl-tests' TimeTest: warm-up over the sizes, then one row per size. Under --vs every size
- * is a turn of its own, which starts with its own warm-up instead (bench_time, vs_warmup);
+ * is two turns (vs.h), each starting with its own warm-up instead (bench_time, vs_warmup);
  * the sweep over the sizes is left out there, as it would run a turn before the sizes. */
 static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* bw_count,
                      int* errors) {
@@ -449,6 +460,21 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
     };
     rc = bench_time(p, t, 0, &row.oop);
     if (rc == 0) rc = bench_time(p, t, 1, &row.ip);
+    /* --vs: the second turn of the size (vs.h); the row is the mean of the two. */
+    for (int turn = 1; vs && rc == 0 && turn < PERF_VS_TURNS_PER_SIZE; turn++) {
+      struct perf_half_row oop, ip;
+      if (perf_vs_turn(p)) {
+        rc = -1;
+        p->failed = 1;
+        break;
+      }
+      rc = bench_time(p, t, 0, &oop);
+      if (rc == 0) rc = bench_time(p, t, 1, &ip);
+      if (rc == 0) {
+        half_mean(t, p->nranks, &row.oop, &oop, turn + 1);
+        half_mean(t, p->nranks, &row.ip, &ip, turn + 1);
+      }
+    }
     if (rc) break;
     *bw_sum += row.oop.busbw + row.ip.busbw;
     *bw_count += 2;
@@ -477,8 +503,10 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
   if (o->blocking) printf("# Blocking Enabled: wait and barrier after each iteration\n");
   if (p->s->vs_fd >= 0)
     printf("# --vs: every size is a turn and starts with its own warm-up: max(-w, %d) calls, "
-           "doubled until %d us have passed (at most %d)\n",
-           PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS);
+           "doubled until %d us have passed (at most %d); %d turns per size (rounds A B, "
+           "B A), the row is their mean\n",
+           PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS,
+           PERF_VS_TURNS_PER_SIZE);
   perf_table_columns(stdout);
   fflush(stdout);
 }

@@ -8,7 +8,8 @@
 #   followed by N in-place calls of the same process and size: nothing of the other library
 #   comes between the warm-up and the timing, so the warm-up belongs to the turn. The untimed
 #   calls span at least U microseconds (or there are 4096 of them). Both processes time the
-#   same sizes, and turns go A B, B A, … (no process runs more than two turns in a row).
+#   same sizes, and turns go A B, B A, … (no process runs more than two turns in a row). Each
+#   size is two turns of each library, in the order A B B A: one round of each order.
 # mode=sweep (no --vs, nccl-tests): one process; first W out-of-place calls of each size in
 #   turn (the warm-up sweep), then per size N out-of-place and N in-place calls.
 function fail(msg) {
@@ -48,11 +49,21 @@ END {
         fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want " n)
       if (!(pid[i] in sizes)) npids++
       seq[pid[i], sizes[pid[i]]++] = cnt[i]
+      nturns += 0; tpid[nturns] = pid[i]; tcnt[nturns] = cnt[i]; nturns++
       if (least < 0 || warm < least) least = warm
       run_len = (i > 1 && pid[i - 1] == pid[i]) ? run_len + 1 : 1
       if (run_len > 2) fail("pid " pid[i] " ran " run_len " turns in a row")
     }
     if (npids != 2) fail(npids + 0 " processes traced, want 2 (libraries A and B)")
+    if (nturns % 4) fail(nturns " turns, want 4 per size (A B B A)")
+    for (j = 0; j + 3 < nturns; j += 4)
+      if (tpid[j] == tpid[j + 1] || tpid[j + 1] != tpid[j + 2] || tpid[j + 3] != tpid[j] ||
+          tcnt[j + 1] != tcnt[j] || tcnt[j + 2] != tcnt[j] || tcnt[j + 3] != tcnt[j]) {
+        fail("turns " j "-" j + 3 ": not one size in the order A B B A (pids " tpid[j] " " \
+             tpid[j + 1] " " tpid[j + 2] " " tpid[j + 3] ", counts " tcnt[j] " " tcnt[j + 1] \
+             " " tcnt[j + 2] " " tcnt[j + 3] ")")
+        break
+      }
     for (p in sizes) {
       if (!first) first = p
       if (sizes[p] != sizes[first])
@@ -62,8 +73,9 @@ END {
           fail("size " k ": count " seq[p, k] " against " seq[first, k])
     }
     if (!bad)
-      print "warm-up in every turn: " npids " libraries, " sizes[first] " sizes each, at least " \
-            least " untimed calls (and " us " us) right before each size's timing"
+      print "warm-up in every turn: " npids " libraries, " sizes[first] / 2 " sizes each in " \
+            "two turns (A B B A), at least " least " untimed calls (and " us " us) right " \
+            "before each turn's timing"
   } else {
     for (i = 1; i <= nr; i++) if (pid[i] != pid[1]) { fail("more than one process traced"); exit 1 }
     s = 0
