@@ -251,3 +251,9 @@ if(TARGET weft-kernel-times)
     --err "^  copy +10 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+  memcpy DtoD 1048576 B \\[graph\\]$" --
     ${PERF_BIN} all_reduce -g 1 --backend cuda -b 1M -e 1M -n 5 -w 1 -G 2 -c 0)
 endif()
+
+# --- tools/bench: medians over --vs runs ---------------------------------------------------
+add_test(NAME perf_vs_median_and_repeat COMMAND /bin/sh ${PERF_DIR}/scripts/vs_median_check.sh
+  ${PROJECT_SOURCE_DIR}/tools/bench ${PERF_BIN} ${PERF_FAKE})
+set_tests_properties(perf_vs_median_and_repeat PROPERTIES LABELS "unit;mp" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")

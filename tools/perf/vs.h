@@ -14,8 +14,8 @@
  * for printing at the end.
  *
  * Turns: a group runs only while it holds the turn; the other waits, blocked in a read (no
- * polling, no GPU work queued). A turn is the group's initialisation, one size of one test
- * (its warm-up, then out-of-place and in-place, with checking), or its teardown. The
+ * polling, no GPU work queued). A turn is the group's initialisation, one timing of one size
+ * of one test (its warm-up, then out-of-place and in-place, with checking), or its teardown. The
  * coordinator alternates turns in the order A B, B A, A B, … so neither library always runs
  * right after the other. Rows travel to the coordinator as they are measured.
  *
