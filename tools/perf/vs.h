@@ -15,9 +15,9 @@
  *
  * Turns: a group runs only while it holds the turn; the other waits, blocked in a read (no
  * polling, no GPU work queued). A turn is the group's initialisation, one timing of one size
- * of one test (its warm-up, then out-of-place and in-place, with checking), or its teardown. The
- * coordinator alternates turns in the order A B, B A, A B, … so neither library always runs
- * right after the other. Rows travel to the coordinator as they are measured.
+ * of one test (its warm-up, then out-of-place and in-place, with checking), or its teardown.
+ * The coordinator alternates turns in the order A B, B A, A B, … so neither library always
+ * runs right after the other. Rows travel to the coordinator as they are measured.
  *
  * Two turns per size (PERF_VS_TURNS_PER_SIZE): each library times every size twice, once in
  * the round A B and once in the round B A, and its row holds the mean of the two. With one
