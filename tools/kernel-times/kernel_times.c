@@ -181,7 +181,8 @@ static void kt_report(void) {
             e->n, total_of(e), e->us[0], e->us[e->n / 2], e->us[(e->n * 9) / 10],
             e->us[e->n - 1], e->name, e->in_graph ? " [graph]" : "");
   }
-  if (kt_dropped) fprintf(out, "# %zu records dropped (out of memory or CUPTI buffers)\n", kt_dropped);
+  if (kt_dropped)
+    fprintf(out, "# %zu records dropped (out of memory or CUPTI buffers)\n", kt_dropped);
   pthread_mutex_unlock(&kt_lock);
   if (out != stderr) fclose(out);
 }
