@@ -26,6 +26,7 @@ struct kt_entry {
   char* name;
   double* us; /* durations */
   size_t n, cap;
+  double total; /* set by the report, before it sorts */
 };
 
 /* The table of names: CUPTI hands completed buffers to one of its threads, the report runs at
@@ -34,6 +35,7 @@ static pthread_mutex_t kt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kt_entry* kt_tab;
 static size_t kt_n, kt_cap;
 static size_t kt_dropped;
+static int kt_api; /* WEFT_KT_API set and not 0 */
 
 static struct kt_entry* kt_find(int kind, int in_graph, const char* name) {
   for (size_t i = 0; i < kt_n; i++)
@@ -129,8 +131,6 @@ static void CUPTIAPI kt_buffer_requested(uint8_t** buffer, size_t* size, size_t*
 
 static void CUPTIAPI kt_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer,
                                          size_t size, size_t valid) {
-  (void)ctx;
-  (void)stream;
   (void)size;
   CUpti_Activity* r = NULL;
   pthread_mutex_lock(&kt_lock);
@@ -155,8 +155,7 @@ static double total_of(const struct kt_entry* e) {
 static int cmp_entry(const void* a, const void* b) {
   const struct kt_entry *x = a, *y = b;
   if (x->kind != y->kind) return x->kind - y->kind;
-  double tx = total_of(x), ty = total_of(y);
-  return (tx < ty) - (tx > ty);
+  return (x->total < y->total) - (x->total > y->total);
 }
 
 static void kt_report(void) {
@@ -168,9 +167,10 @@ static void kt_report(void) {
     out = stderr;
   }
   pthread_mutex_lock(&kt_lock);
+  for (size_t i = 0; i < kt_n; i++) kt_tab[i].total = total_of(&kt_tab[i]);
   qsort(kt_tab, kt_n, sizeof *kt_tab, cmp_entry);
   fprintf(out, "# weft-kernel-times: GPU time per kernel, copy and memset (CUPTI), in us%s\n",
-          getenv("WEFT_KT_API") ? "; api: host time per CUDA call" : "");
+          kt_api ? "; api: host time per CUDA call" : "");
   fprintf(out, "# %-6s %8s %12s %9s %9s %9s %9s  %s\n", "kind", "count", "total", "min", "median",
           "p90", "max", "name");
   for (size_t i = 0; i < kt_n; i++) {
@@ -178,7 +178,7 @@ static void kt_report(void) {
     if (!e->n) continue;
     qsort(e->us, e->n, sizeof *e->us, cmp_double);
     fprintf(out, "  %-6s %8zu %12.3f %9.3f %9.3f %9.3f %9.3f  %s%s\n", kt_kind_name[e->kind],
-            e->n, total_of(e), e->us[0], e->us[e->n / 2], e->us[(e->n * 9) / 10],
+            e->n, e->total, e->us[0], e->us[e->n / 2], e->us[(e->n * 9) / 10],
             e->us[e->n - 1], e->name, e->in_graph ? " [graph]" : "");
   }
   if (kt_dropped)
@@ -198,7 +198,8 @@ int InitializeInjection(void) {
            cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS &&
            cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET) == CUPTI_SUCCESS;
   const char* api = getenv("WEFT_KT_API");
-  if (ok && api && *api && strcmp(api, "0"))
+  kt_api = api && *api && strcmp(api, "0");
+  if (ok && kt_api)
     ok = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS &&
          cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS;
   if (!ok) fprintf(stderr, "weft-kernel-times: cuptiActivityEnable failed\n");
