@@ -163,9 +163,10 @@ perf_test(NAME perf_vs_warmup_every_turn LABELS unit mp ENV FAKE_NCCL_TRACE=${PE
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 2 -b 8 -e 256K -f 8 -n 3
   -w 2 -c 0 -T 100)
 perf_test(NAME perf_vs_warmup_every_turn_w LABELS unit mp ENV FAKE_NCCL_TRACE=${PERF_TRACE}_w.trace
-  ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_w.trace turn 9 2 100 --
+  ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_w.trace turn6 9 2 100
+  --out "; 6 turns per size .rounds A B, B A, …., the row is their median" --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE} all_reduce -np 1 -b 1K -e 64K -f 4 -n 2 -w 9 -c 0
-  -T 100)
+  --vs-turns 6 -T 100)
 perf_test(NAME perf_warmup_sweep_without_vs LABELS unit mp
   ENV FAKE_NCCL_TRACE=${PERF_TRACE}_plain.trace
   ARGS --not-out "FAILED" --not-out "--vs: every size" --not-out "worst time"

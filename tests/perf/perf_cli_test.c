@@ -95,6 +95,9 @@ static void options_parse_like_nccl_tests(void) {
   CHECK(PARSE("--cudagraph=3") == 0 && o.graph_launches == 3);
   CHECK(PARSE("--vs", "/usr/lib/libnccl.so.2", "--plot", "out.png", "--json", "o.json") == 0);
   CHECK(!strcmp(o.vs, "/usr/lib/libnccl.so.2") && !strcmp(o.plot, "out.png"));
+  CHECK(o.vs_turns == PERF_VS_TURNS_DEFAULT && o.vs_turns % 2 == 0);
+  CHECK(PARSE("--vs", "x.so", "--vs-turns", "6") == 0 && o.vs_turns == 6);
+  CHECK(PARSE("--vs", "x.so", "--vs-turns=2") == 0 && o.vs_turns == 2);
   /* -R 0|1|2 (nccl-tests' local_register). */
   CHECK(PARSE("-R", "0") == 0 && o.reg == 0);
   CHECK(PARSE("-R", "1") == 0 && o.reg == 1);
@@ -156,6 +159,10 @@ static void bad_flags_are_usage_errors(void) {
   CHECK(PARSE("--vs") == PERF_EXIT_USAGE && strstr(err, "needs a value"));
   CHECK(PARSE("--vs", "") == PERF_EXIT_USAGE && strstr(err, "empty path"));
   CHECK(PARSE("--vs", "x.so", "--explain") == PERF_EXIT_USAGE && strstr(err, "--explain"));
+  CHECK(PARSE("--vs", "x.so", "--vs-turns", "3") == PERF_EXIT_USAGE && strstr(err, "even"));
+  CHECK(PARSE("--vs", "x.so", "--vs-turns", "0") == PERF_EXIT_USAGE && strstr(err, "even"));
+  CHECK(PARSE("--vs", "x.so", "--vs-turns", "18") == PERF_EXIT_USAGE && strstr(err, "2 to 16"));
+  CHECK(PARSE("--vs-turns", "6") == PERF_EXIT_USAGE && strstr(err, "under --vs"));
   CHECK(PARSE("--plot", "") == PERF_EXIT_USAGE);
   CHECK(PARSE("--all", "sendrecv") == PERF_EXIT_USAGE);
   CHECK(PARSE("-b", "2M", "-e", "1M") == PERF_EXIT_USAGE && strstr(err, "larger"));
@@ -555,6 +562,23 @@ static void plot_writes_a_png(void) {
   perf_results_free(&rs);
 }
 
+/* --vs: a row's half is the median of its turns; one turn far off moves it not at all. */
+static void vs_half_median_of_turns(void) {
+  struct perf_half_row t[6], out;
+  const double times[6] = {5.0, 4.0, 40.0, 6.0, 4.5, 5.5}; /* one turn hit by something */
+  for (int i = 0; i < 6; i++) t[i] = (struct perf_half_row){times[i], 9, 9, i == 3 ? 2 : 0, 1};
+  perf_half_median(t, 6, &out);
+  CHECK(out.time_us == 5.25 && out.wrong == 2 && out.reported == 1);
+  CHECK(out.algbw == 0 && out.busbw == 0); /* the caller's */
+  for (int i = 0; i + 1 < 6; i++) CHECK(t[i].time_us <= t[i + 1].time_us);
+  struct perf_half_row u[3] = {{7, 0, 0, 0, 0}, {1, 0, 0, 0, 0}, {3, 0, 0, 0, 0}};
+  perf_half_median(u, 3, &out);
+  CHECK(out.time_us == 3 && out.wrong == 0 && out.reported == 0);
+  struct perf_half_row two[2] = {{2, 0, 0, 0, 1}, {8, 0, 0, 0, 1}};
+  perf_half_median(two, 2, &out);
+  CHECK(out.time_us == 5 && out.reported == 1); /* two turns: their mean */
+}
+
 int main(void) {
   sizes_parse_with_suffixes();
   options_parse_like_nccl_tests();
@@ -568,6 +592,7 @@ int main(void) {
   checker_split_over_threads_agrees();
   vs_pairs_ratios_and_table();
   vs_worst_time_ratio_small_sizes();
+  vs_half_median_of_turns();
   plot_writes_a_png();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;

@@ -408,19 +408,21 @@ static void emit_row(struct perf_proc* p, const struct test* t, struct perf_row*
   perf_vs_row(p, &r);
 }
 
-/* Folds turn number `n` (1-based) of a size into the row's half `acc`: the running mean of
- * the times, the bandwidths of that mean, the wrong elements of all turns (each checks). */
-static void half_mean(const struct test* t, int nranks, struct perf_half_row* acc,
-                      const struct perf_half_row* next, int n) {
-  acc->time_us += (next->time_us - acc->time_us) / n;
-  acc->wrong += next->wrong;
-  acc->reported |= next->reported;
-  perf_coll_bw(t->coll->id, t->counts.paramcount, t->type->size, acc->time_us * 1e-6, nranks,
-               &acc->algbw, &acc->busbw);
+/* The row's half from the turns of one size (--vs, vs.h): perf_half_median, with the
+ * bandwidths of its time. */
+static void half_median(const struct test* t, int nranks, struct perf_half_row* turns, int n,
+                        struct perf_half_row* out) {
+  if (n == 1) { /* no --vs: nccl-tests' row as timed */
+    *out = turns[0];
+    return;
+  }
+  perf_half_median(turns, n, out);
+  perf_coll_bw(t->coll->id, t->counts.paramcount, t->type->size, out->time_us * 1e-6, nranks,
+               &out->algbw, &out->busbw);
 }
 
 /* nccl-tests' TimeTest: warm-up over the sizes, then one row per size. Under --vs every size
- * is two turns (vs.h), each starting with its own warm-up instead (bench_time, vs_warmup);
+ * is --vs-turns turns (vs.h), each starting with its own warm-up instead (bench_time, vs_warmup);
  * the sweep over the sizes is left out there, as it would run a turn before the sizes. */
 static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* bw_count,
                      int* errors) {
@@ -458,22 +460,21 @@ static int time_test(struct perf_proc* p, struct test* t, double* bw_sum, int* b
         .op = t->coll->has_op ? t->op->name : "none",
         .root = t->coll->has_root ? t->root : -1,
     };
-    rc = bench_time(p, t, 0, &row.oop);
-    if (rc == 0) rc = bench_time(p, t, 1, &row.ip);
-    /* --vs: the second turn of the size (vs.h); the row is the mean of the two. */
-    for (int turn = 1; vs && rc == 0 && turn < PERF_VS_TURNS_PER_SIZE; turn++) {
-      struct perf_half_row oop, ip;
-      if (perf_vs_turn(p)) {
+    /* --vs: the size's turns (vs.h); the row holds their median. */
+    struct perf_half_row oops[PERF_VS_TURNS_MAX], ips[PERF_VS_TURNS_MAX];
+    int turns = vs ? o->vs_turns : 1;
+    for (int turn = 0; rc == 0 && turn < turns; turn++) {
+      if (turn > 0 && perf_vs_turn(p)) {
         rc = -1;
         p->failed = 1;
         break;
       }
-      rc = bench_time(p, t, 0, &oop);
-      if (rc == 0) rc = bench_time(p, t, 1, &ip);
-      if (rc == 0) {
-        half_mean(t, p->nranks, &row.oop, &oop, turn + 1);
-        half_mean(t, p->nranks, &row.ip, &ip, turn + 1);
-      }
+      rc = bench_time(p, t, 0, &oops[turn]);
+      if (rc == 0) rc = bench_time(p, t, 1, &ips[turn]);
+    }
+    if (rc == 0) {
+      half_median(t, p->nranks, oops, turns, &row.oop);
+      half_median(t, p->nranks, ips, turns, &row.ip);
     }
     if (rc) break;
     *bw_sum += row.oop.busbw + row.ip.busbw;
@@ -504,9 +505,9 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
   if (p->s->vs_fd >= 0)
     printf("# --vs: every size is a turn and starts with its own warm-up: max(-w, %d) calls, "
            "doubled until %d us have passed (at most %d); %d turns per size (rounds A B, "
-           "B A), the row is their mean\n",
+           "B A, …), the row is their median\n",
            PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS,
-           PERF_VS_TURNS_PER_SIZE);
+           o->vs_turns);
   perf_table_columns(stdout);
   fflush(stdout);
 }

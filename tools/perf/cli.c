@@ -105,6 +105,7 @@ enum opt_id {
   O_GRAPH_NODES,
   O_EXPLAIN_PNG,
   O_VS,
+  O_VS_TURNS,
   O_PLOT,
   O_GRAPH,
   O_REGISTER,
@@ -152,6 +153,7 @@ static const struct opt_def opt_defs[] = {
     {0, "graph-nodes", O_GRAPH_NODES, 0, NULL},
     {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
     {0, "vs", O_VS, 1, NULL},
+    {0, "vs-turns", O_VS_TURNS, 1, NULL},
     {0, "plot", O_PLOT, 1, NULL},
     {'G', "cudagraph", O_GRAPH, 1, NULL},
     {0, "coll", O_COLL, 1, NULL},
@@ -211,6 +213,8 @@ void perf_usage(FILE* out, const char* prog) {
       "                          its own processes, taking turns size by size; prints both\n"
       "                          tables and a comparison (A = --lib or weft, B = PATH);\n"
       "                          each size's turn starts with its own warm-up\n"
+      "      --vs-turns K        with --vs: turns per size and library, in rounds A B, B A,\n"
+      "                          ...; the row is their median (even, 2 to %d; default %d)\n"
       "      --plot FILE         PNG of busbw and time per call against size (one line per\n"
       "                          library and collective)\n"
       "      --backend B         auto, host or cuda: where buffers live (default auto)\n"
@@ -228,7 +232,7 @@ void perf_usage(FILE* out, const char* prog) {
       "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n"
       "NCCL_NVLS_ENABLE=0 is set for the run unless the environment sets it (NVLink multicast\n"
       "stays off by default).\n",
-      prog);
+      prog, PERF_VS_TURNS_MAX, PERF_VS_TURNS_DEFAULT);
 }
 
 static void set_defaults(struct perf_opts* o) {
@@ -239,6 +243,7 @@ static void set_defaults(struct perf_opts* o) {
   o->stepfactor = 1;
   o->iters = 20;
   o->warmup = 1;
+  o->vs_turns = PERF_VS_TURNS_DEFAULT;
   o->agg_iters = 1;
   o->check = 1;
   o->average = 1;
@@ -428,6 +433,12 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
       if (!*v) return fail(err, errlen, "%s: empty path", flag);
       o->vs = v;
       return 0;
+    case O_VS_TURNS:
+      if (parse_int(v, 2, PERF_VS_TURNS_MAX, &n) || n % 2)
+        return fail(err, errlen, "%s '%s': expected an even number of turns, 2 to %d", flag, v,
+                    PERF_VS_TURNS_MAX);
+      o->vs_turns = (int)n;
+      return 0;
     case O_PLOT:
       if (!*v) return fail(err, errlen, "%s: empty file name", flag);
       o->plot = v;
@@ -509,6 +520,8 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
     return fail(err, errlen, "--explain and --vs: ask for the decisions in a run of its own");
   if (o->vs && o->baseline_only)
     return fail(err, errlen, "--baseline-only measures no library; drop --vs");
+  if (o->vs_turns != PERF_VS_TURNS_DEFAULT && !o->vs)
+    return fail(err, errlen, "--vs-turns %d: turns are taken under --vs PATH only", o->vs_turns);
   if (o->graph_nodes && !o->graph_launches)
     return fail(err, errlen, "--graph-nodes describes -G's graphs: give -G N too");
   if (o->graph_launches && o->blocking)

@@ -140,6 +140,7 @@ struct perf_opts {
   int min_bw_set;
   double min_bw;      /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
   const char* vs;     /* --vs PATH: a second library, measured alternately with the first */
+  int vs_turns;       /* --vs-turns K: turns per size and library under --vs (vs.h) */
   const char* plot;   /* --plot FILE.png: busbw and time against size */
   int graph_launches; /* -G N: capture the timed iterations in a CUDA graph, launch it N times */
   int graph_nodes;    /* --graph-nodes: print what each captured graph holds (stderr) */
@@ -150,6 +151,10 @@ struct perf_opts {
   int explain_png_given;   /* --explain-png was given (else the default file) */
   unsigned given;          /* PERF_GIVEN_* bits: which defaults the user overrode */
 };
+
+/* --vs-turns: the turns each library takes per size, an even number so that each library has
+ * as many rounds A B as B A (vs.h). */
+enum { PERF_VS_TURNS_DEFAULT = 4, PERF_VS_TURNS_MAX = 16 };
 
 enum {
   PERF_GIVEN_MINBYTES = 1u << 0,

@@ -57,6 +57,27 @@ void perf_half_ratio(const struct perf_half_row* a, const struct perf_half_row* 
   *busbw_ratio = a->busbw > 0 && b->busbw > 0 ? a->busbw / b->busbw : NAN;
 }
 
+static int half_time_cmp(const void* a, const void* b) {
+  double x = ((const struct perf_half_row*)a)->time_us;
+  double y = ((const struct perf_half_row*)b)->time_us;
+  return (x > y) - (x < y);
+}
+
+void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* out) {
+  int64_t wrong = 0;
+  int reported = 0;
+  for (int i = 0; i < n; i++) {
+    wrong += turns[i].wrong;
+    reported |= turns[i].reported;
+  }
+  qsort(turns, (size_t)n, sizeof *turns, half_time_cmp);
+  *out = turns[n / 2];
+  if (n % 2 == 0) out->time_us = (turns[n / 2 - 1].time_us + turns[n / 2].time_us) / 2;
+  out->algbw = out->busbw = 0;
+  out->wrong = wrong;
+  out->reported = reported;
+}
+
 /* --- JSON ---------------------------------------------------------------------------------- */
 
 struct sbuf {

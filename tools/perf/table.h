@@ -36,6 +36,11 @@ void perf_table_row(FILE* out, const struct perf_row* row);
 void perf_half_ratio(const struct perf_half_row* a, const struct perf_half_row* b,
                      double* time_ratio, double* busbw_ratio);
 
+/* --vs: one half row from the n >= 1 timings of a size (its turns): the median time (the mean
+ * of the middle two when n is even), the wrong elements of all of them, reported if any was;
+ * the bandwidths are the caller's (they depend on the collective). Sorts turns by time. */
+void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* out);
+
 /* JSON output (--json). Rows are written as they come; the summary at close. */
 struct perf_json;
 struct perf_json* perf_json_open(const char* path, int argc, char** argv);

@@ -19,16 +19,18 @@
  * The coordinator alternates turns in the order A B, B A, A B, … so neither library always
  * runs right after the other. Rows travel to the coordinator as they are measured.
  *
- * Two turns per size (PERF_VS_TURNS_PER_SIZE): each library times every size twice, once in
- * the round A B and once in the round B A, and its row holds the mean of the two. With one
- * turn per size, a library ran right after its own previous turn at every other size and
- * right after the other library's at the rest, the same library at the same sizes in every
- * run (each test has as many sizes, so its first size always fell to the round A B). Measured
- * on one H200 (-G 5, one rank), that order alone made the library that had the turn before
- * 1.2-1.9x slower at rows whose graphs are empty (a few us timed in all): weft against weft
- * as much as weft against NCCL, and with the libraries swapped the other one looked slower.
- * With both orders at every size, what one order does to a timing hits both libraries alike
- * (docs/perf-notes.md, tenth session).
+ * Turns per size (--vs-turns K, even; perf.h): each library times every size K times, in K
+ * rounds whose order alternates (A B, B A, A B, …), and its row holds the median of its K
+ * timings. With one turn per size, a library ran right after its own previous turn at every
+ * other size and right after the other library's at the rest, the same library at the same
+ * sizes in every run (each test has as many sizes, so its first size always fell to the round
+ * A B). Measured on one H200 (-G 5, one rank), that order alone made the library that had the
+ * turn before 1.2-1.9x slower at rows whose graphs are empty (a few us timed in all): weft
+ * against weft as much as weft against NCCL, and with the libraries swapped the other one
+ * looked slower. With both orders at every size, what one order does to a timing hits both
+ * libraries alike (docs/perf-notes.md, tenth session). The median, rather than the mean, is
+ * what one timing hit by something else on the machine (a microsecond-scale timing moves by
+ * 10-30 % on its own) cannot move (eleventh session).
  *
  * Warm-up: a library that runs right after the other library's turn finds the GPUs' clocks
  * and the caches as the other left them (measured on 2 GPUs: 6-8 us slower per call at small
@@ -44,8 +46,7 @@
 enum {
   PERF_VS_WARMUP_MIN_CALLS = 5,   /* untimed calls per turn at least, even with -w 0..4 */
   PERF_VS_WARMUP_MIN_US = 200,    /* and at least this long (tiny sizes: many calls) */
-  PERF_VS_WARMUP_MAX_CALLS = 4096, /* but never more calls than this per turn */
-  PERF_VS_TURNS_PER_SIZE = 2       /* rounds A B and B A; the row is their mean (above) */
+  PERF_VS_WARMUP_MAX_CALLS = 4096 /* but never more calls than this per turn */
 };
 
 /* The coordinator: forks both groups (library A = s->o->lib or weft, B = s->o->vs), serves

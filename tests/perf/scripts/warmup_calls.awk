@@ -1,7 +1,7 @@
 # Checks the stand-in library's call trace (FAKE_NCCL_TRACE: "pid call count in-place ns", one
 # line per call of rank 0, in time order over every process) of a one-collective run with -c 0:
 # where weft-perf puts the warm-up.
-#   awk -v mode=turn|sweep -v w=W -v n=N -v us=U -f warmup_calls.awk TRACE
+#   awk -v mode=turn|turnK|sweep -v w=W -v n=N -v us=U -f warmup_calls.awk TRACE
 # A run is a stretch of calls of one process with the same call, count and in-place flag.
 # mode=turn (--vs): the trace holds two processes (library A's and B's rank 0); each size is
 #   one run of out-of-place calls, at least W untimed ones and then the N timed ones, directly
@@ -9,7 +9,8 @@
 #   comes between the warm-up and the timing, so the warm-up belongs to the turn. The untimed
 #   calls span at least U microseconds (or there are 4096 of them). Both processes time the
 #   same sizes, and turns go A B, B A, … (no process runs more than two turns in a row). Each
-#   size is two turns of each library, in the order A B B A: one round of each order.
+#   size is K turns of each library (mode=turnK; mode=turn: K = 4, weft-perf's default), in K
+#   rounds A B, B A, A B, …: as many rounds of each order.
 # mode=sweep (no --vs, nccl-tests): one process; first W out-of-place calls of each size in
 #   turn (the warm-up sweep), then per size N out-of-place and N in-place calls.
 function fail(msg) {
@@ -29,7 +30,9 @@ function fail(msg) {
 }
 END {
   if (nr == 0) { fail("no calls traced"); exit 1 }
-  if (mode == "turn") {
+  if (mode ~ /^turn[0-9]*$/) {
+    kt = substr(mode, 5) + 0
+    if (kt == 0) kt = 4
     least = -1
     for (i = 1; i <= nr; i += 2) {
       if (inpl[i] != 0 || i + 1 > nr || inpl[i + 1] != 1 || pid[i + 1] != pid[i] ||
@@ -55,15 +58,21 @@ END {
       if (run_len > 2) fail("pid " pid[i] " ran " run_len " turns in a row")
     }
     if (npids != 2) fail(npids + 0 " processes traced, want 2 (libraries A and B)")
-    if (nturns % 4) fail(nturns " turns, want 4 per size (A B B A)")
-    for (j = 0; j + 3 < nturns; j += 4)
-      if (tpid[j] == tpid[j + 1] || tpid[j + 1] != tpid[j + 2] || tpid[j + 3] != tpid[j] ||
-          tcnt[j + 1] != tcnt[j] || tcnt[j + 2] != tcnt[j] || tcnt[j + 3] != tcnt[j]) {
-        fail("turns " j "-" j + 3 ": not one size in the order A B B A (pids " tpid[j] " " \
-             tpid[j + 1] " " tpid[j + 2] " " tpid[j + 3] ", counts " tcnt[j] " " tcnt[j + 1] \
-             " " tcnt[j + 2] " " tcnt[j + 3] ")")
-        break
+    if (nturns % (2 * kt)) fail(nturns " turns, want " 2 * kt " per size (" kt " rounds)")
+    for (j = 0; j + 2 * kt - 1 < nturns && !bad; j += 2 * kt) {
+      if (j > 0 && tcnt[j] == tcnt[j - 1]) # one collective: every size differs from the last
+        fail("turns " j "-" j + 2 * kt - 1 ": count " tcnt[j] " again: more than " kt \
+             " rounds of one size")
+      for (m = 0; m < 2 * kt; m++) {
+        want = (int(m / 2) % 2 == m % 2) ? tpid[j] : tpid[j + 1] # A B, B A, A B, …
+        if (tpid[j] == tpid[j + 1] || tpid[j + m] != want || tcnt[j + m] != tcnt[j]) {
+          fail("turns " j "-" j + 2 * kt - 1 ": not one size in " kt " rounds A B, B A, … " \
+               "(turn " j + m ": pid " tpid[j + m] " count " tcnt[j + m] ", want pid " want \
+               " count " tcnt[j] ")")
+          break
+        }
       }
+    }
     for (p in sizes) {
       if (!first) first = p
       if (sizes[p] != sizes[first])
@@ -73,9 +82,9 @@ END {
           fail("size " k ": count " seq[p, k] " against " seq[first, k])
     }
     if (!bad)
-      print "warm-up in every turn: " npids " libraries, " sizes[first] / 2 " sizes each in " \
-            "two turns (A B B A), at least " least " untimed calls (and " us " us) right " \
-            "before each turn's timing"
+      print "warm-up in every turn: " npids " libraries, " sizes[first] / kt " sizes each in " \
+            kt " turns (rounds A B, B A, ...), at least " least " untimed calls (and " us \
+            " us) right before each turn's timing"
   } else {
     for (i = 1; i <= nr; i++) if (pid[i] != pid[1]) { fail("more than one process traced"); exit 1 }
     s = 0
