@@ -167,6 +167,17 @@ perf_test(NAME perf_vs_warmup_every_turn_w LABELS unit mp ENV FAKE_NCCL_TRACE=${
   --out "; 6 turns per size .rounds A B, B A, …., the row is their median" --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE} all_reduce -np 1 -b 1K -e 64K -f 4 -n 2 -w 9 -c 0
   --vs-turns 6 -T 100)
+# --cpu pins local rank process k to the k-th listed CPU before the library loads, under --vs
+# in both libraries' processes: rank process 0 reads back CPU 1 only (skipped on one CPU).
+perf_test(NAME perf_vs_cpu_pins_rank_processes LABELS unit mp
+  ARGS --skip-if "CPU 1 is not one this process may run on" --not-out "FAILED"
+  --out "^# CPU .--cpu.: local rank process k pinned to the k-th of 2 listed CPUs. process 0 runs on CPU 1$"
+  --out "^# A/B all_reduce float sum, 2 sizes" --
+  ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 2 -b 8 -e 1K -f 16 -n 2
+  --cpu 1,0 -T 100)
+perf_test(NAME perf_cpu_not_allowed_exits_2 LABELS unit
+  ARGS --rc 2 --err "--cpu: CPU 1023 is not one this process may run on" --
+  ${PERF_BIN} --lib ${PERF_FAKE} --cpu 0,1023)
 perf_test(NAME perf_warmup_sweep_without_vs LABELS unit mp
   ENV FAKE_NCCL_TRACE=${PERF_TRACE}_plain.trace
   ARGS --not-out "FAILED" --not-out "--vs: every size" --not-out "worst time"

@@ -98,6 +98,10 @@ static void options_parse_like_nccl_tests(void) {
   CHECK(o.vs_turns == PERF_VS_TURNS_DEFAULT && o.vs_turns % 2 == 0);
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "6") == 0 && o.vs_turns == 6);
   CHECK(PARSE("--vs", "x.so", "--vs-turns=2") == 0 && o.vs_turns == 2);
+  CHECK(PARSE("-b", "8") == 0 && o.ncpus == 0);
+  CHECK(PARSE("--cpu", "8") == 0 && o.ncpus == 1 && o.cpus[0] == 8);
+  CHECK(PARSE("--cpu=3-5,0,10-10") == 0 && o.ncpus == 5 && o.cpus[0] == 3 && o.cpus[1] == 4 &&
+        o.cpus[2] == 5 && o.cpus[3] == 0 && o.cpus[4] == 10);
   /* -R 0|1|2 (nccl-tests' local_register). */
   CHECK(PARSE("-R", "0") == 0 && o.reg == 0);
   CHECK(PARSE("-R", "1") == 0 && o.reg == 1);
@@ -163,6 +167,15 @@ static void bad_flags_are_usage_errors(void) {
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "0") == PERF_EXIT_USAGE && strstr(err, "even"));
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "18") == PERF_EXIT_USAGE && strstr(err, "2 to 16"));
   CHECK(PARSE("--vs-turns", "6") == PERF_EXIT_USAGE && strstr(err, "under --vs"));
+  CHECK(PARSE("--cpu", "") == PERF_EXIT_USAGE && strstr(err, "--cpu ''"));
+  CHECK(PARSE("--cpu", "5-3") == PERF_EXIT_USAGE && strstr(err, "LOW <= HIGH"));
+  CHECK(PARSE("--cpu", "2,1-3") == PERF_EXIT_USAGE && strstr(err, "CPU 2 is listed twice"));
+  CHECK(PARSE("--cpu", "1,,2") == PERF_EXIT_USAGE && strstr(err, "expected CPU numbers"));
+  CHECK(PARSE("--cpu", "1,") == PERF_EXIT_USAGE && strstr(err, "single commas"));
+  CHECK(PARSE("--cpu", "1;2") == PERF_EXIT_USAGE && strstr(err, "single commas"));
+  CHECK(PARSE("--cpu", "-1") == PERF_EXIT_USAGE && strstr(err, "expected CPU numbers"));
+  CHECK(PARSE("--cpu", "1024") == PERF_EXIT_USAGE && strstr(err, "CPUs 0..1023"));
+  CHECK(PARSE("--cpu", "0-300") == PERF_EXIT_USAGE && strstr(err, "at most 256"));
   CHECK(PARSE("--plot", "") == PERF_EXIT_USAGE);
   CHECK(PARSE("--all", "sendrecv") == PERF_EXIT_USAGE);
   CHECK(PARSE("-b", "2M", "-e", "1M") == PERF_EXIT_USAGE && strstr(err, "larger"));

@@ -106,6 +106,7 @@ enum opt_id {
   O_EXPLAIN_PNG,
   O_VS,
   O_VS_TURNS,
+  O_CPU,
   O_PLOT,
   O_GRAPH,
   O_REGISTER,
@@ -154,6 +155,7 @@ static const struct opt_def opt_defs[] = {
     {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
     {0, "vs", O_VS, 1, NULL},
     {0, "vs-turns", O_VS_TURNS, 1, NULL},
+    {0, "cpu", O_CPU, 1, NULL},
     {0, "plot", O_PLOT, 1, NULL},
     {'G', "cudagraph", O_GRAPH, 1, NULL},
     {0, "coll", O_COLL, 1, NULL},
@@ -215,6 +217,9 @@ void perf_usage(FILE* out, const char* prog) {
       "                          each size's turn starts with its own warm-up\n"
       "      --vs-turns K        with --vs: turns per size and library, in rounds A B, B A,\n"
       "                          ...; the row is their median (even, 2 to %d; default %d)\n"
+      "      --cpu LIST          pin local rank process k, its threads too, to the k-th CPU\n"
+      "                          of LIST (taskset -c's cpulist, e.g. 8 or 8-11; modulo its\n"
+      "                          length); under --vs both libraries' process k share one\n"
       "      --plot FILE         PNG of busbw and time per call against size (one line per\n"
       "                          library and collective)\n"
       "      --backend B         auto, host or cuda: where buffers live (default auto)\n"
@@ -439,6 +444,12 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
                     PERF_VS_TURNS_MAX);
       o->vs_turns = (int)n;
       return 0;
+    case O_CPU: {
+      char why[160];
+      if (perf_parse_cpus(v, o->cpus, PERF_MAX_CPUS, &o->ncpus, why, sizeof why))
+        return fail(err, errlen, "%s %s", flag, why);
+      return 0;
+    }
     case O_PLOT:
       if (!*v) return fail(err, errlen, "%s: empty file name", flag);
       o->plot = v;

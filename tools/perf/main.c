@@ -52,6 +52,10 @@ int main(int argc, char** argv) {
     return PERF_EXIT_USAGE;
   }
   perf_opts_finish(&opts);
+  if (opts.ncpus && perf_cpus_allowed(opts.cpus, opts.ncpus, err, sizeof err)) {
+    fprintf(stderr, "weft-perf: --cpu: %s\n", err);
+    return PERF_EXIT_USAGE;
+  }
   int nvls_set = 0;
   if (!getenv("NCCL_NVLS_ENABLE")) {
     setenv("NCCL_NVLS_ENABLE", "0", 1);

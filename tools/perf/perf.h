@@ -115,6 +115,7 @@ void perf_coll_bw(enum perf_coll_id id, size_t paramcount, size_t eltsize, doubl
 /* --- options (cli.c) ----------------------------------------------------------------------- */
 
 #define PERF_MAX_COLLS 32
+#define PERF_MAX_CPUS 256
 
 struct perf_opts {
   size_t minbytes, maxbytes, stepbytes, stepfactor;
@@ -141,6 +142,8 @@ struct perf_opts {
   double min_bw;      /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
   const char* vs;     /* --vs PATH: a second library, measured alternately with the first */
   int vs_turns;       /* --vs-turns K: turns per size and library under --vs (vs.h) */
+  int cpus[PERF_MAX_CPUS]; /* --cpu LIST: local process k runs on cpus[k % ncpus] (cpus.c) */
+  int ncpus;               /* 0: no pinning */
   const char* plot;   /* --plot FILE.png: busbw and time against size */
   int graph_launches; /* -G N: capture the timed iterations in a CUDA graph, launch it N times */
   int graph_nodes;    /* --graph-nodes: print what each captured graph holds (stderr) */
@@ -179,6 +182,15 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
 /* Applies the defaults that depend on the run: --all without sizes runs 8 B … 64 MiB. */
 void perf_opts_finish(struct perf_opts* o);
 void perf_usage(FILE* out, const char* prog);
+
+/* --cpu (cpus.c). perf_parse_cpus reads a cpulist ("8", "8-11,16") into cpus[0..*n), each CPU
+ * once; perf_cpus_allowed checks that this process may run on each; perf_pin_cpu pins the
+ * calling process (its threads to come too) to one CPU; perf_current_cpus writes the CPUs it
+ * may run on as a cpulist. Each returns 0, or -1 with a one-line reason in err. */
+int perf_parse_cpus(const char* text, int* cpus, int max, int* n, char* err, size_t errlen);
+int perf_cpus_allowed(const int* cpus, int n, char* err, size_t errlen);
+int perf_pin_cpu(int cpu, char* err, size_t errlen);
+int perf_current_cpus(char* buf, size_t len);
 
 /* The benchmark sizes in order: first, next (0 when past maxbytes). */
 size_t perf_size_next(const struct perf_opts* o, size_t size);

@@ -40,6 +40,13 @@ static void run_header(struct perf_proc* p) {
            p->o->reg == 1 ? "ncclCommRegister" : "ncclCommWindowRegister (NCCL_WIN_COLL_SYMMETRIC)",
            p->be->is_host ? "" : ", allocated with ncclMemAlloc");
   perf_print_nvls(stdout, s);
+  if (p->o->ncpus) {
+    char now[128];
+    if (perf_current_cpus(now, sizeof now)) snprintf(now, sizeof now, "?");
+    printf("# CPU (--cpu): local rank process k pinned to the k-th of %d listed CPUs; process "
+           "%d runs on CPU %s\n",
+           p->o->ncpus, p->proc, now);
+  }
   if (s->vs_fd >= 0)
     printf(
         "# --vs: library %c of 2, measured in turns with the other (its table follows this "
@@ -357,6 +364,14 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* arg) {
     goto out;
   int local_proc = s->local_proc >= 0 ? s->local_proc : proc;
   for (int i = 0; i < n; i++) p->devs[i] = s->be->is_host ? -1 : local_proc * n + i;
+  if (p->o->ncpus) { /* before CUDA and the library start threads: those inherit the CPU */
+    char why[160];
+    int cpu = p->o->cpus[local_proc % p->o->ncpus];
+    if (perf_pin_cpu(cpu, why, sizeof why)) {
+      fprintf(stderr, "weft-perf: rank process %d: --cpu: %s\n", proc, why);
+      goto out;
+    }
+  }
 
   if (p->o->root >= p->nranks) {
     if (p->is_root_proc)
