@@ -25,7 +25,6 @@ static int parse_cpu(const char** s, int* cpu) {
 
 int perf_parse_cpus(const char* text, int* cpus, int max, int* n, char* err, size_t errlen) {
   const char* why = NULL;
-  int dup = -1;
   const char* s = text;
   *n = 0;
   while (!why) {
@@ -43,11 +42,12 @@ int perf_parse_cpus(const char* text, int* cpus, int max, int* n, char* err, siz
       }
     }
     for (int c = lo; c <= hi && !why; c++) {
-      for (int i = 0; i < *n && dup < 0; i++)
-        if (cpus[i] == c) dup = c;
-      if (dup >= 0)
-        why = "a CPU is listed twice";
-      else if (*n >= max)
+      for (int i = 0; i < *n; i++) {
+        if (cpus[i] != c) continue;
+        snprintf(err, errlen, "'%s': CPU %d is listed twice", text, c);
+        return -1;
+      }
+      if (*n >= max)
         why = "too many CPUs";
       else
         cpus[(*n)++] = c;
@@ -55,10 +55,7 @@ int perf_parse_cpus(const char* text, int* cpus, int max, int* n, char* err, siz
     if (!why && !*s) return 0;
     if (!why && (*s++ != ',' || !*s)) why = "CPUs are separated by single commas";
   }
-  if (dup >= 0)
-    snprintf(err, errlen, "'%s': CPU %d is listed twice", text, dup);
-  else
-    snprintf(err, errlen, "'%s': %s (CPUs 0..%d, at most %d)", text, why, CPU_SETSIZE - 1, max);
+  snprintf(err, errlen, "'%s': %s (CPUs 0..%d, at most %d)", text, why, CPU_SETSIZE - 1, max);
   return -1;
 }
 
