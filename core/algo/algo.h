@@ -99,11 +99,18 @@ typedef struct {
 } weft_prim;
 enum { WEFT_ZC_NONE = 0, WEFT_ZC_FROM_SRC = 1, WEFT_ZC_FROM_DST = 2 };
 
-/* Zero copy: where this process reaches every rank's registered window (device/ reads them).
- * peers[0] / peers[1]: the window holding the op's sendbuff / recvbuff, an array of nranks
- * addresses (GPU memory; rank q's window base as mapped here); off[]: the buffer's byte offset
- * in it, the same on every rank (symmetric use), plus src_stride * q for rank q's sendbuff
- * (an in-place AllGather, whose sendbuff sits at its rank's block). */
+/* Zero copy (weft_algo.zero_copy), two kinds:
+ * WEFT_ZC_WINDOWS: where this process reaches every rank's symmetric window (device/ reads
+ * them). peers[0] / peers[1]: the window holding the op's sendbuff / recvbuff, an array of
+ * nranks addresses (GPU memory; rank q's window base as mapped here); off[]: the buffer's byte
+ * offset in it, the same on every rank (symmetric use), plus src_stride * q for rank q's
+ * sendbuff (an in-place AllGather, whose sendbuff sits at its rank's block).
+ * WEFT_ZC_REGISTERED: where every peer reaches this rank's own registered buffers. peers[0] /
+ * peers[1]: the sendbuff's / recvbuff's registration, an array of nranks addresses (GPU memory;
+ * its base as mapped in rank q's process, 0 where q cannot read it; NULL: no peer can); off[]:
+ * the buffer's byte offset in it (this rank's own). A sender posts peers[w][q] + off[w] to
+ * receiver q with each step (conn.h, zc_post) and stores nothing; where it is 0 it copies. */
+enum { WEFT_ZC_OFF = 0, WEFT_ZC_WINDOWS = 1, WEFT_ZC_REGISTERED = 2 };
 typedef struct {
   char* const* peers[2];
   uint64_t off[2];
@@ -113,7 +120,7 @@ typedef struct {
 /* What the steps of one work item depend on. */
 typedef struct {
   int16_t func, algo;
-  int32_t zero_copy; /* direct algorithms only: peers read this rank's buffers (zc, weft_prim) */
+  int32_t zero_copy; /* WEFT_ZC_*, direct algorithms only: peers read this rank's buffers (zc) */
   int nranks, rank, channel, root; /* root: also the peer of Send/Recv */
   union {
     struct { /* ring, tree and the log algorithms */

@@ -31,7 +31,7 @@ typedef struct weft_op {
   const void* scalar_ptr;    /* PreMulSum with ncclScalarDevice: read at launch */
   int root;                  /* root, or peer for Send/Recv */
   int algo, proto, nchannels;
-  int zero_copy;             /* direct algorithm on registered windows: peers read the buffers */
+  int zero_copy;             /* WEFT_ZC_* (algo.h): a direct algorithm's peers read the buffers */
   weft_zc_bufs zc;           /* zero_copy: where (algo.h) */
   uint64_t seq;              /* collective sequence number on this comm (0 for p2p) */
   void* stream;              /* cudaStream_t of the call (device mode) */

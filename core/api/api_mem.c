@@ -10,10 +10,11 @@
  *
  * Registrations are recorded per communicator (comm->regs, under comm->lock), in both modes,
  * and checked at deregistration (a foreign or twice-released handle is ncclInvalidArgument).
- * ncclCommRegister's buffers, and windows without NCCL_WIN_COLL_SYMMETRIC, are only recorded:
- * the data path copies through its own connection buffers. A symmetric window of a device
- * communicator is also mapped by every peer (transport/transport_window.c), so the direct
- * algorithms read it in place (zero copy, plan/). */
+ * In device mode both kinds are zero copy for the direct algorithms (plan/): a symmetric window
+ * (NCCL_WIN_COLL_SYMMETRIC) is mapped by every rank at once (transport/transport_window.c);
+ * ncclCommRegister's buffers, and other windows, are shared by this rank alone with each
+ * peer's process at registration (transport/transport_regview.c). Host mode only records them:
+ * the data path copies through its own connection buffers. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -319,9 +320,20 @@ static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, s
   r->size = size;
   r->window = window;
   r->win_flags = win_flags;
+  /* Zero copy without symmetry: peers map this rank's buffer now, each on its own (transport/);
+   * the symmetric windows are mapped collectively instead (window_map_job). */
+  if (win_flags != NCCL_WIN_COLL_SYMMETRIC && transport_reg_zero_copy(comm)) {
+    ncclResult_t res = transport_reg_views(comm, buff, size, &r->views);
+    if (res != ncclSuccess) {
+      free(r);
+      return res;
+    }
+    r->local_zc = 1;
+  }
   pthread_mutex_lock(&comm->lock);
   r->next = comm->regs;
   comm->regs = r;
+  if (r->local_zc) __atomic_add_fetch(&comm->zc_locals, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
   INFO(NCCL_REG, "%s: comm %p rank %d: %p (%zu bytes) registered as %p", fn, (void*)comm,
        comm->rank, buff, size, (void*)r);
@@ -342,14 +354,16 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
       break;
     }
   if (found && found->zc) __atomic_sub_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
+  if (found && found->local_zc) __atomic_sub_fetch(&comm->zc_locals, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
   if (!found) {
     WARN("%s: %s %p is not registered on comm %p (foreign, or released already)", fn,
          window ? "window" : "handle", handle, (void*)comm);
     return ncclInvalidArgument;
   }
-  /* The operations that used the window have completed (the caller's part, as in NCCL). */
+  /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
   transport_window_unmap(comm, found->zc);
+  transport_reg_views_free(comm, found->views, 1);
   free(found);
   return ncclSuccess;
 }

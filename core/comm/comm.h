@@ -52,6 +52,12 @@ typedef struct weft_mem_reg {
   int window; /* 1: ncclCommWindowRegister (flags below), 0: ncclCommRegister */
   int win_flags;
   struct weft_window_map* zc; /* a zero-copy window: every rank's buffer mapped here (transport/) */
+  /* Registered for zero copy without symmetry (ncclCommRegister, and windows without
+   * NCCL_WIN_COLL_SYMMETRIC) on a communicator where it can apply (transport_reg_zero_copy):
+   * local_zc is set, and views holds this buffer's address in each peer's process (NULL: no
+   * peer reads it in place; transport/transport_regview.c). */
+  int local_zc;
+  struct weft_reg_views* views;
   struct weft_mem_reg* next;
 } weft_mem_reg;
 
@@ -90,6 +96,7 @@ struct ncclComm {
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   weft_mem_reg* regs;               /* registered buffers and windows, under lock */
   int zc_windows;                   /* regs with zc set (atomic): plan/ looks only when > 0 */
+  int zc_locals;                    /* regs with local_zc set (atomic): likewise */
   weft_prof prof;                   /* profiler plugin context and activation mask */
   struct weft_hang* hang;           /* this rank's slot of the hang report board (comm_hang.c) */
   uint64_t magic_end;

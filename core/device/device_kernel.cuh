@@ -40,10 +40,15 @@ struct ConnState {
   int32_t flags[NC];
   int32_t host_mem[NC];
   weft_prim prim;  /* the step: thread 0 works it out, every thread reads it after wait_step */
-  /* Zero copy (alg.zero_copy): the peers' sendbuff [0] and recvbuff [1] by direct receive
-   * role. */
+  /* Zero copy (alg.zero_copy, WEFT_ZC_*). Windows: the peers' sendbuff [0] and recvbuff [1]
+   * by direct receive role. Registered buffers: this rank's sendbuff and recvbuff as the peer
+   * of each direct send role reaches them (NULL: it cannot, this rank copies to it), and
+   * zc_rd, per receive role, where the current step reads what the peer posted (NULL: the
+   * slot). */
   char* zc_in[2][WEFT_PRIM_MAX_PEERS];
+  char* zc_rd[NC];
   int zc;
+  int zc_need_dst; /* registered TwoShot AllReduce: a peer reads recvbuff too */
   int wait_failed; /* set by thread 0 in wait_step, read after its barrier */
   int data_failed; /* set while data moves (LL reads), read after post_step's barrier */
 };
@@ -73,7 +78,15 @@ static __device__ int wait_step(ConnState& s, const weft_prim& p, const weft_dev
       int r = p.recv[i];
       if (!need_tail && !(s.flags[r] & WEFT_CONN_LL_TAIL)) continue;
       uint64_t seen;
-      if (wait_counter(&s.ctrl[r]->tail, s.step[r] + 1, c, &seen) != WAIT_OK) s.wait_failed = 1;
+      if (wait_counter(&s.ctrl[r]->tail, s.step[r] + 1, c, &seen) != WAIT_OK) {
+        s.wait_failed = 1;
+      } else if (s.zc == WEFT_ZC_REGISTERED) { /* after tail (acquire): the post is there */
+        int slot = (int)(s.step[r] % WEFT_NSTEPS);
+        uint64_t tag = ld_acquire_sys(&s.ctrl[r]->zc_post[slot].tag);
+        s.zc_rd[r] = p.zc_from && tag == s.step[r] + 1
+                         ? (char*)ld_acquire_sys(&s.ctrl[r]->zc_post[slot].buf[p.zc_from - 1])
+                         : NULL;
+      }
     }
     for (int i = 0; i < p.nsend && !s.wait_failed; i++) {
       int k = p.send[i];
@@ -87,6 +100,14 @@ static __device__ int wait_step(ConnState& s, const weft_prim& p, const weft_dev
   }
   __syncthreads();
   return s.wait_failed;
+}
+
+/* Registered buffers: whether the peer of direct send role k reads this rank's data in place
+ * (else this rank copies into its slot). */
+static __device__ __forceinline__ int zc_send_in_place(const ConnState& s, int k) {
+  int d = k - WEFT_DIRECT_SEND_ROLE0;
+  if (d < 0 || d >= WEFT_PRIM_MAX_PEERS || !s.zc_in[0][d]) return 0;
+  return !s.zc_need_dst || s.zc_in[1][d] != NULL;
 }
 
 /* After the data moved: publish sizes and tail to readers, head to writers.
@@ -107,7 +128,14 @@ static __device__ int post_step(ConnState& s, const weft_prim& p, size_t bytes, 
       size_t wire = proto == PROTO_LL ? (bytes ? (bytes + 7) / 8 : 1) * 16 : bytes;
       for (int i = 0; i < p.nsend; i++) {
         int k = p.send[i];
-        st_volatile_u64(&s.ctrl[k]->sizes[s.step[k] % WEFT_NSTEPS], wire);
+        int slot = (int)(s.step[k] % WEFT_NSTEPS);
+        if (s.zc == WEFT_ZC_REGISTERED && zc_send_in_place(s, k)) {
+          int d = k - WEFT_DIRECT_SEND_ROLE0;
+          st_volatile_u64(&s.ctrl[k]->zc_post[slot].buf[0], (uint64_t)s.zc_in[0][d]);
+          st_volatile_u64(&s.ctrl[k]->zc_post[slot].buf[1], (uint64_t)s.zc_in[1][d]);
+          st_volatile_u64(&s.ctrl[k]->zc_post[slot].tag, s.step[k] + 1);
+        }
+        st_volatile_u64(&s.ctrl[k]->sizes[slot], wire);
       }
       __threadfence_system();
     }
@@ -240,13 +268,18 @@ static __device__ int simple_step(ConnState& s, const weft_prim& ps, size_t elem
   for (int i = 0; i < p.nrecv; i++) {
     if (p.src && i == p.src_at) ins[srci = nin++] = p.src;
     int k = p.recv[i];
-    ins[nin++] = p.zc_from ? s.zc_in[p.zc_from - 1][k] + p.zc_off
-                           : s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
+    if (p.zc_from && s.zc == WEFT_ZC_WINDOWS)
+      ins[nin++] = s.zc_in[p.zc_from - 1][k] + p.zc_off;
+    else if (p.zc_from && s.zc == WEFT_ZC_REGISTERED && s.zc_rd[k])
+      ins[nin++] = s.zc_rd[k] + p.zc_off;
+    else
+      ins[nin++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
   if (p.src && srci < 0) ins[srci = nin++] = p.src;
   if (p.dst) outs[nout++] = p.dst;
-  for (int i = 0; i < p.nsend && !s.zc; i++) { /* zero copy: a send only announces */
+  for (int i = 0; i < p.nsend && s.zc != WEFT_ZC_WINDOWS; i++) { /* windows: a send announces */
     int k = p.send[i];
+    if (s.zc == WEFT_ZC_REGISTERED && zc_send_in_place(s, k)) continue; /* it posts instead */
     outs[nout++] = s.buff[k] + (s.step[k] % WEFT_NSTEPS) * s.step_bytes[k];
   }
   if (nin > 0 && nout > 0 && bytes > 0)
@@ -430,11 +463,18 @@ static __device__ int run_work(ConnState& s, const weft_dev_work& w, const weft_
     }
   }
   const weft_algo& a = w.alg;
-  if (threadIdx.x == 0) s.zc = a.zero_copy;
+  if (threadIdx.x == 0) {
+    s.zc = a.zero_copy;
+    s.zc_need_dst = a.func == WEFT_FN_ALLREDUCE && a.algo == WEFT_ALGO_TWOSHOT_ID;
+  }
   if (a.zero_copy && threadIdx.x >= 32 && threadIdx.x < 32 + 2 * WEFT_PRIM_MAX_PEERS) {
     int t = threadIdx.x - 32, which = t / WEFT_PRIM_MAX_PEERS, k = t % WEFT_PRIM_MAX_PEERS;
-    if (k < a.nranks - 1 && a.zc.peers[which]) {
-      int q = (a.rank + k + 1) % a.nranks; /* the peer of direct receive role k */
+    /* k: the peer of direct receive role k, and of send role WEFT_DIRECT_SEND_ROLE0 + k */
+    int q = (a.rank + k + 1) % a.nranks;
+    if (a.zero_copy == WEFT_ZC_REGISTERED) {
+      char* b = k < a.nranks - 1 && a.zc.peers[which] ? a.zc.peers[which][q] : NULL;
+      s.zc_in[which][k] = b ? b + a.zc.off[which] : NULL;
+    } else if (k < a.nranks - 1 && a.zc.peers[which]) {
       s.zc_in[which][k] = a.zc.peers[which][q] + a.zc.off[which] +
                           (which == 0 ? (uint64_t)q * a.zc.src_stride : 0);
     }

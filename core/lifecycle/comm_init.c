@@ -184,9 +184,11 @@ void comm_join_init(struct ncclComm* comm) {
 void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_hang_detach(comm);     /* the peers' reports see this rank gone */
-  for (weft_mem_reg* r = comm->regs; r; r = r->next) { /* windows never deregistered */
+  for (weft_mem_reg* r = comm->regs; r; r = r->next) { /* never deregistered */
     transport_window_unmap(comm, r->zc);
     r->zc = NULL;
+    transport_reg_views_free(comm, r->views, 0); /* the peers unmap as the transport closes */
+    r->views = NULL;
   }
   comm_datapath_fini(comm);
   comm_hang_free(comm); /* after every thread that notes launches and waits has left */

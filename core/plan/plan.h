@@ -79,8 +79,9 @@ void plan_comm_fini(struct ncclComm* comm);
 ncclResult_t plan_enqueue(struct ncclComm* comm, const weft_op* op, int* queued);
 
 /* ---- zero copy (plan_zc.c) ---- */
-/* 1 when op's buffers are in zero-copy windows (op->elem set): fills *out (where the kernels
- * find the peers' buffers) and *in_place. Takes comm->lock. */
+/* WEFT_ZC_WINDOWS when op's buffers are in zero-copy windows, WEFT_ZC_REGISTERED when they
+ * are registered buffers (algo.h), 0 otherwise (op->elem set): fills *out (where the kernels
+ * find the buffers) and *in_place. Takes comm->lock. */
 int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, int* in_place);
 
 /* ---- one-rank communicators (plan_local.c) ---- */

@@ -50,7 +50,7 @@ static void fingerprint(const weft_op* op, coll_fp* fp) {
                                             : 1000 + (int32_t)op->redop.kind;
   fp->root = has_root(op->func) ? op->root : -1;
   fp->zc = op->zero_copy;
-  if (op->zero_copy) {
+  if (op->zero_copy == WEFT_ZC_WINDOWS) { /* registered buffers' offsets are each rank's own */
     fp->zc_off[0] = op->zc.off[0];
     fp->zc_off[1] = op->zc.off[1];
   }
@@ -74,9 +74,11 @@ static void show(const coll_fp* f, char* buf, size_t len) {
   n = strlen(buf);
   if (f->root >= 0) snprintf(buf + n, len - n, ", root %d", f->root);
   n = strlen(buf);
-  if (f->zc)
+  if (f->zc == WEFT_ZC_WINDOWS)
     snprintf(buf + n, len - n, ", zero copy at window offsets %llu/%llu",
              (unsigned long long)f->zc_off[0], (unsigned long long)f->zc_off[1]);
+  else if (f->zc)
+    snprintf(buf + n, len - n, ", zero copy on registered buffers");
   n = strlen(buf);
   snprintf(buf + n, len - n, ")");
 }
@@ -89,6 +91,8 @@ static const char* differs(const coll_fp* a, const coll_fp* b) {
   if (a->dtype != b->dtype) return "datatype";
   if (a->op != b->op) return "reduction op";
   if (a->root != b->root) return "root";
+  if (a->zc != b->zc && (a->zc == WEFT_ZC_REGISTERED || b->zc == WEFT_ZC_REGISTERED))
+    return "registered buffers (a call that uses them on one rank must on every rank)";
   if (a->zc != b->zc || a->zc_off[0] != b->zc_off[0] || a->zc_off[1] != b->zc_off[1])
     return "registered windows (symmetric use: the same offsets on every rank)";
   return NULL;

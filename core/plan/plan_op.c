@@ -52,19 +52,20 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
   weft_zc_bufs zc;
   weft_tune_ask zc_ask;
   const weft_tune_ask* ask = &p->ask;
-  int in_place = 0;
+  int in_place = 0, zc_kind = 0;
   if (!p2p && comm->mode == WEFT_MODE_DEVICE && p->zero_copy &&
-      plan_zc_find(comm, op, &zc, &in_place)) { /* the windows' ask: zero copy may run */
+      (zc_kind = plan_zc_find(comm, op, &zc, &in_place)) != 0) { /* zero copy may run */
     zc_ask = p->ask;
     zc_ask.zero_copy = p->zero_copy;
-    zc_ask.in_place = in_place;
+    /* registered buffers: placement may differ by rank (plan_zc.c), every rank asks alike */
+    zc_ask.in_place = zc_kind == WEFT_ZC_REGISTERED ? 0 : in_place;
     ask = &zc_ask;
   }
   WEFT_CHECK(tune_op(comm->tune, ask, op->func, bytes, &c));
   op->algo = c.algo;
   op->proto = c.proto;
   op->nchannels = c.nchannels;
-  op->zero_copy = c.zero_copy;
+  op->zero_copy = c.zero_copy ? zc_kind : WEFT_ZC_OFF;
   if (c.zero_copy) op->zc = zc;
   return ncclSuccess;
 }

@@ -101,11 +101,13 @@ ncclResult_t plan_work_setup(weft_work* w) {
       break;
   }
   if (op->zero_copy) {
-    /* Nothing passes through a FIFO slot: a channel's part is one step per block
-     * (algo_direct.h). Set last: zc shares its bytes with the ring and tree fields. */
-    a->zero_copy = 1;
+    /* Set last: zc shares its bytes with the ring and tree fields. Windows: nothing passes
+     * through a FIFO slot, so a channel's part is one step per block (algo_direct.h).
+     * Registered buffers keep the slots' steps: a sender copies to a peer that cannot read
+     * its buffer in place. */
+    a->zero_copy = op->zero_copy;
     a->zc = op->zc;
-    w->chunk = a->chunk = w->part_count ? w->part_count : 1;
+    if (op->zero_copy == WEFT_ZC_WINDOWS) w->chunk = a->chunk = w->part_count ? w->part_count : 1;
   }
   algo_count_steps(a);
   w->npc[0] = a->npc[0];

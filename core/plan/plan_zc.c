@@ -1,10 +1,15 @@
-/* Zero copy: whether an op's buffers lie in windows every peer has mapped (api/api_mem.c,
- * transport/transport_window.c), and where the kernels find them. The decision must be the
- * same on every rank without a message, so it rests on what symmetric use guarantees: each
- * rank's sendbuff (and for AllReduce its recvbuff) sits in a window of NCCL_WIN_COLL_SYMMETRIC
- * at the same offset on every rank, as NCCL's symmetric kernels require. Only the buffers a
- * peer reads must be in a window: every rank's sendbuff, and for AllReduce (whose TwoShot reads
- * the peers' results) the recvbuff too. PreMulSum reductions are never zero copy (below). */
+/* Zero copy: whether an op's buffers lie in registrations peers can read in place (api/api_mem.c,
+ * transport/), and where the kernels find them. The decision must be the same on every rank
+ * without a message, so it rests on what the two kinds of registration promise:
+ *  - WEFT_ZC_WINDOWS: each rank's sendbuff (and for AllReduce its recvbuff) sits in a window of
+ *    NCCL_WIN_COLL_SYMMETRIC at the same offset on every rank, as NCCL's symmetric kernels
+ *    require. Only the buffers a peer reads must be in a window: every rank's sendbuff, and for
+ *    AllReduce (whose TwoShot reads the peers' results) the recvbuff too;
+ *  - WEFT_ZC_REGISTERED: sendbuff and recvbuff are both registered (ncclCommRegister, or a
+ *    window without symmetry), which NCCL requires of every rank of a call that uses registered
+ *    buffers on any. Offsets may differ by rank: each sender tells its receivers, step by step,
+ *    where to read (device/), or copies where a peer could not map its buffer.
+ * PreMulSum reductions are never zero copy (below). */
 #include <pthread.h>
 #include <string.h>
 
@@ -27,8 +32,47 @@ static const weft_mem_reg* find(const struct ncclComm* comm, const void* p, size
   return NULL;
 }
 
+/* The local (ncclCommRegister) registration holding [p, p + bytes), under comm->lock. */
+static const weft_mem_reg* find_local(const struct ncclComm* comm, const void* p, size_t bytes) {
+  uintptr_t a = (uintptr_t)p;
+  for (const weft_mem_reg* r = comm->regs; r; r = r->next) {
+    if (!r->local_zc) continue;
+    uintptr_t b = (uintptr_t)r->buff;
+    if (a >= b && a - b <= r->size && bytes <= r->size - (a - b)) return r;
+  }
+  return NULL;
+}
+
+/* Registered buffers (mode 2): every rank's own table says where each peer reads it. The
+ * decision rests on the buffers every rank passes: both, except Broadcast's recvbuff and
+ * Reduce's sendbuff alone (the other is the root's only). */
+static int find_registered(struct ncclComm* comm, const weft_op* op, size_t sbytes,
+                           size_t rbytes, weft_zc_bufs* out) {
+  const char *src = op->sendbuff, *dst = op->recvbuff;
+  const weft_mem_reg* ws = src ? find_local(comm, src, sbytes) : NULL;
+  const weft_mem_reg* wd = dst ? find_local(comm, dst, rbytes) : NULL;
+  int need_src = op->func != ncclFuncBroadcast, need_dst = op->func != ncclFuncReduce;
+  if ((need_src && !ws) || (need_dst && !wd)) return 0;
+  /* Placement is each rank's own here (offsets differ by rank), so it cannot steer the choice
+   * (plan_op.c asks as out of place). An in-place AllReduce rank copies what it sends instead:
+   * peers reading its buffer in place could see results it already wrote over its input. */
+  if (op->func == ncclFuncAllReduce && src == dst) return WEFT_ZC_REGISTERED;
+  if (ws && ws->views) {
+    out->peers[0] = transport_reg_views_table(ws->views);
+    out->off[0] = (uint64_t)(src - (const char*)ws->buff);
+  }
+  if (wd && wd->views && op->func == ncclFuncAllReduce) { /* TwoShot reads the peers' results */
+    out->peers[1] = transport_reg_views_table(wd->views);
+    out->off[1] = (uint64_t)(dst - (const char*)wd->buff);
+  }
+  return WEFT_ZC_REGISTERED;
+}
+
 int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, int* in_place) {
-  if (__atomic_load_n(&comm->zc_windows, __ATOMIC_ACQUIRE) <= 0 || op->count == 0) return 0;
+  if ((__atomic_load_n(&comm->zc_windows, __ATOMIC_ACQUIRE) <= 0 &&
+       __atomic_load_n(&comm->zc_locals, __ATOMIC_ACQUIRE) <= 0) ||
+      op->count == 0)
+    return 0;
   /* PreMulSum scales each rank's input by that rank's scalar before it enters the reduction; a
    * reader of the peer's raw buffer could not (the scalar may differ by rank, or sit in the
    * peer's GPU memory until launch). ncclAvg on floats is PreMulSum: it copies too. */
@@ -50,7 +94,7 @@ int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, in
   const weft_mem_reg* ws = find(comm, src, sbytes);
   const weft_mem_reg* wd = op->func == ncclFuncAllReduce ? find(comm, dst, rbytes) : NULL;
   if (ws && (op->func != ncclFuncAllReduce || wd)) {
-    ok = 1;
+    ok = WEFT_ZC_WINDOWS;
     out->peers[0] = transport_window_peers(ws->zc);
     out->off[0] = (uint64_t)(src - (const char*)ws->buff);
     if (ag_in_place) { /* rank q's sendbuff is its block of the (symmetric) recvbuff */
@@ -61,6 +105,8 @@ int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, in
       out->peers[1] = transport_window_peers(wd->zc);
       out->off[1] = (uint64_t)(dst - (const char*)wd->buff);
     }
+  } else if (!ws && !wd) {
+    ok = find_registered(comm, op, sbytes, rbytes, out);
   }
   pthread_mutex_unlock(&comm->lock);
   return ok;

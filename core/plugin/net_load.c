@@ -134,8 +134,9 @@ static void* open_library(net_cand* c) {
   if (dl) return dl;
   const char* e = dlerror();
   snprintf(err1, sizeof err1, "%s", e ? e : "unknown error");
-  if (strchr(c->spec, '/') == NULL && !is_lib_so(c->spec)) {
-    snprintf(alt, sizeof alt, "libnccl-net-%s.so", c->spec);
+  /* spec is at most NET_SPEC_MAX bytes, so alt holds the name (the check is for the compiler) */
+  if (strchr(c->spec, '/') == NULL && !is_lib_so(c->spec) &&
+      snprintf(alt, sizeof alt, "libnccl-net-%s.so", c->spec) < (int)sizeof alt) {
     dl = dlopen(alt, RTLD_NOW | RTLD_LOCAL);
     if (dl) return dl;
     e = dlerror();

@@ -38,6 +38,16 @@ typedef struct {
   /* Shared memory: set by the sender once it has mapped the receiver's segment (and unlinked
    * its name), so the receiver knows at close whether its name may still be needed. */
   int32_t attached;
+  /* Registered buffers (device P2P, Simple, algo.h WEFT_ZC_REGISTERED): a sender that has its
+   * data where the receiver can read it in place stores nothing in slot s % WEFT_NSTEPS and
+   * posts here, before sizes and tail, its sendbuff [0] and recvbuff [1] as mapped in the
+   * receiver's process, and tag = s + 1. A receiver reads a step's data there only when the tag
+   * is its step's: otherwise (a sender that copied) the slot holds it. */
+  struct {
+    uint64_t buf[2];
+    uint64_t tag;
+    uint64_t pad;
+  } zc_post[WEFT_NSTEPS];
 } weft_fifo_ctrl;
 enum { WEFT_CONN_BROKEN_ABORT = 1, WEFT_CONN_BROKEN_CLOSED = 2, WEFT_CONN_BROKEN_FAILED = 3 };
 #ifdef __cplusplus

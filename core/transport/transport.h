@@ -128,4 +128,23 @@ char* const* transport_window_peers(const weft_window_map* m);
 /* The bytes every rank registered at least. */
 size_t transport_window_bytes(const weft_window_map* m);
 
+
+/* ---- registered buffers (transport_regview.c, device mode) ---- */
+/* Whether registered buffers can be zero copy on this communicator at all: device mode,
+ * WEFT_ZERO_COPY on, 2 to WEFT_WINDOW_MAX_RANKS ranks, every peer reached peer to peer. The
+ * same answer on every rank (plan/ decides on it). */
+int transport_reg_zero_copy(const struct ncclComm* comm);
+typedef struct weft_reg_views weft_reg_views;
+/* ncclCommRegister (local, at any time): have every peer's process map [buff, buff + size)
+ * (the address itself in this process; another process's registration service otherwise).
+ * *out is NULL when no peer can read it in place (not GPU memory, zero copy off; NCCL_DEBUG=INFO
+ * says why); an error only when this rank's own CUDA calls fail. */
+ncclResult_t transport_reg_views(struct ncclComm* comm, void* buff, size_t size,
+                                 weft_reg_views** out);
+/* release: ask the peers to unmap it now (ncclCommDeregister); 0 at destroy, where closing
+ * the connections to their services does. The operations using it must have completed. */
+void transport_reg_views_free(struct ncclComm* comm, weft_reg_views* v, int release);
+/* Per rank, the buffer's address in that rank's process (0: it copies), in GPU memory. */
+char* const* transport_reg_views_table(const weft_reg_views* v);
+
 #endif

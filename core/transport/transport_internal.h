@@ -3,6 +3,7 @@
 #ifndef WEFT_TRANSPORT_INTERNAL_H
 #define WEFT_TRANSPORT_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "nccl_net.h"
@@ -54,6 +55,11 @@ struct weft_transport {
   int device;
   struct weft_dev_conn* dev_table;
   void* stream; /* cudaStream_t */
+  /* Registered buffers (transport_regview.c): this rank's service, and its connections to the
+   * peers' (-1: not yet), used under reg_lock. */
+  struct weft_regsrv* regsrv;
+  int* reg_conns;
+  pthread_mutex_t reg_lock;
 };
 
 /* What the receiver tells the sender about a connection (bootstrap, tagged by the key). */
@@ -125,6 +131,27 @@ void p2p_close(struct ncclComm* comm, tconn* c);
 int p2p_same_process(const struct ncclComm* comm, int peer);
 /* Peer access from the comm's device to dev, once per process and pair. */
 ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev);
+
+/* ---- transport_ipcmap.c (device mode, built with CUDA) ----
+ * Sharing a buffer with another process. cudaMalloc memory: an IPC handle of its allocation
+ * and the offset (ipcmap_describe_ipc); the importer opens it with ipcmap_acquire (cudaError_t
+ * as int; one mapping per process and handle, counted) and lets go with ipcmap_release. cuMem
+ * memory: a descriptor of the allocation (ipcmap_export_fd: the caller closes it), mapped whole
+ * for device dev with ipcmap_map_fd (fd stays the caller's) and undone with ipcmap_unmap_fd.
+ * The describe and map calls return 1, or 0 (with why set where they take one). */
+int ipcmap_acquire(const uint8_t* handle, int dev, void** base);
+void ipcmap_release(struct ncclComm* comm, void* base);
+int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
+                        size_t whylen);
+int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc);
+int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va, char* why, size_t whylen);
+void ipcmap_unmap_fd(void* va, uint64_t bytes);
+
+/* ---- transport_regview.c (device mode): the registration service of this rank ---- */
+/* Start it when some peer is another process of this host (transport_init); stop it, releasing
+ * what peers shared, in transport_fini. */
+ncclResult_t regview_serve(struct ncclComm* comm);
+void regview_fini(struct ncclComm* comm);
 
 /* ---- transport_devmem.c (device mode) ----
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around

@@ -97,7 +97,15 @@ ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* 
          (size_t)WEFT_CONN_NKINDS * (size_t)p->nchannels * (size_t)comm->nranks * 4);
     return ncclSystemError;
   }
+  pthread_mutex_init(&t->reg_lock, NULL);
   comm->transport = t;
+  if (t->device) {
+    ncclResult_t res = regview_serve(comm);
+    if (res != ncclSuccess) {
+      transport_fini(comm);
+      return res;
+    }
+  }
   return ncclSuccess;
 }
 
@@ -365,9 +373,11 @@ void transport_fini(struct ncclComm* comm) {
     free(t->table[i]);
   }
   if (t->device) {
+    regview_fini(comm); /* peers' buffers mapped here: their operations have ended */
     devmem_fini(comm);
     devmem_leave(comm, saved);
   }
+  pthread_mutex_destroy(&t->reg_lock);
   free(t->table);
   free(t);
   comm->transport = NULL;

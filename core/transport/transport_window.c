@@ -61,125 +61,10 @@ struct weft_window_map {
 
 #include "topo/cuda_entry.h"
 
-/* ---- IPC mappings, shared within the process ----
- * The driver maps an exported allocation once per process: two ranks of this process that
- * open the same peer allocation share one mapping, released when the last lets go. */
-typedef struct ipc_open {
-  uint8_t handle[WEFT_IPC_HANDLE_BYTES];
-  int dev;
-  void* base;
-  int refs;
-  struct ipc_open* next;
-} ipc_open;
-static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
-static ipc_open* ipc_list;
-
-static cudaError_t ipc_acquire(const uint8_t* handle, int dev, void** base) {
-  pthread_mutex_lock(&ipc_lock);
-  for (ipc_open* o = ipc_list; o; o = o->next)
-    if (o->dev == dev && memcmp(o->handle, handle, WEFT_IPC_HANDLE_BYTES) == 0) {
-      o->refs++;
-      *base = o->base;
-      pthread_mutex_unlock(&ipc_lock);
-      return cudaSuccess;
-    }
-  cudaIpcMemHandle_t h;
-  memcpy(&h, handle, sizeof h);
-  void* p = NULL;
-  cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
-  ipc_open* o = e == cudaSuccess ? calloc(1, sizeof *o) : NULL;
-  if (e == cudaSuccess && !o) {
-    cudaIpcCloseMemHandle(p);
-    e = cudaErrorMemoryAllocation;
-  }
-  if (o) {
-    memcpy(o->handle, handle, WEFT_IPC_HANDLE_BYTES);
-    o->dev = dev;
-    o->base = p;
-    o->refs = 1;
-    o->next = ipc_list;
-    ipc_list = o;
-    *base = p;
-  }
-  pthread_mutex_unlock(&ipc_lock);
-  return e;
-}
-
-static void ipc_release(struct ncclComm* comm, void* base) {
-  pthread_mutex_lock(&ipc_lock);
-  for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next) {
-    ipc_open* o = *pp;
-    if (o->base != base) continue;
-    if (--o->refs == 0) {
-      *pp = o->next;
-      cudaError_t e = cudaIpcCloseMemHandle(o->base);
-      if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a window", e);
-      free(o);
-    }
-    break;
-  }
-  pthread_mutex_unlock(&ipc_lock);
-}
-
-/* How a peer in another process can reach [buff, buff + size): an IPC handle of the cudaMalloc
- * allocation holding it. 0 with why set when there is none. */
-static int describe_ipc(void* buff, win_info* me) {
-  uintptr_t base = 0;
-  size_t len = 0;
-  if (!cuda_alloc_range(buff, &base, &len)) {
-    snprintf(me->why, sizeof me->why, "its allocation's extent is unknown");
-    return 0;
-  }
-  cudaIpcMemHandle_t h;
-  cudaError_t e = cudaIpcGetMemHandle(&h, (void*)base);
-  if (e != cudaSuccess) {
-    cudaGetLastError();
-    /* cuMem (ncclMemAlloc) memory has no IPC handle: it is shared by file descriptor. */
-    snprintf(me->why, sizeof me->why, "cudaIpcGetMemHandle refused it (%s)", cudaGetErrorName(e));
-    return 0;
-  }
-  memcpy(me->handle, &h, sizeof h);
-  me->offset = (uint64_t)((uintptr_t)buff - (uintptr_t)base);
-  return 1;
-}
-
-/* ---- cuMem allocations (ncclMemAlloc), shared by file descriptor ---- */
-
-static int describe_fd(void* buff, win_info* me) {
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  const weft_cuda_drv* d = cuda_drv();
-  uintptr_t base = 0;
-  size_t len = 0;
-  CUmemGenericAllocationHandle h;
-  int fd = -1;
-  if (!d->retain_handle || !d->export_handle || !d->release ||
-      !cuda_alloc_range(buff, &base, &len))
-    return 0;
-  if (d->retain_handle(&h, buff) != CUDA_SUCCESS) return 0;
-  CUresult r = d->export_handle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-  d->release(h);
-  if (r != CUDA_SUCCESS) return 0;
-  me->fd = fd;
-  me->pid = (int32_t)getpid();
-  me->offset = (uint64_t)((uintptr_t)buff - (uintptr_t)base);
-  me->alloc = len;
-  return 1;
-#else
-  (void)buff, (void)me;
-  return 0;
-#endif
-}
-
 /* Map rank q's cuMem allocation through a copy of its descriptor; 0 with why set. */
 static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win_info* in,
                      char* why, size_t whylen) {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  const weft_cuda_drv* d = cuda_drv();
-  if (!d->import_handle || !d->release || !d->reserve || !d->map || !d->set_access ||
-      !d->address_free || !d->unmap) {
-    snprintf(why, whylen, "the CUDA driver lacks the cuMem import calls");
-    return 0;
-  }
   int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)in->pid, 0);
   int fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, in->fd, 0);
   if (pidfd >= 0) close(pidfd);
@@ -188,53 +73,23 @@ static int import_fd(struct ncclComm* comm, weft_window_map* m, int q, const win
              strerror(errno));
     return 0;
   }
-  CUmemGenericAllocationHandle h;
-  CUresult r =
-      d->import_handle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  void* va = NULL;
+  char what[96];
+  int ok = ipcmap_map_fd(comm->cuda_dev, fd, in->alloc, &va, what, sizeof what);
   close(fd);
-  if (r != CUDA_SUCCESS) {
-    snprintf(why, whylen, "cuMemImportFromShareableHandle of rank %d's window: error %d", q,
-             (int)r);
+  if (!ok) {
+    snprintf(why, whylen, "rank %d's cuMem window: %s", q, what);
     return 0;
   }
-  CUdeviceptr va = 0;
-  r = d->reserve(&va, in->alloc, 0, 0, 0);
-  if (r == CUDA_SUCCESS) {
-    r = d->map(va, in->alloc, 0, h, 0);
-    if (r != CUDA_SUCCESS) d->address_free(va, in->alloc);
-  }
-  d->release(h); /* the mapping holds the allocation from here on */
-  if (r == CUDA_SUCCESS) {
-    CUmemAccessDesc a;
-    memset(&a, 0, sizeof a);
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = comm->cuda_dev;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = d->set_access(va, in->alloc, &a, 1);
-    if (r != CUDA_SUCCESS) {
-      d->unmap(va, in->alloc);
-      d->address_free(va, in->alloc);
-    }
-  }
-  if (r != CUDA_SUCCESS) {
-    snprintf(why, whylen, "mapping rank %d's cuMem window: CUDA driver error %d", q, (int)r);
-    return 0;
-  }
-  m->opened[q] = (void*)(uintptr_t)va;
+  m->opened[q] = va;
   m->mapped[q] = in->alloc;
-  m->host_peers[q] = (char*)(uintptr_t)va + in->offset;
+  m->host_peers[q] = (char*)va + in->offset;
   return 1;
 #else
   (void)comm, (void)m, (void)in;
   snprintf(why, whylen, "rank %d's cuMem window needs pidfd_getfd (Linux 5.6)", q);
   return 0;
 #endif
-}
-
-static void unmap_fd(void* va, uint64_t bytes) {
-  const weft_cuda_drv* d = cuda_drv();
-  if (d->unmap) d->unmap((CUdeviceptr)(uintptr_t)va, bytes);
-  if (d->address_free) d->address_free((CUdeviceptr)(uintptr_t)va, bytes);
 }
 
 static void describe(struct ncclComm* comm, void* buff, size_t size, win_info* me) {
@@ -267,12 +122,16 @@ static void describe(struct ncclComm* comm, void* buff, size_t size, win_info* m
   for (int q = 0; q < comm->nranks; q++)
     if (q != comm->rank && !p2p_same_process(comm, q)) other_process = 1;
   if (!other_process) return;
-  if (describe_ipc(buff, me))
+  uint64_t alloc = 0;
+  if (ipcmap_describe_ipc(buff, me->handle, &me->offset, me->why, sizeof me->why)) {
     me->how = WIN_IPC;
-  else if (describe_fd(buff, me))
+  } else if (ipcmap_export_fd(buff, &me->fd, &me->offset, &alloc)) {
     me->how = WIN_FD; /* why still says why IPC could not */
-  else
+    me->pid = (int32_t)getpid();
+    me->alloc = alloc;
+  } else {
     me->how = WIN_NONE;
+  }
 }
 
 /* Map rank q's buffer as described; 0 with why set when it cannot be. */
@@ -296,7 +155,7 @@ static int map_peer(struct ncclComm* comm, weft_window_map* m, int q, const win_
     return 0;
   }
   void* base = NULL;
-  cudaError_t e = ipc_acquire(in->handle, comm->cuda_dev, &base);
+  cudaError_t e = (cudaError_t)ipcmap_acquire(in->handle, comm->cuda_dev, &base);
   if (e != cudaSuccess) {
     cudaGetLastError();
     snprintf(why, whylen, "cudaIpcOpenMemHandle of rank %d's window: %s", q, cudaGetErrorName(e));
@@ -312,9 +171,9 @@ static void release(struct ncclComm* comm, weft_window_map* m) {
   for (int q = 0; q < m->nranks; q++) {
     if (!m->opened || !m->opened[q]) continue;
     if (m->mapped && m->mapped[q])
-      unmap_fd(m->opened[q], m->mapped[q]);
+      ipcmap_unmap_fd(m->opened[q], m->mapped[q]);
     else
-      ipc_release(comm, m->opened[q]);
+      ipcmap_release(comm, m->opened[q]);
   }
   if (m->export_fd >= 0) close(m->export_fd);
   free(m->mapped);

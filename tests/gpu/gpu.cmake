@@ -325,6 +325,29 @@ if(WEFT_HAVE_CUDA)
     ENV ${_win_env} ARGS --procs 2 --share --suite graph --window malloc)
   weft_gpu_test(NAME gpu_graph_window_memalloc_2ranks_1proc_shared LABELS gpu ${_win_zc}
     ENV ${_win_env} ARGS --gpus 2 --share --suite graph --window memalloc)
+
+  # Registered buffers (--register: ncclCommRegister, each buffer at a rank-dependent offset of
+  # its registration), WEFT_ZERO_COPY=2: every peer must read them in place (the peers' services
+  # map cudaMalloc memory by IPC handle, ncclMemAlloc memory by its cuMem descriptor; ranks of
+  # one process by address), and some collective must run zero copy. WEFT_ZERO_COPY=0: copied.
+  set(_reg_zc FAIL "is copied to peer|not GPU memory"
+    EXPECT "is read in place by [1-7] of [1-7] peers" "runs [A-Za-z]+/Simple zero copy")
+  weft_gpu_test(NAME gpu_coll_register_malloc_2procs_shared LABELS gpu mp ${_reg_zc}
+    ENV ${_win_env} ARGS --procs 2 --share --register malloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_register_memalloc_2procs_shared LABELS gpu mp ${_reg_zc}
+    ENV ${_win_env} ARGS --procs 2 --share --register memalloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_register_malloc_4procs_shared LABELS gpu mp ${_reg_zc}
+    ENV ${_win_env} ARGS --procs 4 --share --register malloc --colls std --extra 0)
+  weft_gpu_test(NAME gpu_coll_register_memalloc_4ranks_1proc_shared LABELS gpu ${_reg_zc}
+    ENV ${_win_env} ARGS --gpus 4 --share --register memalloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_coll_register_copy_path_2procs_shared LABELS gpu mp
+    FAIL "is read in place|/Simple zero copy"
+    ENV NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,REG WEFT_ZERO_COPY=0
+    ARGS --procs 2 --share --register malloc --colls std --extra 10)
+  weft_gpu_test(NAME gpu_graph_register_malloc_2procs_shared LABELS gpu mp ${_reg_zc}
+    ENV ${_win_env} ARGS --procs 2 --share --suite graph --register malloc)
+  weft_gpu_test(NAME gpu_graph_register_memalloc_2ranks_1proc_shared LABELS gpu ${_reg_zc}
+    ENV ${_win_env} ARGS --gpus 2 --share --suite graph --register memalloc)
 endif()
 
 # KernelCh in device mode, timed on the GPU (device/device_prof.c): 2 ranks sharing the GPU in

@@ -7,7 +7,8 @@
  *
  *   gpu_coll (--procs N | --gpus N [--init all|group]) [--share]
  *            [--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] [--big]
- *            [--extra K] [--window malloc|memalloc] [--default-seed S] [--timeout S]
+ *            [--extra K] [--window|--register malloc|memalloc] [--default-seed S]
+ *            [--timeout S]
  * --share: the ranks share the visible GPUs (rank % ndev), so one GPU runs 2..8 ranks.
  * --window (suites coll and graph): each case's send and receive buffers come from cudaMalloc
  * (malloc) or ncclMemAlloc (memalloc) and are registered whole as symmetric windows
@@ -15,6 +16,8 @@
  * ranks) before the call and deregistered after it completed (graph: after the graphs are
  * destroyed), so weft may run them zero copy; the checks are the same. A gate first: one small
  * AllReduce in windows ("not available yet" skips the run).
+ * --register: the same, with ncclCommRegister instead (local, not grouped; each buffer's offset
+ * in its registration differs by rank) and ncclCommDeregister.
  * Every suite also requires bit-identical outputs across ranks where the collective gives every
  * rank the same result (gpu_same.h).
  *
@@ -47,7 +50,7 @@
 static void usage(void) {
   fprintf(stderr, "usage: gpu_coll (--procs N | --gpus N [--init all|group]) [--share] "
                   "[--suite coll|graph|mem|netfail] [--colls std|p2p|extra|all|AllReduce,…] "
-                  "[--big] [--extra K] [--window malloc|memalloc] [--default-seed S] "
+                  "[--big] [--extra K] [--window|--register malloc|memalloc] [--default-seed S] "
                   "[--timeout S]\n");
   exit(2);
 }
@@ -55,7 +58,7 @@ static void usage(void) {
 typedef struct {
   gpu_case_list cases;
   int verbose;
-  int window;       /* --window: every case's buffers in windows */
+  int window;       /* GPU_REG_*: --window (every case's buffers in windows), --register */
   gpu_mem_kind mem; /* their allocation */
 } coll_opts;
 
@@ -65,7 +68,7 @@ static int coll_body(gpu_world* w, void* arg) {
   coll_opts* o = arg;
   const int lead = w->loc[0].rank == 0;
   int rc = gpu_run_gate(w);
-  if (rc == GPU_PASS && o->window) rc = gpu_run_window_gate(w, o->mem);
+  if (rc == GPU_PASS && o->window) rc = gpu_run_window_gate(w, o->mem, o->window);
   if (rc != GPU_PASS) return rc;
   int failed = 0, passed = 0, na_kinds = 0, na_cases = 0;
   double t0 = gpu_now_s();
@@ -121,7 +124,8 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   int procs = 0, gpus = 0, init_group = 0, big = 0, extra = 40, timeout = 280;
   const char* suite = "coll";
-  const char* window = NULL; /* --window */
+  const char* window = NULL; /* --window or --register: the memory */
+  int reg = GPU_REG_NONE;
   unsigned kinds = gpu_parse_kinds("std");
   uint64_t default_seed = 0x5eed9b0c;
   for (int i = 1; i < argc; i++) {
@@ -148,13 +152,14 @@ int main(int argc, char** argv) {
     } else if (!strcmp(a, "--extra")) extra = atoi(v);
     else if (!strcmp(a, "--default-seed")) default_seed = parse_u64(v);
     else if (!strcmp(a, "--timeout")) timeout = atoi(v);
-    else if (!strcmp(a, "--window")) {
-      if (strcmp(v, "malloc") && strcmp(v, "memalloc")) usage();
+    else if (!strcmp(a, "--window") || !strcmp(a, "--register")) {
+      if ((strcmp(v, "malloc") && strcmp(v, "memalloc")) || window) usage();
       window = v;
+      reg = !strcmp(a, "--window") ? GPU_REG_WINDOW : GPU_REG_LOCAL;
     } else usage();
   }
   if (window && strcmp(suite, "coll") && strcmp(suite, "graph")) {
-    fprintf(stderr, "gpu_coll: --window applies to the suites coll and graph\n");
+    fprintf(stderr, "gpu_coll: --window and --register apply to the suites coll and graph\n");
     usage();
   }
   const gpu_mem_kind win_mem = window && !strcmp(window, "memalloc") ? GPU_MEM_NCCL : GPU_MEM_CUDA;
@@ -169,9 +174,9 @@ int main(int argc, char** argv) {
   coll_opts co;
   memset(&co, 0, sizeof co);
   co.verbose = gpu_env_int("WEFT_GPU_VERBOSE", 0);
-  co.window = window != NULL;
+  co.window = reg;
   co.mem = win_mem;
-  gpu_graph_opts go = {window != NULL, win_mem};
+  gpu_graph_opts go = {reg, win_mem};
   if (!strcmp(suite, "coll")) {
     gpu_space sp = {nranks, kinds, big, extra};
     const char* only = getenv("WEFT_GPU_CASE");
@@ -214,8 +219,12 @@ int main(int argc, char** argv) {
     usage();
   }
   char what[128] = "";
-  const char* win_what = !window ? "" : win_mem == GPU_MEM_NCCL ? ", in ncclMemAlloc windows"
-                                                               : ", in cudaMalloc windows";
+  const char* win_what = !window                 ? ""
+                         : reg == GPU_REG_LOCAL    ? win_mem == GPU_MEM_NCCL
+                                                         ? ", registered ncclMemAlloc buffers"
+                                                         : ", registered cudaMalloc buffers"
+                         : win_mem == GPU_MEM_NCCL ? ", in ncclMemAlloc windows"
+                                                   : ", in cudaMalloc windows";
   if (!strcmp(suite, "coll"))
     snprintf(what, sizeof what, " (%s: %d cases%s)", full ? "full matrix" : "sample",
              co.cases.n, win_what);

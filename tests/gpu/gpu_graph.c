@@ -66,7 +66,7 @@ static int capture(gpu_world* w, gpu_run* runs, cudaGraph_t* graphs) {
 
 int gpu_graph_body(gpu_world* w, void* arg) {
   const gpu_graph_opts* o = arg;
-  const int window = o && o->window;
+  const int window = o ? o->window : GPU_REG_NONE; /* GPU_REG_* */
   const gpu_mem_kind mem = o ? o->mem : GPU_MEM_CUDA;
   int rc = gpu_run_gate(w);
   if (rc != GPU_PASS) return rc;
@@ -82,7 +82,7 @@ int gpu_graph_body(gpu_world* w, void* arg) {
   gpu_watchdog_arm("graph: prepare and warm-up (uncaptured)");
   for (; n < NOPS; n++) {
     int p = gpu_run_prepare(&runs[n], w, &graph_ops[n], w->seed, mem);
-    if (p == GPU_RUN_OK && window) p = gpu_run_register_windows(&runs[n], w);
+    if (p == GPU_RUN_OK && window) p = gpu_run_register(&runs[n], w, window);
     if (p == GPU_RUN_FATAL) gpu_die(w);
     if (p == GPU_RUN_NA) {
       na = 1;
@@ -148,8 +148,11 @@ destroy:
 release:
   for (int j = 0; j < n; j++) problems += gpu_run_release(&runs[j], w);
   gpu_watchdog_disarm();
-  const char* in = !window ? "" : mem == GPU_MEM_NCCL ? " (ncclMemAlloc windows)"
-                                                      : " (cudaMalloc windows)";
+  const char* in = !window                   ? ""
+                   : window == GPU_REG_LOCAL  ? mem == GPU_MEM_NCCL ? " (registered ncclMemAlloc)"
+                                                                    : " (registered cudaMalloc)"
+                   : mem == GPU_MEM_NCCL      ? " (ncclMemAlloc windows)"
+                                              : " (cudaMalloc windows)";
   if (lead && !problems && !na)
     printf("graph: %d collectives captured, replayed %d times with fresh inputs%s: all "
            "correct\n", NOPS, REPLAYS, in);

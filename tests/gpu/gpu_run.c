@@ -336,6 +336,55 @@ size_t gpu_run_deregister_windows(gpu_run* run, gpu_world* w) {
   return problems;
 }
 
+int gpu_run_register_local(gpu_run* run, gpu_world* w) {
+  run->registered = 1;
+  for (int i = 0; i < w->nlocal; i++) {
+    gpu_run_rank* r = &run->r[i];
+    unsigned char* raw[2] = {r->raw_a, r->raw_b};
+    const size_t len[2] = {r->raw_a_len, r->raw_b_len};
+    /* 0, 16, 32 or 48 bytes into the 64-byte guard zone: the buffer's offset in its
+     * registration differs by rank */
+    const size_t skip = (size_t)(w->loc[i].rank % 4) * 16;
+    CUDA_OK(cudaSetDevice(w->loc[i].dev));
+    for (int j = 0; j < 2; j++) {
+      if (!held_by_every_rank(run, j) || !raw[j]) continue;
+      ncclResult_t res = ncclCommRegister(w->loc[i].comm, raw[j] + skip, len[j] - skip,
+                                          &r->reg[j]);
+      if (res != ncclSuccess) {
+        r->reg[j] = NULL;
+        return call_failed(run, w, i, "ncclCommRegister", res);
+      }
+    }
+  }
+  return GPU_RUN_OK;
+}
+
+size_t gpu_run_deregister_local(gpu_run* run, gpu_world* w) {
+  if (!run->registered) return 0;
+  run->registered = 0;
+  size_t problems = 0;
+  for (int i = 0; i < w->nlocal; i++)
+    for (int j = 0; j < 2; j++) {
+      gpu_run_rank* r = &run->r[i];
+      if (!r->reg[j]) continue;
+      CUDA_OK(cudaSetDevice(w->loc[i].dev));
+      ncclResult_t res = ncclCommDeregister(w->loc[i].comm, r->reg[j]);
+      r->reg[j] = NULL;
+      if (res == ncclSuccess) continue;
+      fprintf(stderr, "FAIL rank %d: %s: ncclCommDeregister returned %d (%s): %s\n",
+              w->loc[i].rank, run->name, (int)res, ncclGetErrorString(res),
+              ncclGetLastError(w->loc[i].comm));
+      problems++;
+    }
+  return problems;
+}
+
+int gpu_run_register(gpu_run* run, gpu_world* w, int kind) {
+  if (kind == GPU_REG_WINDOW) return gpu_run_register_windows(run, w);
+  if (kind == GPU_REG_LOCAL) return gpu_run_register_local(run, w);
+  return GPU_RUN_OK;
+}
+
 /* ---- verify ------------------------------------------------------------------------------- */
 
 /* A device pointer inside raw (downloaded at host_raw) as a host pointer. */
@@ -449,6 +498,7 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w) {
 
 size_t gpu_run_release(gpu_run* run, gpu_world* w) {
   size_t problems = gpu_run_deregister_windows(run, w); /* before the memory goes */
+  problems += gpu_run_deregister_local(run, w);
   for (int i = 0; i < w->nlocal; i++) {
     gpu_run_rank* r = &run->r[i];
     CUDA_OK(cudaSetDevice(w->loc[i].dev));
@@ -485,13 +535,14 @@ size_t gpu_run_release(gpu_run* run, gpu_world* w) {
 }
 
 int gpu_run_case_win(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem,
-                     int window) {
+                     int reg) {
   gpu_run run;
   char name[GPU_CASE_STR];
   gpu_case_name(c, name);
-  gpu_watchdog_arm("case %s%s", name, window ? " (in windows)" : "");
+  gpu_watchdog_arm("case %s%s", name, reg == GPU_REG_WINDOW ? " (in windows)"
+                                     : reg == GPU_REG_LOCAL ? " (registered)" : "");
   int rc = gpu_run_prepare(&run, w, c, seed, mem);
-  if (rc == GPU_RUN_OK && window) rc = gpu_run_register_windows(&run, w);
+  if (rc == GPU_RUN_OK) rc = gpu_run_register(&run, w, reg);
   if (rc == GPU_RUN_OK) rc = gpu_run_issue(&run, w);
   if (rc == GPU_RUN_FATAL) gpu_die(w);
   size_t problems = 0;
@@ -520,11 +571,12 @@ int gpu_run_gate(gpu_world* w) {
   return rc;
 }
 
-int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem) {
+int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem, int reg) {
   gpu_case gate = {COLL_ALLREDUCE, ncclFloat32, OP_SUM, 0, 2, 0, 0};
-  int rc = gpu_run_case_win(w, &gate, w->seed, mem, 1);
+  int rc = gpu_run_case_win(w, &gate, w->seed, mem, reg);
   if (rc == GPU_SKIP && w->loc[0].rank == 0)
-    printf("SKIP: %s buffers in windows are not available yet: %s\n",
-           mem == GPU_MEM_NCCL ? "ncclMemAlloc" : "cudaMalloc", ncclGetLastError(w->loc[0].comm));
+    printf("SKIP: %s buffers %s are not available yet: %s\n",
+           mem == GPU_MEM_NCCL ? "ncclMemAlloc" : "cudaMalloc",
+           reg == GPU_REG_WINDOW ? "in windows" : "registered", ncclGetLastError(w->loc[0].comm));
   return rc;
 }

@@ -25,7 +25,12 @@
  *                    it runs grouped ncclCommInitRank); a buffer some rank lacks (a NULL
  *                    recvbuff off the root of Reduce/Gather, sendbuff off the root of Scatter) is
  *                    not registered on any rank
- *   gpu_run_release  deregister the windows (grouped likewise; after the wait: the operations
+ *   gpu_run_register_local  (--register) each buffer every rank holds registered with
+ *                    ncclCommRegister (local: no group), from a rank-dependent 0..48 bytes into
+ *                    its guard zone on, so each buffer's offset in its registration differs by
+ *                    rank (NCCL's registration promises no symmetry); gpu_run_register picks
+ *                    by kind (GPU_REG_*)
+ *   gpu_run_release  deregister the windows or buffers (grouped likewise; after the wait: the operations
  *                    completed), destroy the op, free the buffers (ncclMemFree's result checked)
  *
  * Layouts are tests/coll's: in-place AllReduce/Reduce/Broadcast use one buffer; in-place
@@ -48,6 +53,9 @@
 #define GPU_RUN_FATAL 2 /* any other error (printed) */
 
 typedef enum { GPU_MEM_CUDA, GPU_MEM_NCCL } gpu_mem_kind;
+/* How a case's buffers are registered: not, symmetric windows (--window), ncclCommRegister
+ * (--register). */
+enum { GPU_REG_NONE = 0, GPU_REG_WINDOW = 1, GPU_REG_LOCAL = 2 };
 
 typedef struct {
   unsigned char *raw_a, *raw_b; /* device allocations, guard bytes included (NULL: none) */
@@ -63,6 +71,7 @@ typedef struct {
   void* dscalar;                /* device PreMulSum scalar */
   uint64_t scalar_host;         /* its bytes, staged */
   ncclWindow_t win[2];          /* windows of raw_a, raw_b (NULL: not registered) */
+  void* reg[2];                 /* ncclCommRegister handles of raw_a, raw_b (NULL: none) */
 } gpu_run_rank;
 
 typedef struct {
@@ -74,6 +83,7 @@ typedef struct {
   int variant;
   gpu_mem_kind mem;
   int windows;    /* gpu_run_register_windows ran: gpu_run_release deregisters */
+  int registered; /* gpu_run_register_local ran: likewise */
   coll_gen gen;
   gpu_run_rank r[GPU_MAX_LOCAL];
 } gpu_run;
@@ -88,22 +98,27 @@ size_t gpu_run_verify(gpu_run* run, gpu_world* w);
 int gpu_run_register_windows(gpu_run* run, gpu_world* w);
 /* Number of problems (a failed ncclCommWindowDeregister). gpu_run_release calls it. */
 size_t gpu_run_deregister_windows(gpu_run* run, gpu_world* w);
+int gpu_run_register_local(gpu_run* run, gpu_world* w);
+size_t gpu_run_deregister_local(gpu_run* run, gpu_world* w);
+/* kind GPU_REG_*: the one above that registers so (GPU_REG_NONE: nothing, GPU_RUN_OK). */
+int gpu_run_register(gpu_run* run, gpu_world* w, int kind);
 /* Number of problems (a failed deregistration, ncclRedOpDestroy or ncclMemFree). */
 size_t gpu_run_release(gpu_run* run, gpu_world* w);
 
 /* prepare, issue, wait, verify, release, under the watchdog: GPU_PASS, GPU_FAIL or GPU_SKIP
  * (not available yet). A hang or a broken communicator ends the process (gpu_die). */
 int gpu_run_case(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem);
-/* The same with windows (window = 1): prepare, register, issue, wait, verify, deregister,
- * release. */
+/* The same with registered buffers (reg: GPU_REG_*): prepare, register, issue, wait, verify,
+ * deregister, release. */
 int gpu_run_case_win(gpu_world* w, const gpu_case* c, uint64_t seed, gpu_mem_kind mem,
-                     int window);
+                     int reg);
 
 /* A 7-element float AllReduce: GPU_SKIP (printed by rank 0) while weft says the device data
  * path is "not available yet"; every suite starts with it. */
 int gpu_run_gate(gpu_world* w);
-/* The same AllReduce in windows of mem (--window): GPU_SKIP (printed by rank 0) while
- * ncclMemAlloc or ncclCommWindowRegister answer "not available yet". */
-int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem);
+/* The same AllReduce in registered buffers of mem (reg: GPU_REG_WINDOW or GPU_REG_LOCAL):
+ * GPU_SKIP (printed by rank 0) while ncclMemAlloc or the registration answer "not available
+ * yet". */
+int gpu_run_window_gate(gpu_world* w, gpu_mem_kind mem, int reg);
 
 #endif

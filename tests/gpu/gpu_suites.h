@@ -5,9 +5,10 @@
  * captured into one CUDA graph per rank (cudaStreamCaptureModeThreadLocal) and replayed 4
  * times with fresh inputs (and a fresh device scalar) written before each replay; every replay
  * is checked. Then one more uncaptured call on the same stream. arg: a gpu_graph_opts, or NULL
- * (cudaMalloc buffers, no windows); with window set, every operation's buffers are registered
- * as symmetric windows after they are prepared and deregistered after the graphs are destroyed
- * (a captured graph reads the window's mapping on every replay).
+ * (cudaMalloc buffers, no windows); with window set (GPU_REG_WINDOW, GPU_REG_LOCAL), every
+ * operation's buffers are registered as symmetric windows or with ncclCommRegister after they
+ * are prepared and deregistered after the graphs are destroyed (a captured graph reads the
+ * registration's mapping on every replay).
  *
  * gpu_mem_body (gpu_mem.c): ncclMemAlloc buffers as collective buffers (ncclMemFree succeeds
  * and rejects a cudaMalloc pointer); ncclCommRegister/Deregister on cudaMalloc and ncclMemAlloc
@@ -32,7 +33,7 @@
 #include "gpu_world.h"
 
 typedef struct {
-  int window;       /* --window */
+  int window;       /* GPU_REG_* (gpu_run.h): --window, --register */
   gpu_mem_kind mem; /* the buffers' allocation */
 } gpu_graph_opts;
 

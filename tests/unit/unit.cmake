@@ -1,5 +1,6 @@
 # Unit tests of util/ (parameters, logging), comm/ config resolution, topo/ PCI paths, algo/
-# (the zero-copy direct algorithms on simulated ranks: headers only) and host/'s primitive.
+# (the zero-copy direct algorithms on simulated ranks: headers only), host/'s primitive and
+# transport/'s registration service (against a fake importer: no CUDA).
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
@@ -7,7 +8,10 @@ weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c
   ${PROJECT_SOURCE_DIR}/core/comm/comm_config.c LABELS unit)
 weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path.c
   ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
+weft_add_test(NAME transport_regsrv SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_regsrv.c
+  ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c LABELS unit)
 weft_add_test(NAME algo_zc_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_sim.c LABELS unit)
+weft_add_test(NAME algo_zc_reg_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_reg_sim.c LABELS unit)
 # host/'s primitive against a peer that sends its last steps and destroys its communicator at once
 # (its sources compiled in, with the include root core/ made for host/).
 file(GLOB WEFT_HOST_PRIM_SOURCES ${PROJECT_SOURCE_DIR}/core/host/host_prims.c

@@ -1,0 +1,169 @@
+/* Sharing a GPU buffer with another process (device mode), for zero-copy windows
+ * (transport_window.c) and registered buffers (transport_regview.c):
+ *  - cudaMalloc memory: a CUDA IPC handle of the allocation holding the buffer, plus the
+ *    buffer's offset in it. The driver maps an exported allocation once per process, so two
+ *    ranks of this process that open the same peer allocation share one mapping (counted here),
+ *    released when the last lets go;
+ *  - cuMem memory (ncclMemAlloc): a POSIX file descriptor of the allocation, mapped whole into
+ *    a reserved range and made readable and writable by the importing device. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "transport/transport_internal.h"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "topo/cuda_entry.h"
+
+typedef struct ipc_open {
+  uint8_t handle[WEFT_IPC_HANDLE_BYTES];
+  int dev;
+  void* base;
+  int refs;
+  struct ipc_open* next;
+} ipc_open;
+static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+static ipc_open* ipc_list;
+
+int ipcmap_acquire(const uint8_t* handle, int dev, void** base) {
+  pthread_mutex_lock(&ipc_lock);
+  for (ipc_open* o = ipc_list; o; o = o->next)
+    if (o->dev == dev && memcmp(o->handle, handle, WEFT_IPC_HANDLE_BYTES) == 0) {
+      o->refs++;
+      *base = o->base;
+      pthread_mutex_unlock(&ipc_lock);
+      return cudaSuccess;
+    }
+  cudaIpcMemHandle_t h;
+  memcpy(&h, handle, sizeof h);
+  void* p = NULL;
+  cudaError_t e = cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess);
+  ipc_open* o = e == cudaSuccess ? calloc(1, sizeof *o) : NULL;
+  if (e == cudaSuccess && !o) {
+    cudaIpcCloseMemHandle(p);
+    e = cudaErrorMemoryAllocation;
+  }
+  if (o) {
+    memcpy(o->handle, handle, WEFT_IPC_HANDLE_BYTES);
+    o->dev = dev;
+    o->base = p;
+    o->refs = 1;
+    o->next = ipc_list;
+    ipc_list = o;
+    *base = p;
+  }
+  pthread_mutex_unlock(&ipc_lock);
+  return (int)e;
+}
+
+void ipcmap_release(struct ncclComm* comm, void* base) {
+  pthread_mutex_lock(&ipc_lock);
+  for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next) {
+    ipc_open* o = *pp;
+    if (o->base != base) continue;
+    if (--o->refs == 0) {
+      *pp = o->next;
+      cudaError_t e = cudaIpcCloseMemHandle(o->base);
+      if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
+      free(o);
+    }
+    break;
+  }
+  pthread_mutex_unlock(&ipc_lock);
+}
+
+int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
+                        size_t whylen) {
+  uintptr_t base = 0;
+  size_t len = 0;
+  if (!cuda_alloc_range(buff, &base, &len)) {
+    snprintf(why, whylen, "its allocation's extent is unknown");
+    return 0;
+  }
+  cudaIpcMemHandle_t h;
+  cudaError_t e = cudaIpcGetMemHandle(&h, (void*)base);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    /* cuMem (ncclMemAlloc) memory has no IPC handle: it is shared by file descriptor. */
+    snprintf(why, whylen, "cudaIpcGetMemHandle refused it (%s)", cudaGetErrorName(e));
+    return 0;
+  }
+  memcpy(handle, &h, sizeof h);
+  *offset = (uint64_t)((uintptr_t)buff - (uintptr_t)base);
+  return 1;
+}
+
+int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc) {
+  const weft_cuda_drv* d = cuda_drv();
+  uintptr_t base = 0;
+  size_t len = 0;
+  CUmemGenericAllocationHandle h;
+  *fd = -1;
+  if (!d->retain_handle || !d->export_handle || !d->release ||
+      !cuda_alloc_range(buff, &base, &len))
+    return 0;
+  if (d->retain_handle(&h, buff) != CUDA_SUCCESS) return 0;
+  CUresult r = d->export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  d->release(h);
+  if (r != CUDA_SUCCESS) {
+    *fd = -1;
+    return 0;
+  }
+  *offset = (uint64_t)((uintptr_t)buff - (uintptr_t)base);
+  *alloc = len;
+  return 1;
+}
+
+int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va_out, char* why, size_t whylen) {
+  const weft_cuda_drv* d = cuda_drv();
+  if (!d->import_handle || !d->release || !d->reserve || !d->map || !d->set_access ||
+      !d->address_free || !d->unmap) {
+    snprintf(why, whylen, "the CUDA driver lacks the cuMem import calls");
+    return 0;
+  }
+  CUmemGenericAllocationHandle h;
+  CUresult r =
+      d->import_handle(&h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  if (r != CUDA_SUCCESS) {
+    snprintf(why, whylen, "cuMemImportFromShareableHandle: CUDA driver error %d", (int)r);
+    return 0;
+  }
+  CUdeviceptr va = 0;
+  r = d->reserve(&va, alloc, 0, 0, 0);
+  if (r == CUDA_SUCCESS) {
+    r = d->map(va, alloc, 0, h, 0);
+    if (r != CUDA_SUCCESS) d->address_free(va, alloc);
+  }
+  d->release(h); /* the mapping holds the allocation from here on */
+  if (r == CUDA_SUCCESS) {
+    CUmemAccessDesc a;
+    memset(&a, 0, sizeof a);
+    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    a.location.id = dev;
+    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = d->set_access(va, alloc, &a, 1);
+    if (r != CUDA_SUCCESS) {
+      d->unmap(va, alloc);
+      d->address_free(va, alloc);
+    }
+  }
+  if (r != CUDA_SUCCESS) {
+    snprintf(why, whylen, "mapping a cuMem allocation: CUDA driver error %d", (int)r);
+    return 0;
+  }
+  *va_out = (void*)(uintptr_t)va;
+  return 1;
+}
+
+void ipcmap_unmap_fd(void* va, uint64_t bytes) {
+  const weft_cuda_drv* d = cuda_drv();
+  if (d->unmap) d->unmap((CUdeviceptr)(uintptr_t)va, bytes);
+  if (d->address_free) d->address_free((CUdeviceptr)(uintptr_t)va, bytes);
+}
+
+#endif

@@ -1,0 +1,292 @@
+/* Registered buffers (ncclCommRegister, device mode): this rank's buffer as every peer's
+ * kernels can reach it, so that the direct algorithms' receivers read it in place (zero copy).
+ *
+ * Registration is local, as in NCCL: no peer takes part in the call, and peers may register
+ * other buffers, at other times, or none. So each rank makes its own buffer reachable:
+ *  - a peer in this process reads the address itself;
+ *  - a peer in another process of this host is asked, through its registration service
+ *    (transport_regsrv.c, started with the transport), to map the buffer's allocation (CUDA
+ *    IPC handle and offset for cudaMalloc memory, the cuMem descriptor for ncclMemAlloc
+ *    memory) and answers with the buffer's address there.
+ * The answers form a table of nranks addresses in GPU memory (0: that peer could not map it);
+ * a sender's kernel posts the entry of its receiver with every step instead of copying
+ * (device/, conn.h's weft_fifo_ctrl.zc_post), and copies through the FIFO where it is 0, so
+ * a peer that cannot map a buffer costs that pair the copy, nothing more. Deregistration
+ * asks each peer to release its mapping; a peer's mappings of a destroyed communicator go
+ * when the connection to its service closes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "transport/transport.h"
+#include "transport/transport_internal.h"
+#include "transport/transport_regsrv.h"
+#include "util/check.h"
+#include "util/param.h"
+
+#define REGVIEW_IMPORT_MS 30000 /* the longest a peer's service may take to map a buffer */
+
+struct weft_reg_views {
+  int nranks;
+  uint64_t* addr;  /* per rank: the buffer as mapped in that rank's process (0: not there) */
+  uint64_t* ids;   /* per rank: the import at that rank's service (0: none) */
+  char* const* dev; /* addr, in GPU memory */
+};
+
+char* const* transport_reg_views_table(const weft_reg_views* v) { return v->dev; }
+
+int transport_reg_zero_copy(const struct ncclComm* comm) {
+  return comm->mode == WEFT_MODE_DEVICE && param_int(WEFT_PARAM_ZERO_COPY) != 0 &&
+         comm->nranks >= 2 && comm->nranks <= WEFT_WINDOW_MAX_RANKS && transport_all_p2p(comm);
+}
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* ---- the service: what a peer's buffer becomes here ---- */
+
+static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* addr,
+                        void** mapping, char* why, size_t whylen) {
+  struct ncclComm* comm = ctx;
+  devmem_thread_device(comm->cuda_dev);
+  void* base = NULL;
+  if (d->how == WEFT_REGSRV_IPC) {
+    int e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", cudaGetErrorName((cudaError_t)e));
+      return 0;
+    }
+  } else if (!ipcmap_map_fd(comm->cuda_dev, fd, d->alloc, &base, why, whylen)) {
+    return 0;
+  }
+  *mapping = base;
+  *addr = (uint64_t)(uintptr_t)base + d->offset;
+  return 1;
+}
+
+static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
+  struct ncclComm* comm = ctx;
+  devmem_thread_device(comm->cuda_dev);
+  if (d->how == WEFT_REGSRV_IPC)
+    ipcmap_release(comm, mapping);
+  else
+    ipcmap_unmap_fd(mapping, d->alloc);
+}
+
+ncclResult_t regview_serve(struct ncclComm* comm) {
+  struct weft_transport* t = comm->transport;
+  if (!transport_reg_zero_copy(comm)) return ncclSuccess; /* no peer would read in place */
+  int other = 0;
+  for (int q = 0; q < comm->nranks; q++)
+    if (q != comm->rank && p2p_usable(comm, q) && !p2p_same_process(comm, q)) other = 1;
+  if (!other) return ncclSuccess;
+  t->reg_conns = malloc((size_t)comm->nranks * sizeof *t->reg_conns);
+  if (!t->reg_conns) {
+    WARN("rank %d: out of memory for the registration connections", comm->rank);
+    return ncclSystemError;
+  }
+  for (int q = 0; q < comm->nranks; q++) t->reg_conns[q] = -1;
+  char name[WEFT_REGSRV_NAME_MAX];
+  size_t len;
+  regsrv_name(name, &len, comm->peers[comm->rank].p2p.proc_id, comm->comm_hash, comm->rank);
+  weft_regsrv_ops ops = {serve_import, serve_release, comm};
+  /* Without it peers copy to this rank (zero copy is an optimisation): logged, not fatal. */
+  if (regsrv_start(name, len, comm->comm_hash, comm->rank, &ops, &t->regsrv) != ncclSuccess)
+    INFO(NCCL_REG, "rank %d: registered buffers of peers in other processes will be copied",
+         comm->rank);
+  return ncclSuccess;
+}
+
+void regview_fini(struct ncclComm* comm) {
+  struct weft_transport* t = comm->transport;
+  regsrv_stop(t->regsrv);
+  t->regsrv = NULL;
+  if (t->reg_conns)
+    for (int q = 0; q < comm->nranks; q++)
+      if (t->reg_conns[q] >= 0) close(t->reg_conns[q]);
+  free(t->reg_conns);
+  t->reg_conns = NULL;
+}
+
+/* ---- this rank's buffer, shared ---- */
+
+/* Have peer q map d (fd for cuMem memory); 1 with *addr and *id, 0 with why set. */
+static int share_with(struct ncclComm* comm, int q, const weft_regsrv_desc* d, int fd,
+                      uint64_t* addr, uint64_t* id, char* why, size_t whylen) {
+  struct weft_transport* t = comm->transport;
+  /* Bounded well below the op timeout: a peer that cannot answer costs that pair the copy. */
+  int timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
+  if (timeout > REGVIEW_IMPORT_MS) timeout = REGVIEW_IMPORT_MS;
+  if (!t->reg_conns) {
+    snprintf(why, whylen, "this rank serves no peer in another process");
+    return 0;
+  }
+  pthread_mutex_lock(&t->reg_lock);
+  if (t->reg_conns[q] < 0) {
+    char name[WEFT_REGSRV_NAME_MAX];
+    size_t len;
+    regsrv_name(name, &len, comm->peers[q].p2p.proc_id, comm->comm_hash, q);
+    t->reg_conns[q] = regsrv_connect(name, len, timeout, why, whylen);
+  }
+  int ok = t->reg_conns[q] >= 0 &&
+           regsrv_import(t->reg_conns[q], comm->comm_hash, d, fd, timeout, addr, id, why, whylen);
+  pthread_mutex_unlock(&t->reg_lock);
+  return ok;
+}
+
+static void views_unshare(struct ncclComm* comm, weft_reg_views* v) {
+  struct weft_transport* t = comm->transport;
+  for (int q = 0; q < v->nranks; q++) {
+    if (!v->ids[q]) continue;
+    char why[160] = "";
+    pthread_mutex_lock(&t->reg_lock);
+    /* Not waited for: the peer's cudaIpcCloseMemHandle may wait for its kernels, which may
+     * be waiting for this rank's next operation. */
+    int ok = t->reg_conns && t->reg_conns[q] >= 0 &&
+             regsrv_release(t->reg_conns[q], comm->comm_hash, v->ids[q], 0, why, sizeof why);
+    pthread_mutex_unlock(&t->reg_lock);
+    if (!ok) /* it keeps the mapping until this communicator ends */
+      INFO(NCCL_REG, "rank %d: peer %d did not release its mapping of a buffer: %s", comm->rank,
+           q, why);
+  }
+}
+
+static void views_free(struct ncclComm* comm, weft_reg_views* v) {
+  if (!v) return;
+  if (v->dev) {
+    cudaError_t e = cudaFree((void*)v->dev);
+    if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaFree of a registration's table", e);
+  }
+  free(v->addr);
+  free(v->ids);
+  free(v);
+}
+
+/* How peers in other processes reach buff: 1 with d (and *fd for cuMem memory), 0 with why. */
+static int describe(void* buff, size_t size, weft_regsrv_desc* d, int* fd, char* why,
+                    size_t whylen) {
+  memset(d, 0, sizeof *d);
+  d->size = size;
+  *fd = -1;
+  _Static_assert(sizeof d->handle == WEFT_IPC_HANDLE_BYTES, "an IPC handle fits a request");
+  if (ipcmap_describe_ipc(buff, d->handle, &d->offset, why, whylen)) {
+    d->how = WEFT_REGSRV_IPC;
+    return 1;
+  }
+  if (ipcmap_export_fd(buff, fd, &d->offset, &d->alloc)) {
+    d->how = WEFT_REGSRV_FD;
+    return 1;
+  }
+  return 0; /* why says why IPC could not; cuMem had no exportable handle either */
+}
+
+static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_reg_views** out) {
+  int n = comm->nranks, r = comm->rank;
+  struct cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, buff) != cudaSuccess || a.type != cudaMemoryTypeDevice) {
+    cudaGetLastError();
+    INFO(NCCL_REG, "rank %d: registered %p is not GPU memory: peers get it through the FIFOs", r,
+         buff);
+    return ncclSuccess;
+  }
+  weft_reg_views* v = calloc(1, sizeof *v);
+  if (v) {
+    v->nranks = n;
+    v->addr = calloc((size_t)n, sizeof *v->addr);
+    v->ids = calloc((size_t)n, sizeof *v->ids);
+  }
+  if (!v || !v->addr || !v->ids) {
+    views_free(comm, v);
+    WARN("rank %d: out of memory for a registration's table", r);
+    return ncclSystemError;
+  }
+  weft_regsrv_desc d;
+  int fd = -1, described = -1, shared = 0; /* described: -1 not yet asked */
+  char why[160] = "";
+  for (int q = 0; q < n; q++) {
+    if (q == r) continue;
+    if (p2p_same_process(comm, q)) {
+      v->addr[q] = (uint64_t)(uintptr_t)buff; /* the P2P connections enabled peer access */
+      shared++;
+      continue;
+    }
+    if (described < 0) described = describe(buff, size, &d, &fd, why, sizeof why);
+    if (described && share_with(comm, q, &d, fd, &v->addr[q], &v->ids[q], why, sizeof why)) {
+      shared++;
+      continue;
+    }
+    v->addr[q] = 0;
+    INFO(NCCL_REG, "rank %d: registered %p (%zu bytes) is copied to peer %d: %s", r, buff, size, q,
+         why);
+  }
+  if (fd >= 0) close(fd); /* every peer that wanted it has its own copy by now */
+  v->addr[r] = (uint64_t)(uintptr_t)buff;
+  if (shared == 0) {
+    views_free(comm, v);
+    return ncclSuccess;
+  }
+  void *dv = NULL, *sp = NULL;
+  ncclResult_t res = devmem_stream(comm, &sp);
+  cudaError_t e = cudaSuccess;
+  if (res == ncclSuccess) e = cudaMalloc(&dv, (size_t)n * sizeof(uint64_t));
+  if (res == ncclSuccess && e == cudaSuccess) {
+    v->dev = dv;
+    /* On the private stream: a plain copy would queue behind (blocking) user streams. */
+    e = cudaMemcpyAsync(dv, v->addr, (size_t)n * sizeof(uint64_t), cudaMemcpyHostToDevice,
+                        (cudaStream_t)sp);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)sp);
+  }
+  if (res == ncclSuccess && e != cudaSuccess)
+    res = devmem_cuda_fail(comm, NULL, "copying a registration's table", e);
+  if (res != ncclSuccess) {
+    views_unshare(comm, v);
+    views_free(comm, v);
+    return res;
+  }
+  INFO(NCCL_REG, "rank %d: registered %p (%zu bytes) is read in place by %d of %d peers", r, buff,
+       size, shared, n - 1);
+  *out = v;
+  return ncclSuccess;
+}
+
+ncclResult_t transport_reg_views(struct ncclComm* comm, void* buff, size_t size,
+                                 weft_reg_views** out) {
+  *out = NULL;
+  if (!transport_reg_zero_copy(comm) || !comm->transport) return ncclSuccess;
+  int saved;
+  WEFT_CHECK(devmem_enter(comm, &saved));
+  ncclResult_t res = build(comm, buff, size, out);
+  devmem_leave(comm, saved);
+  return res;
+}
+
+void transport_reg_views_free(struct ncclComm* comm, weft_reg_views* v, int release) {
+  if (!v) return;
+  int saved;
+  if (devmem_enter(comm, &saved) != ncclSuccess) saved = -1;
+  if (release) views_unshare(comm, v);
+  views_free(comm, v);
+  devmem_leave(comm, saved);
+}
+
+#else /* !WEFT_HAVE_CUDA: no device mode, nothing to share */
+
+ncclResult_t regview_serve(struct ncclComm* comm) {
+  (void)comm;
+  return ncclSuccess;
+}
+void regview_fini(struct ncclComm* comm) { (void)comm; }
+ncclResult_t transport_reg_views(struct ncclComm* comm, void* buff, size_t size,
+                                 weft_reg_views** out) {
+  (void)comm, (void)buff, (void)size;
+  *out = NULL;
+  return ncclSuccess;
+}
+void transport_reg_views_free(struct ncclComm* comm, weft_reg_views* v, int release) {
+  (void)comm, (void)v, (void)release;
+}
+
+#endif
