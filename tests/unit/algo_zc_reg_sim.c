@@ -47,13 +47,12 @@
  * where such a rank has a peer that maps its buffer. TwoShot under that rule stays correct, and
  * the suite checks it does (as in the in-place TwoShot case, whose ranks keep their tables): a
  * rank overwrites block q only after q, having read it, sent its reduced block. WEFT_TEST_SEED
- * changes the seeds. */
-#include <stdarg.h>
+ * changes the seeds. The scheduler, the rules, the checks of results and the seed loops, shared
+ * with algo_zc_sim.c, are in algo_zc_simcore.h. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/algo.h"
 #include "testutil.h"
@@ -62,13 +61,9 @@
 #define NR_MAX WEFT_DIRECT_MAX_RANKS
 #define NCH_MAX 3
 #define NEXE_MAX (NR_MAX * NCH_MAX)
-#define GUARD 64
-#define FILL 0xA5
-#define ELEM 4
+#define SIM_NAME "algo_zc_reg_sim"
 #define SLOT_MAX 1024 /* largest step_bytes */
 
-enum { OK = 0, FAIL_WRONG, FAIL_DEADLOCK, FAIL_RULE };
-enum { PH_RUN, PH_DRAIN, PH_WAIT, PH_DONE };
 enum { NEG_NONE, NEG_NO_DRAIN, NEG_NO_TAG, NEG_NO_NEED_DST, NEG_NO_FLOW, NEG_IP_POSTS };
 enum { AV_ALL, AV_NONE, AV_MIXED, AV_PER_OP, AV_FLIP, AV_N };
 static const char* const av_names[] = {"all", "none", "mixed", "mixed per op", "all/none by op"};
@@ -126,78 +121,42 @@ typedef struct {
 } sim;
 
 static sim S;
-static uint64_t g_steps, g_elems;
 static uint64_t g_posted, g_copied, g_read_post, g_read_slot, g_wraps; /* what the runs did */
 
-static const char* func_name(int f) { /* WEFT_FN_BROADCAST (0) .. WEFT_FN_ALLREDUCE (4) */
-  static const char* const names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                      "AllReduce"};
-  return f >= 0 && f <= WEFT_FN_ALLREDUCE ? names[f] : "?";
-}
-static int rooted(int f) { return f == WEFT_FN_BROADCAST || f == WEFT_FN_REDUCE; }
-static int reduces(int f) {
-  return f == WEFT_FN_ALLREDUCE || f == WEFT_FN_REDUCESCATTER || f == WEFT_FN_REDUCE;
-}
+#include "algo_zc_simcore.h" /* what both simulators share, on S */
+
+/* Rank r's buffers and placement in operation k: the second set where the second op moved. */
 static int set_of(int k) { return k == 1 && S.moved; }
-static char* sendbuf(int k, int r) { return S.mem[r] + S.send_off[set_of(k)][r]; }
-static char* recvbuf(int k, int r) { return S.mem[r] + S.recv_off[set_of(k)][r]; }
-static int ip(int k, int r) { return S.ip[set_of(k)][r]; }
+static char* op_sendbuf(int k, int r) { return S.mem[r] + S.send_off[set_of(k)][r]; }
+static char* op_recvbuf(int k, int r) { return S.mem[r] + S.recv_off[set_of(k)][r]; }
+static int op_in_place(int k, int r) { return S.ip[set_of(k)][r]; }
 
 static void case_name(const zc_case* c, char* out, size_t len) {
   static const char* const negs[] = {"", " (no drain)", " (tag ignored)", " (posts without dst)",
                                      " (no flow control)", " (in-place ranks post)"};
   static const char* const places[] = {"out-of-place", "in-place", "mixed-placement"};
-  char root[16] = "";
-  if (rooted(c->func)) snprintf(root, sizeof root, " root=%d", c->root);
+  char root[16];
+  root_tag(c, root, sizeof root);
   snprintf(out, len, "%s/%s %s n=%d count=%zu channels=%d step_bytes=%zu%s%s",
-           func_name(c->func), c->algo == WEFT_ALGO_TWOSHOT_ID ? "TwoShot" : "OneShot",
-           places[c->in_place], c->n, c->count, c->nch, c->step_bytes, root, negs[c->neg]);
+           func_name(c->func), algo_name(c->algo), places[c->in_place], c->n, c->count, c->nch,
+           c->step_bytes, root, negs[c->neg]);
 }
 
-static int failf(int rc, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static int failf(int rc, const char* fmt, ...) {
-  if (S.rc) return S.rc;
-  S.rc = rc;
+/* What a run drew: availability, buffers, connections, registrations, placement. */
+static void fail_context(char* out, size_t len) {
   char pl[2 * NR_MAX + 40] = ""; /* mixed placement: each rank's, I in place, O out of place */
   if (S.c->in_place == MIXED) {
     size_t at = (size_t)snprintf(pl, sizeof pl, ", placement ");
     for (int k = 0; k <= S.moved; k++) {
       if (k) pl[at++] = '/';
-      for (int r = 0; r < S.c->n; r++) pl[at++] = ip(k, r) ? 'I' : 'O';
+      for (int r = 0; r < S.c->n; r++) pl[at++] = op_in_place(k, r) ? 'I' : 'O';
     }
     pl[at] = '\0';
   }
-  int k = snprintf(S.msg, sizeof S.msg, "%s, seed %llu [availability %s, %s buffers, %s%s%s]: ",
-                   S.name, (unsigned long long)S.seed, av_names[S.av],
-                   S.moved ? "second op on other" : "same", S.hist ? "history" : "fresh",
-                   S.two_regs ? ", two registrations" : "", pl);
-  va_list ap;
-  va_start(ap, fmt);
-  if (k > 0 && (size_t)k < sizeof S.msg) vsnprintf(S.msg + k, sizeof S.msg - (size_t)k, fmt, ap);
-  va_end(ap);
-  return rc;
+  snprintf(out, len, " [availability %s, %s buffers, %s%s%s]", av_names[S.av],
+           S.moved ? "second op on other" : "same", S.hist ? "history" : "fresh",
+           S.two_regs ? ", two registrations" : "", pl);
 }
-
-/* ---- the planner's view (plan_op.c channel_part, plan_direct.c, plan_zc.c) ---- */
-
-static void channel_part(size_t count, int nch, int c, size_t* off, size_t* cnt) {
-  size_t a = 64 / ELEM;
-  size_t q = algo_divup(algo_divup(count, (size_t)nch), a) * a;
-  *off = (size_t)c * q;
-  *cnt = *off < count ? (count - *off < q ? count - *off : q) : 0;
-}
-static int key_recv(const zc_case* c, int r, int q) {
-  if (c->func == WEFT_FN_BROADCAST) return q == c->root;
-  if (c->func == WEFT_FN_REDUCE) return r == c->root;
-  return 1;
-}
-static int key_send(const zc_case* c, int r, int q) {
-  if (c->func == WEFT_FN_BROADCAST) return r == c->root;
-  if (c->func == WEFT_FN_REDUCE) return q == c->root;
-  return 1;
-}
-static int recv_peer(int r, int n, int role) { return (r + role + 1) % n; }
-static int send_peer(int r, int n, int role) { return (r + role - WEFT_DIRECT_SEND_ROLE0 + 1) % n; }
 
 /* ---- memory: registrations, addresses as mapped in a viewer's process ---- */
 
@@ -260,10 +219,7 @@ static void placement(void) {
 static void layout(void) {
   const zc_case* c = S.c;
   int n = c->n;
-  size_t bytes = c->count * ELEM;
-  S.sbytes = S.rbytes = bytes;
-  if (c->func == WEFT_FN_ALLGATHER) S.rbytes = bytes * (size_t)n;
-  if (c->func == WEFT_FN_REDUCESCATTER) S.sbytes = bytes * (size_t)n;
+  size_t bytes = buffer_sizes();
   placement();
   int two = c->in_place != 1 && test_rand(&S.rng) % 2;
   S.two_regs = 0;
@@ -325,34 +281,9 @@ static void layout(void) {
       /* find_registered: an AllReduce rank in place (placement per rank) gets no tables, so it
        * copies every send; its peers' tables, and what it reads of their posts, are as ever.
        * (The old rule kept them: NEG_IP_POSTS.) */
-      if (c->in_place == MIXED && ip(k, r) && c->neg != NEG_IP_POSTS) memset(z, 0, sizeof *z);
+      if (c->in_place == MIXED && op_in_place(k, r) && c->neg != NEG_IP_POSTS)
+        memset(z, 0, sizeof *z);
     }
-}
-
-static float gen(int integer) {
-  uint64_t x = test_rand(&S.rng);
-  if (integer) return (float)((int)(x % 15) - 7);
-  float m = (float)(x >> 40) / 16777216.0f * 2.0f - 1.0f;
-  return m * (float)(1 + (int)((x >> 3) & 7));
-}
-
-static void gen_inputs(void) {
-  size_t ne = S.sbytes / ELEM;
-  for (int k = 0; k < 2; k++)
-    for (int r = 0; r < S.c->n; r++) {
-      S.in[k][r] = realloc(S.in[k][r], S.sbytes);
-      EXPECT(S.in[k][r] != NULL);
-      for (size_t i = 0; i < ne; i++) S.in[k][r][i] = gen(k == 0 && reduces(S.c->func));
-    }
-  for (int k = 0; k < 2 && reduces(S.c->func); k++) {
-    S.ref[k] = realloc(S.ref[k], S.sbytes);
-    EXPECT(S.ref[k] != NULL);
-    for (size_t i = 0; i < ne; i++) {
-      float acc = S.in[k][0][i];
-      for (int q = 1; q < S.c->n; q++) acc += S.in[k][q][i];
-      S.ref[k][i] = acc;
-    }
-  }
 }
 
 /* Fresh connections, or ones that earlier operations used: counters past 0, and slots whose
@@ -383,35 +314,14 @@ static void init_fifos(void) {
       }
 }
 
-static int in_range(const char* p, size_t bytes, const char* lo, size_t lo_bytes) {
-  return p >= lo && (size_t)(p - lo) <= lo_bytes && bytes <= lo_bytes - (size_t)(p - lo);
-}
-
 /* ---- executors ---- */
 
-static void cursor_fix(exe* e) {
-  uint64_t nmax = e->a.npc[0] > e->a.npc[1] ? e->a.npc[0] : e->a.npc[1];
-  int ns = e->a.npc[1] ? 2 : 1;
-  while (e->pc < nmax && e->pc >= e->a.npc[e->st])
-    if (++e->st >= ns) e->st = 0, e->pc++;
-  if (e->pc >= nmax) e->phase = PH_DRAIN;
-}
-
-static int step_fail(const exe* e, const char* what) {
-  return failf(FAIL_RULE, "rank %d channel %d op %d stream %d pc %llu: %s", e->rank, e->ch, e->op,
-               e->st, (unsigned long long)e->pc, what);
-}
-
-static int load_step(exe* e) {
+/* The next step's connections (as the planner makes them), its size (a FIFO slot's at most) and
+ * its receives: of a buffer its senders post. */
+static int check_step(const exe* e) {
   const zc_case* c = S.c;
+  const weft_prim* p = &e->p;
   int n = c->n, r = e->rank;
-  cursor_fix(e);
-  if (e->phase != PH_RUN) return OK;
-  weft_prim* p = &e->p;
-  memset(p, 0x5a, sizeof *p);
-  if (algo_prim(&e->a, e->st, e->pc, p) != 1) return step_fail(e, "no step");
-  if (p->nrecv < 0 || p->nrecv > n - 1 || p->nsend < 0 || p->nsend > n - 1)
-    return step_fail(e, "bad number of receives or sends");
   for (int i = 0; i < p->nrecv; i++)
     if (p->recv[i] > n - 2 || !key_recv(c, r, recv_peer(r, n, p->recv[i])))
       return step_fail(e, "receives on a connection the planner does not make");
@@ -425,86 +335,10 @@ static int load_step(exe* e) {
   if (p->nrecv && p->zc_from != WEFT_ZC_FROM_SRC &&
       !(p->zc_from == WEFT_ZC_FROM_DST && c->func == WEFT_FN_ALLREDUCE))
     return step_fail(e, "a receive reads a buffer no sender posts");
-  if (p->src && !in_range(p->src, bytes, sendbuf(e->op, r), S.sbytes))
-    return step_fail(e, "src outside the sendbuff");
-  if (p->dst && !in_range(p->dst, bytes, recvbuf(e->op, r), S.rbytes))
-    return step_fail(e, "dst outside the recvbuff");
-  if (!p->reduce && p->nrecv + (p->src ? 1 : 0) > 1) return step_fail(e, "copy of many inputs");
   return OK;
 }
 
-static int runnable(const exe* e) {
-  int n = S.c->n, r = e->rank, c = e->ch;
-  if (e->phase == PH_DRAIN) {
-    if (S.c->neg == NEG_NO_DRAIN) return 1;
-    for (int q = 0; q < n; q++)
-      if (q != r && key_send(S.c, r, q) && S.f[c][r][q].head != S.f[c][r][q].tail) return 0;
-    return 1;
-  }
-  if (e->phase != PH_RUN) return 0;
-  for (int i = 0; i < e->p.nrecv; i++) {
-    const fifo* f = &S.f[c][recv_peer(r, n, e->p.recv[i])][r];
-    if (!(f->tail > f->head)) return 0;
-  }
-  for (int i = 0; i < e->p.nsend; i++) {
-    const fifo* f = &S.f[c][r][send_peer(r, n, e->p.send[i])];
-    if (!(f->head + WEFT_NSTEPS > f->tail) && S.c->neg != NEG_NO_FLOW) return 0;
-  }
-  return 1;
-}
-
-/* ---- references ---- */
-
-static int expect_block(int r, int k, const char* what, size_t first, const char* got,
-                        const float* want, size_t ne) {
-  if (memcmp(got, want, ne * ELEM) == 0) return OK;
-  for (size_t i = 0; i < ne; i++) {
-    float g;
-    memcpy(&g, got + i * ELEM, sizeof g);
-    if (memcmp(&g, &want[i], sizeof g) != 0)
-      return failf(FAIL_WRONG, "rank %d operation %d: %s[%zu] = %.9g, expected %.9g", r, k, what,
-                   first + i, (double)g, (double)want[i]);
-  }
-  return OK;
-}
-
-static int check_rank(int r, int k) {
-  const zc_case* c = S.c;
-  size_t cnt = c->count;
-  const char* rb = recvbuf(k, r);
-  switch (c->func) {
-    case WEFT_FN_ALLREDUCE:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k], cnt)) return S.rc;
-      break;
-    case WEFT_FN_REDUCESCATTER:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k] + (size_t)r * cnt, cnt)) return S.rc;
-      break;
-    case WEFT_FN_ALLGATHER:
-      for (int q = 0; q < c->n; q++)
-        if (expect_block(r, k, "recvbuff", (size_t)q * cnt, rb + (size_t)q * cnt * ELEM,
-                         S.in[k][q], cnt))
-          return S.rc;
-      break;
-    case WEFT_FN_BROADCAST:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.in[k][c->root], cnt)) return S.rc;
-      break;
-    case WEFT_FN_REDUCE:
-      if (r == c->root) {
-        if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k], cnt)) return S.rc;
-      } else if (ip(k, r)) {
-        if (expect_block(r, k, "a non-root's buffer", 0, rb, S.in[k][r], cnt)) return S.rc;
-      } else {
-        for (size_t b = 0; b < cnt * ELEM; b++)
-          if ((unsigned char)rb[b] != FILL)
-            return failf(FAIL_WRONG, "rank %d operation %d: a non-root's recvbuff written", r, k);
-      }
-      break;
-  }
-  if (!ip(k, r) && expect_block(r, k, "sendbuff (out of place: untouched)", 0, sendbuf(k, r),
-                                   S.in[k][r], S.sbytes / ELEM))
-    return S.rc;
-  return OK;
-}
+/* ---- checks ---- */
 
 static int check_end(void) {
   const zc_case* c = S.c;
@@ -533,74 +367,32 @@ static int check_end(void) {
     }
     if (S.moved && check_rank(r, 0)) return S.rc; /* the first op's buffers, still as it left */
   }
-  if (c->func == WEFT_FN_ALLREDUCE)
-    for (int r = 1; r < c->n; r++)
-      if (memcmp(recvbuf(1, r), recvbuf(1, 0), S.rbytes) != 0)
-        return failf(FAIL_WRONG, "AllReduce results of ranks 0 and %d differ in their bits", r);
-  return OK;
+  return check_same_bits();
 }
 
 /* ---- running ---- */
 
-static void start_op(int r, int k) {
+/* Operation k's work item (its buffers and tables may differ from the first operation's),
+ * then run_work's zc_in from its tables. */
+static void begin_work(exe* e, int k) {
   const zc_case* c = S.c;
-  S.rank_op[r] = k;
-  S.pending[r] = 0;
-  for (int i = 0; i < S.ne; i++) {
-    exe* e = &S.e[i];
-    if (e->rank != r) continue;
-    weft_algo* a = &e->a; /* plan_work_setup */
-    size_t off, cnt;
-    channel_part(c->count, c->nch, e->ch, &off, &cnt);
-    memset(a, 0, sizeof *a);
-    a->func = (int16_t)c->func;
-    a->algo = (int16_t)c->algo;
-    a->nranks = c->n;
-    a->rank = r;
-    a->channel = e->ch;
-    a->root = rooted(c->func) ? c->root : 0;
-    a->elem = ELEM;
-    a->count = c->count;
-    a->part_off = off;
-    a->part_count = cnt;
-    a->chunk = c->step_bytes / ELEM; /* tune_chunk_bytes: a Simple slot */
-    a->src = sendbuf(k, r);
-    a->dst = recvbuf(k, r);
-    a->zero_copy = WEFT_ZC_REGISTERED;
-    a->zc = S.zb[k][r];
-    algo_count_steps(a);
-    for (int w = 0; w < 2; w++) /* run_work */
-      for (int j = 0; j < WEFT_PRIM_MAX_PEERS; j++) {
-        int q = (r + j + 1) % c->n;
-        uint64_t b = j < c->n - 1 && a->zc.peers[w] ? (uint64_t)(uintptr_t)a->zc.peers[w][q] : 0;
-        e->zc_in[w][j] = b ? b + a->zc.off[w] : 0;
-      }
-    e->op = k;
-    e->phase = PH_RUN;
-    e->pc = 0;
-    e->st = 0;
-    S.pending[r]++;
-    load_step(e);
-  }
+  int r = e->rank;
+  weft_algo* a = &e->a;
+  work_setup(e, c->step_bytes / ELEM /* tune_chunk_bytes: a Simple slot */, op_sendbuf(k, r),
+             op_recvbuf(k, r), WEFT_ZC_REGISTERED, S.zb[k][r]);
+  for (int w = 0; w < 2; w++) /* run_work */
+    for (int j = 0; j < WEFT_PRIM_MAX_PEERS; j++) {
+      int q = (r + j + 1) % c->n;
+      uint64_t b = j < c->n - 1 && a->zc.peers[w] ? (uint64_t)(uintptr_t)a->zc.peers[w][q] : 0;
+      e->zc_in[w][j] = b ? b + a->zc.off[w] : 0;
+    }
 }
 
-static void execute(exe* e) {
+/* Runs e's next step: all its reads (a post's buffer or a slot), then its writes and sends (a
+ * post or a copy into the slot). */
+static void run_step(exe* e) {
   const zc_case* c = S.c;
   int n = c->n, r = e->rank;
-  if (e->phase == PH_DRAIN) {
-    e->phase = PH_WAIT;
-    if (--S.pending[r] > 0) return;
-    int k = S.rank_op[r];
-    if (check_rank(r, k)) return;
-    if (k == 1) {
-      for (int i = 0; i < S.ne; i++)
-        if (S.e[i].rank == r) S.e[i].phase = PH_DONE;
-      return;
-    }
-    memcpy(sendbuf(1, r), S.in[1][r], S.sbytes);
-    start_op(r, 1);
-    return;
-  }
   const weft_prim* p = &e->p;
   size_t ne = p->nelem, bytes = ne * ELEM;
   const char* ins[1 + WEFT_PRIM_MAX_PEERS];
@@ -624,7 +416,7 @@ static void execute(exe* e) {
         return;
       }
       if (c->neg != NEG_NO_TAG &&
-          !in_range(at, bytes, w ? recvbuf(e->op, q) : sendbuf(e->op, q),
+          !in_range(at, bytes, w ? op_recvbuf(e->op, q) : op_sendbuf(e->op, q),
                     w ? S.rbytes : S.sbytes)) {
         step_fail(e, "reads a post outside the peer's buffer of this op");
         return;
@@ -633,10 +425,8 @@ static void execute(exe* e) {
       g_read_post++;
     } else {
       if (f->filled[slot] != s + 1) {
-        char what[160];
-        snprintf(what, sizeof what, "reads slot %d of rank %d for step %llu, which the sender "
-                 "did not fill", slot, q, (unsigned long long)s);
-        step_fail(e, what);
+        step_fail(e, "reads slot %d of rank %d for step %llu, which the sender did not fill",
+                  slot, q, (unsigned long long)s);
         return;
       }
       ins[nin++] = f->slots + (size_t)slot * c->step_bytes;
@@ -651,8 +441,7 @@ static void execute(exe* e) {
     for (size_t x = 0; x < ne; x++) {
       float acc = 0;
       for (int i = 0; i < nin; i++) {
-        float v;
-        memcpy(&v, ins[i] + x * ELEM, sizeof v);
+        float v = fval(ins[i] + x * ELEM);
         acc = i ? acc + v : v;
       }
       S.tmp[x] = acc;
@@ -697,93 +486,24 @@ static void describe_wait(char* out, size_t len) {
   }
 }
 
+/* One run of case c under seed: OK or FAIL_* (S.msg says what). */
 static int run_case(const zc_case* c, uint64_t seed) {
   int n = c->n;
-  S.c = c;
-  S.rc = OK;
-  S.msg[0] = '\0';
-  S.seed = seed;
-  S.rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-  if (!S.rng) S.rng = 1;
+  begin_run(c, seed);
   S.av = c->av >= 0 ? c->av : (int)(seed % AV_N);
   S.moved = c->moved >= 0 ? c->moved : (int)(test_rand(&S.rng) >> 9 & 1);
   S.hist = c->hist >= 0 ? c->hist : (int)(test_rand(&S.rng) >> 9 & 1);
-  case_name(c, S.name, sizeof S.name);
   layout();
-  gen_inputs();
+  gen_inputs(NULL, NULL);
   init_fifos();
   g_elems += 6 * (uint64_t)n * (S.sbytes + S.rbytes) / ELEM;
-  for (int r = 0; r < n; r++) memcpy(sendbuf(0, r), S.in[0][r], S.sbytes);
-  S.ne = 0;
+  for (int r = 0; r < n; r++) memcpy(op_sendbuf(0, r), S.in[0][r], S.sbytes);
   unsigned mode = (unsigned)(test_rand(&S.rng) % 3);
-  for (int r = 0; r < n; r++)
-    for (int ch = 0; ch < c->nch; ch++) {
-      size_t off, cnt;
-      channel_part(c->count, c->nch, ch, &off, &cnt);
-      if (cnt == 0) continue;
-      exe* e = &S.e[S.ne++];
-      memset(e, 0, sizeof *e);
-      e->rank = r;
-      e->ch = ch;
-      e->weight = mode == 0 ? 1u : 1u << (test_rand(&S.rng) % 11);
-    }
-  S.tmp = realloc(S.tmp, S.rbytes > S.sbytes ? S.rbytes : S.sbytes);
-  EXPECT(S.tmp != NULL);
-  for (int r = 0; r < n; r++) start_op(r, 0);
-  if (S.rc) return S.rc;
-  int sticky = mode == 2, last = -1;
-  int list[NEXE_MAX];
-  for (;;) {
-    int nr = 0, last_ok = 0, all_done = 1;
-    uint64_t wsum = 0;
-    for (int i = 0; i < S.ne; i++) {
-      if (S.e[i].phase != PH_DONE) all_done = 0;
-      if (!runnable(&S.e[i])) continue;
-      list[nr++] = i;
-      wsum += S.e[i].weight;
-      if (i == last) last_ok = 1;
-    }
-    if (nr == 0) {
-      if (all_done) break;
-      char why[600];
-      describe_wait(why, sizeof why);
-      return failf(FAIL_DEADLOCK, "deadlock: no step can run while work remains:%s", why);
-    }
-    int pick;
-    if (sticky && last_ok && test_rand(&S.rng) % 8 != 0) {
-      pick = last;
-    } else {
-      uint64_t x = test_rand(&S.rng) % wsum;
-      int j = 0;
-      while (x >= S.e[list[j]].weight) x -= S.e[list[j++]].weight;
-      pick = list[j];
-    }
-    last = pick;
-    execute(&S.e[pick]);
-    g_steps++;
-    if (S.rc) return S.rc;
-  }
-  return check_end();
+  add_executors(mode); /* their work items: begin_work, per operation */
+  return run_ops(mode == 2, c->neg == NEG_NO_DRAIN, c->neg == NEG_NO_FLOW);
 }
 
 /* ---- the suite ---- */
-
-static uint64_t g_seed_base;
-static int g_cases, g_runs;
-static uint64_t cost_now(void) { return g_steps + g_elems / 32; }
-
-static void run_seeds(const zc_case* c, int min_seeds, int max_seeds, uint64_t budget) {
-  g_cases++;
-  uint64_t start = cost_now();
-  for (int s = 0; s < max_seeds; s++) {
-    g_runs++;
-    if (run_case(c, g_seed_base + (uint64_t)s) != OK) {
-      fprintf(stderr, "algo_zc_reg_sim: %s\n", S.msg);
-      exit(1);
-    }
-    if (s + 1 >= min_seeds && cost_now() - start >= budget) break;
-  }
-}
 
 /* With every rank in place OneShot AllReduce is never zero copy (tune_op.c zero_copy_safe), but
  * the planner asks as out of place on registered buffers (plan_op.c choose), so placement mixed
@@ -848,18 +568,9 @@ static void suite(void) {
 
 /* Runs 100 seeds of c: each must pass or fail with want_rc, in some seed (must_fail) or none. */
 static void negative(const zc_case* c, int want_rc, int must_fail, int show) {
-  char first[1200] = "", name[240];
-  int bad = 0;
+  char first[1200], name[240];
   g_cases++;
-  for (int s = 0; s < 100; s++, g_runs++) {
-    int rc = run_case(c, g_seed_base + (uint64_t)s);
-    if (rc != OK && rc != want_rc) {
-      fprintf(stderr, "algo_zc_reg_sim: negative case failed otherwise than expected: %s\n",
-              S.msg);
-      exit(1);
-    }
-    if (rc == want_rc && !bad++) snprintf(first, sizeof first, "%s", S.msg);
-  }
+  int bad = failing_seeds(c, 100, want_rc, first, sizeof first);
   case_name(c, name, sizeof name);
   if (must_fail != (bad > 0)) {
     fprintf(stderr, "algo_zc_reg_sim: %s [availability %d, moved %d, history %d]: %d/100 seeds "
@@ -926,34 +637,20 @@ static void negatives(void) {
 }
 
 int main(void) {
-  test_require_weft_lib();
-  g_seed_base = test_seed(1);
+  sim_start();
   S.slotmem = malloc((size_t)NCH_MAX * NR_MAX * NR_MAX * WEFT_NSTEPS * SLOT_MAX);
   EXPECT(S.slotmem != NULL);
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  suite();
-  int pos_cases = g_cases, pos_runs = g_runs;
-  negatives();
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  zc_totals t = run_all(suite, negatives);
   printf("algo_zc_reg_sim: %d cases (%d runs) correct; %d negative cases (%d runs) as expected; "
          "%llu steps, %.2f s\n",
-         pos_cases, pos_runs, g_cases - pos_cases, g_runs - pos_runs,
-         (unsigned long long)g_steps, s);
+         t.cases, t.runs, t.neg_cases, t.neg_runs, (unsigned long long)g_steps, t.s);
   printf("algo_zc_reg_sim: sends posted %llu, copied %llu; receives read in place %llu, from a "
          "slot %llu; sends that left all 8 slots unread %llu\n",
          (unsigned long long)g_posted, (unsigned long long)g_copied,
          (unsigned long long)g_read_post, (unsigned long long)g_read_slot,
          (unsigned long long)g_wraps);
-  for (int r = 0; r < NR_MAX; r++) {
-    free(S.mem[r]);
-    free(S.in[0][r]);
-    free(S.in[1][r]);
-  }
-  free(S.ref[0]);
-  free(S.ref[1]);
-  free(S.tmp);
+  for (int r = 0; r < NR_MAX; r++) free(S.mem[r]);
+  free_runs();
   free(S.slotmem);
   return 0;
 }

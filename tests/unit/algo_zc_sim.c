@@ -31,13 +31,13 @@
  * under zero copy, which is not part of the suite because it fails: a zero-copy receive reads
  * the peers' raw inputs, and the pre-multiply a FIFO send used to apply is never applied to
  * them. This is why the planner never runs PreMulSum zero copy (plan/plan_zc.c); the probe
- * shows the reason. WEFT_TEST_SEED changes the seeds. */
+ * shows the reason. WEFT_TEST_SEED changes the seeds. The scheduler, the rules, the checks of
+ * results and the seed loops, shared with algo_zc_reg_sim.c, are in algo_zc_simcore.h. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/algo.h"
 #include "testutil.h"
@@ -46,14 +46,10 @@
 #define NR_MAX WEFT_DIRECT_MAX_RANKS
 #define NCH_MAX 8
 #define NEXE_MAX (NR_MAX * NCH_MAX)
-#define GUARD 64 /* bytes of FILL around every buffer */
-#define FILL 0xA5
-#define ELEM 4 /* float */
+#define SIM_NAME "algo_zc_sim"
 
 enum { RED_SUM, RED_PREMULSUM, RED_SUMPOSTDIV };
 static const float PREMUL_SCALAR = 3.0f;
-enum { OK = 0, FAIL_WRONG, FAIL_DEADLOCK, FAIL_RULE };
-enum { PH_RUN, PH_DRAIN, PH_WAIT, PH_DONE };
 
 typedef struct {
   int func, algo, in_place, n, root, nch;
@@ -99,24 +95,11 @@ typedef struct {
 } sim;
 
 static sim S;
-static uint64_t g_steps, g_elems; /* steps run, elements moved: the cost of the runs */
 
-static const char* func_name(int f) {
-  switch (f) {
-    case WEFT_FN_ALLREDUCE: return "AllReduce";
-    case WEFT_FN_REDUCESCATTER: return "ReduceScatter";
-    case WEFT_FN_ALLGATHER: return "AllGather";
-    case WEFT_FN_BROADCAST: return "Broadcast";
-    case WEFT_FN_REDUCE: return "Reduce";
-    default: return "?";
-  }
-}
+#include "algo_zc_simcore.h" /* what both simulators share, on S */
+
 static const char* red_name(int r) {
   return r == RED_SUM ? "sum" : r == RED_PREMULSUM ? "premulsum" : "sumpostdiv";
-}
-static int rooted(int f) { return f == WEFT_FN_BROADCAST || f == WEFT_FN_REDUCE; }
-static int reduces(int f) {
-  return f == WEFT_FN_ALLREDUCE || f == WEFT_FN_REDUCESCATTER || f == WEFT_FN_REDUCE;
 }
 
 static void case_name(const zc_case* c, char* out, size_t n) {
@@ -125,65 +108,40 @@ static void case_name(const zc_case* c, char* out, size_t n) {
     snprintf(chunk, sizeof chunk, "%zu", c->chunk);
   else
     snprintf(chunk, sizeof chunk, "part");
-  char root[16] = "";
-  if (rooted(c->func)) snprintf(root, sizeof root, " root=%d", c->root);
+  char root[16];
+  root_tag(c, root, sizeof root);
   snprintf(out, n, "%s/%s %s %s n=%d count=%zu channels=%d chunk=%s%s%s", func_name(c->func),
-           c->algo == WEFT_ALGO_TWOSHOT_ID ? "TwoShot" : "OneShot",
-           c->in_place ? "in-place" : "out-of-place", red_name(c->red), c->n, c->count, c->nch,
-           chunk, root, c->no_drain ? " (no drain)" : "");
+           algo_name(c->algo), c->in_place ? "in-place" : "out-of-place", red_name(c->red), c->n,
+           c->count, c->nch, chunk, root, c->no_drain ? " (no drain)" : "");
 }
 
-static int failf(int rc, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static int failf(int rc, const char* fmt, ...) {
-  if (S.rc) return S.rc; /* the first failure is the one reported */
-  S.rc = rc;
-  int k = snprintf(S.msg, sizeof S.msg, "%s, seed %llu: ", S.name, (unsigned long long)S.seed);
-  va_list ap;
-  va_start(ap, fmt);
-  if (k > 0 && (size_t)k < sizeof S.msg) vsnprintf(S.msg + k, sizeof S.msg - (size_t)k, fmt, ap);
-  va_end(ap);
-  return rc;
+static void fail_context(char* out, size_t len) { /* a run draws nothing but its schedule */
+  (void)len;
+  out[0] = '\0';
 }
-
-/* ---- the planner's view, repeated (plan_op.c channel_part, plan_direct.c, plan_zc.c) ---- */
-
-static void channel_part(size_t count, int nch, int c, size_t* off, size_t* cnt) {
-  size_t a = 64 / ELEM;
-  size_t q = algo_divup(algo_divup(count, (size_t)nch), a) * a;
-  *off = (size_t)c * q;
-  *cnt = *off < count ? (count - *off < q ? count - *off : q) : 0;
-}
-/* plan_direct_setup's connections: r receives from q / sends to q. */
-static int key_recv(const zc_case* c, int r, int q) {
-  if (c->func == WEFT_FN_BROADCAST) return q == c->root;
-  if (c->func == WEFT_FN_REDUCE) return r == c->root;
-  return 1;
-}
-static int key_send(const zc_case* c, int r, int q) {
-  if (c->func == WEFT_FN_BROADCAST) return r == c->root;
-  if (c->func == WEFT_FN_REDUCE) return q == c->root;
-  return 1;
-}
-static int recv_peer(int r, int n, int role) { return (r + role + 1) % n; }
-static int send_peer(int r, int n, int role) { return (r + role - WEFT_DIRECT_SEND_ROLE0 + 1) % n; }
 
 /* ---- buffers ---- */
 
-static float fval(const char* p) {
-  float v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
 static char* sendbuf(int q) { return S.win[q] + S.send_off[q]; }
 static char* recvbuf(int q) { return S.win[q] + S.recv_off[q]; }
+/* Both operations run on the same windows, out of place or in place as the case says. */
+static char* op_sendbuf(int k, int r) {
+  (void)k;
+  return sendbuf(r);
+}
+static char* op_recvbuf(int k, int r) {
+  (void)k;
+  return recvbuf(r);
+}
+static int op_in_place(int k, int r) {
+  (void)k, (void)r;
+  return S.c->in_place;
+}
 
 static void layout(void) {
   const zc_case* c = S.c;
   int n = c->n;
-  size_t bytes = c->count * ELEM;
-  S.sbytes = S.rbytes = bytes;
-  if (c->func == WEFT_FN_ALLGATHER) S.rbytes = bytes * (size_t)n;
-  if (c->func == WEFT_FN_REDUCESCATTER) S.sbytes = bytes * (size_t)n;
+  size_t bytes = buffer_sizes();
   for (int r = 0; r < n; r++) {
     if (!c->in_place) {
       S.send_off[r] = GUARD;
@@ -218,81 +176,18 @@ static void layout(void) {
   }
 }
 
-static float gen(int integer) {
-  uint64_t x = test_rand(&S.rng);
-  if (integer) return (float)((int)(x % 15) - 7);
-  float m = (float)(x >> 40) / 16777216.0f * 2.0f - 1.0f; /* 24 random bits */
-  return m * (float)(1 + (int)((x >> 3) & 7));
-}
-
+/* The case's reduction: its pre-op on each input, its post-op on the sum. */
 static float pre_of(float x) { return S.c->red == RED_PREMULSUM ? x * PREMUL_SCALAR : x; }
 static float post_of(float x) { return S.c->red == RED_SUMPOSTDIV ? x / (float)S.c->n : x; }
-/* The reduction of element i of every rank's input k, in rank order. */
-static float fold(int k, size_t i) {
-  float acc = pre_of(S.in[k][0][i]);
-  for (int q = 1; q < S.c->n; q++) acc += pre_of(S.in[k][q][i]);
-  return post_of(acc);
-}
-
-static void gen_inputs(void) {
-  size_t ne = S.sbytes / ELEM;
-  for (int k = 0; k < 2; k++)
-    for (int r = 0; r < S.c->n; r++) {
-      S.in[k][r] = realloc(S.in[k][r], S.sbytes ? S.sbytes : 1);
-      EXPECT(S.in[k][r] != NULL);
-      /* The first operation's reductions are on integers, the second's (and every copy) not. */
-      int integer = k == 0 && reduces(S.c->func);
-      for (size_t i = 0; i < ne; i++) S.in[k][r][i] = gen(integer);
-    }
-  if (!reduces(S.c->func)) return;
-  for (int k = 0; k < 2; k++) {
-    S.ref[k] = realloc(S.ref[k], S.sbytes ? S.sbytes : 1);
-    EXPECT(S.ref[k] != NULL);
-    for (size_t i = 0; i < ne; i++) S.ref[k][i] = fold(k, i);
-  }
-}
-
-static int in_range(const char* p, size_t bytes, const char* lo, size_t lo_bytes) {
-  return p >= lo && (size_t)(p - lo) <= lo_bytes && bytes <= lo_bytes - (size_t)(p - lo);
-}
 
 /* ---- executors ---- */
 
-static void cursor_fix(exe* e) {
-  uint64_t nmax = e->a.npc[0] > e->a.npc[1] ? e->a.npc[0] : e->a.npc[1];
-  int ns = e->a.npc[1] ? 2 : 1;
-  while (e->pc < nmax && e->pc >= e->a.npc[e->st]) {
-    if (++e->st >= ns) e->st = 0, e->pc++;
-  }
-  if (e->pc >= nmax) e->phase = PH_DRAIN;
-}
-
-/* A step that breaks a rule: the message names the step. */
-static int step_fail(const exe* e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static int step_fail(const exe* e, const char* fmt, ...) {
-  char what[600];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  return failf(FAIL_RULE, "rank %d channel %d stream %d pc %llu: %s", e->rank, e->ch, e->st,
-               (unsigned long long)e->pc, what);
-}
-
-/* Works out the executor's next step and checks it against the rules. */
-static int load_step(exe* e) {
+/* The next step's connections (each once, as the planner makes them) and its zero-copy receives:
+ * from a window that holds the peers' sendbuff or recvbuff. */
+static int check_step(const exe* e) {
   const zc_case* c = S.c;
+  const weft_prim* p = &e->p;
   int n = c->n, r = e->rank;
-  cursor_fix(e);
-  if (e->phase != PH_RUN) return OK;
-  weft_prim* p = &e->p;
-  memset(p, 0x5a, sizeof *p); /* algo_prim must set every field */
-  if (algo_prim(&e->a, e->st, e->pc, p) != 1)
-    return failf(FAIL_RULE, "rank %d channel %d: no step for stream %d pc %llu (npc %llu/%llu)", r,
-                 e->ch, e->st, (unsigned long long)e->pc, (unsigned long long)e->a.npc[0],
-                 (unsigned long long)e->a.npc[1]);
-  if (p->nrecv < 0 || p->nrecv > n - 1 || p->nsend < 0 || p->nsend > n - 1)
-    return step_fail(e, "%d receives, %d sends", p->nrecv, p->nsend);
   unsigned seen = 0;
   for (int i = 0; i < p->nrecv; i++) {
     int k = p->recv[i];
@@ -314,7 +209,6 @@ static int load_step(exe* e) {
       return step_fail(e, "sends to rank %d, which the planner does not connect",
                        send_peer(r, n, k));
   }
-  size_t bytes = p->nelem * ELEM;
   if (p->nrecv > 0) {
     if (p->zc_from != WEFT_ZC_FROM_SRC && p->zc_from != WEFT_ZC_FROM_DST)
       return step_fail(e,
@@ -326,100 +220,12 @@ static int load_step(exe* e) {
                        p->zc_from == WEFT_ZC_FROM_SRC ? "sendbuff" : "recvbuff",
                        func_name(c->func));
   }
-  if (p->src && !in_range(p->src, bytes, sendbuf(r), S.sbytes))
-    return step_fail(e, "src outside the sendbuff");
-  if (p->dst && !in_range(p->dst, bytes, recvbuf(r), S.rbytes))
-    return step_fail(e, "dst outside the recvbuff");
   if (p->src && p->nrecv && p->reduce && (p->src_at < 0 || p->src_at > p->nrecv))
     return step_fail(e, "src_at %d of %d receives", p->src_at, p->nrecv);
-  int nin = p->nrecv + (p->src ? 1 : 0);
-  if (!p->reduce && nin > 1) return step_fail(e, "a copy step with %d inputs", nin);
   return OK;
 }
 
-static int runnable(const exe* e) {
-  int n = S.c->n, r = e->rank, c = e->ch;
-  if (e->phase == PH_DRAIN) {
-    if (S.c->no_drain) return 1;
-    for (int q = 0; q < n; q++)
-      if (q != r && key_send(S.c, r, q) && S.f[c][r][q].head != S.f[c][r][q].tail) return 0;
-    return 1;
-  }
-  if (e->phase != PH_RUN) return 0;
-  for (int i = 0; i < e->p.nrecv; i++) {
-    const fifo* f = &S.f[c][recv_peer(r, n, e->p.recv[i])][r];
-    if (!(f->tail > f->head)) return 0;
-  }
-  for (int i = 0; i < e->p.nsend; i++) {
-    const fifo* f = &S.f[c][r][send_peer(r, n, e->p.send[i])];
-    if (!(f->head + WEFT_NSTEPS > f->tail)) return 0;
-  }
-  return 1;
-}
-
-/* ---- references ---- */
-
-static int expect_at(int r, int k, const char* what, size_t i, const char* p, float want) {
-  float got = fval(p);
-  if (memcmp(&got, &want, sizeof got) == 0) return OK;
-  const char* why = "wrong value";
-  if (k == 1 && reduces(S.c->func)) {
-    float d = got - want, m = want < 0 ? -want : want;
-    if ((d < 0 ? -d : d) <= 1e-5f * (m > 1 ? m : 1))
-      why = "rounding differs from the sum in rank order (reduction order)";
-  }
-  return failf(FAIL_WRONG, "rank %d operation %d: %s[%zu] = %.9g, expected %.9g (%s)", r, k, what,
-               i, (double)got, (double)want, why);
-}
-
-/* ne elements at got (what[first..]) bit-equal to want[]. */
-static int expect_block(int r, int k, const char* what, size_t first, const char* got,
-                        const float* want, size_t ne) {
-  if (memcmp(got, want, ne * ELEM) == 0) return OK;
-  for (size_t i = 0; i < ne; i++)
-    if (expect_at(r, k, what, first + i, got + i * ELEM, want[i])) return S.rc;
-  return OK;
-}
-
-/* Rank r's buffers once every channel of its operation k drained. */
-static int check_rank(int r, int k) {
-  const zc_case* c = S.c;
-  size_t cnt = c->count;
-  const char* rb = recvbuf(r);
-  switch (c->func) {
-    case WEFT_FN_ALLREDUCE:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k], cnt)) return S.rc;
-      break;
-    case WEFT_FN_REDUCESCATTER:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k] + (size_t)r * cnt, cnt)) return S.rc;
-      break;
-    case WEFT_FN_ALLGATHER:
-      for (int q = 0; q < c->n; q++)
-        if (expect_block(r, k, "recvbuff", (size_t)q * cnt, rb + (size_t)q * cnt * ELEM, S.in[k][q],
-                         cnt))
-          return S.rc;
-      break;
-    case WEFT_FN_BROADCAST:
-      if (expect_block(r, k, "recvbuff", 0, rb, S.in[k][c->root], cnt)) return S.rc;
-      break;
-    case WEFT_FN_REDUCE:
-      if (r == c->root) {
-        if (expect_block(r, k, "recvbuff", 0, rb, S.ref[k], cnt)) return S.rc;
-      } else if (c->in_place) {
-        if (expect_block(r, k, "buffer (a non-root's input)", 0, rb, S.in[k][r], cnt)) return S.rc;
-      } else {
-        for (size_t b = 0; b < cnt * ELEM; b++)
-          if ((unsigned char)rb[b] != FILL)
-            return failf(FAIL_WRONG, "rank %d operation %d: a non-root's recvbuff[%zu] written", r,
-                         k, b / ELEM);
-      }
-      break;
-  }
-  if (!c->in_place && expect_block(r, k, "sendbuff (out of place: untouched)", 0, sendbuf(r),
-                                   S.in[k][r], S.sbytes / ELEM))
-    return S.rc;
-  return OK;
-}
+/* ---- checks ---- */
 
 static int check_end(void) {
   const zc_case* c = S.c;
@@ -440,49 +246,18 @@ static int check_end(void) {
         if ((unsigned char)S.win[r][b] != FILL)
           return failf(FAIL_WRONG, "rank %d: guard byte %zu of its window written", r, b);
   }
-  if (c->func == WEFT_FN_ALLREDUCE) /* the non-integer operation: bit-identical everywhere */
-    for (int r = 1; r < c->n; r++)
-      if (memcmp(recvbuf(r), recvbuf(0), S.rbytes) != 0)
-        return failf(FAIL_WRONG, "AllReduce results of ranks 0 and %d differ in their bits", r);
-  return OK;
+  return check_same_bits();
 }
 
 /* ---- running ---- */
 
-static void start_op(int r, int k) {
-  S.rank_op[r] = k;
-  S.pending[r] = 0;
-  for (int i = 0; i < S.ne; i++) {
-    exe* e = &S.e[i];
-    if (e->rank != r) continue;
-    e->op = k;
-    e->phase = PH_RUN;
-    e->pc = 0;
-    e->st = 0;
-    S.pending[r]++;
-    load_step(e);
-  }
-}
+/* A work item's description never changes: run_case sets it up once for both operations. */
+static void begin_work(exe* e, int k) { (void)e, (void)k; }
 
-/* Runs e's next step (all its reads, then its writes), or its end-of-work drain. */
-static void execute(exe* e) {
+/* Runs e's next step: all its reads, then its writes. */
+static void run_step(exe* e) {
   const zc_case* c = S.c;
   int n = c->n, r = e->rank;
-  if (e->phase == PH_DRAIN) {
-    e->phase = PH_WAIT;
-    if (--S.pending[r] > 0) return;
-    /* Every channel of the rank drained: the operation is over on this rank. */
-    int k = S.rank_op[r];
-    if (check_rank(r, k)) return;
-    if (k == 1) {
-      for (int i = 0; i < S.ne; i++)
-        if (S.e[i].rank == r) S.e[i].phase = PH_DONE;
-      return;
-    }
-    memcpy(sendbuf(r), S.in[1][r], S.sbytes); /* the next operation's input */
-    start_op(r, 1);
-    return;
-  }
   const weft_prim* p = &e->p;
   const weft_algo* a = &e->a;
   size_t ne = p->nelem, bytes = ne * ELEM;
@@ -585,123 +360,29 @@ static void describe_wait(char* out, size_t len) {
 /* One run of case c under seed: OK or FAIL_* (S.msg says what). */
 static int run_case(const zc_case* c, uint64_t seed) {
   int n = c->n;
-  S.c = c;
-  S.rc = OK;
-  S.msg[0] = '\0';
-  S.seed = seed;
-  S.rng = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
-  if (!S.rng) S.rng = 1;
-  case_name(c, S.name, sizeof S.name);
+  begin_run(c, seed);
   layout();
-  gen_inputs();
+  gen_inputs(pre_of, post_of);
   g_elems += 4 * (uint64_t)n * (S.sbytes + S.rbytes) / ELEM; /* inputs, references, checks */
   memset(S.f, 0, sizeof S.f);
   for (int r = 0; r < n; r++) {
     memset(S.win[r], FILL, S.win_bytes);
     memcpy(sendbuf(r), S.in[0][r], S.sbytes);
   }
-  /* One work item per (rank, channel) with a part, filled as plan_work_setup fills it. */
-  S.ne = 0;
-  size_t tmp_need = 1;
-  for (int r = 0; r < n; r++)
-    for (int ch = 0; ch < c->nch; ch++) {
-      size_t off, cnt;
-      channel_part(c->count, c->nch, ch, &off, &cnt);
-      if (cnt == 0) continue; /* the planner makes no work item */
-      exe* e = &S.e[S.ne++];
-      memset(e, 0, sizeof *e);
-      e->rank = r;
-      e->ch = ch;
-      weft_algo* a = &e->a;
-      a->func = (int16_t)c->func;
-      a->algo = (int16_t)c->algo;
-      a->nranks = n;
-      a->rank = r;
-      a->channel = ch;
-      a->root = rooted(c->func) ? c->root : 0;
-      a->elem = ELEM;
-      a->count = c->count;
-      a->part_off = off;
-      a->part_count = cnt;
-      a->chunk = c->chunk ? c->chunk : cnt;
-      a->src = sendbuf(r);
-      a->dst = recvbuf(r);
-      a->zero_copy = 1;
-      a->zc = S.zb[r];
-      algo_count_steps(a);
-      if (a->npc[0] == 0 && a->npc[1] == 0) {
-        failf(FAIL_RULE, "rank %d channel %d: no steps for a part of %zu", r, ch, cnt);
-        return S.rc;
-      }
-      /* Scheduling weights: some ranks/channels fast, some slow. */
-      unsigned mode = (unsigned)(seed % 3);
-      e->weight = mode == 0 ? 1u : 1u << (test_rand(&S.rng) % 11);
-      tmp_need = S.rbytes > S.sbytes ? S.rbytes : S.sbytes;
-    }
-  S.tmp = realloc(S.tmp, tmp_need);
-  EXPECT(S.tmp != NULL);
-  for (int r = 0; r < n; r++) start_op(r, 0);
-  if (S.rc) return S.rc;
-  int sticky = (int)(seed % 3) == 2, last = -1;
-  int list[NEXE_MAX];
-  for (;;) {
-    int nr = 0, last_ok = 0, all_done = 1;
-    uint64_t wsum = 0;
-    for (int i = 0; i < S.ne; i++) {
-      if (S.e[i].phase != PH_DONE) all_done = 0;
-      if (!runnable(&S.e[i])) continue;
-      list[nr++] = i;
-      wsum += S.e[i].weight;
-      if (i == last) last_ok = 1;
-    }
-    if (nr == 0) {
-      if (all_done) break;
-      char why[700];
-      why[0] = '\0';
-      describe_wait(why, sizeof why);
-      return failf(FAIL_DEADLOCK, "deadlock: no step can run while work remains:%s", why);
-    }
-    int pick;
-    if (sticky && last_ok && test_rand(&S.rng) % 8 != 0) {
-      pick = last;
-    } else {
-      uint64_t x = test_rand(&S.rng) % wsum;
-      int j = 0;
-      while (x >= S.e[list[j]].weight) x -= S.e[list[j++]].weight;
-      pick = list[j];
-    }
-    last = pick;
-    execute(&S.e[pick]);
-    g_steps++;
-    if (S.rc) return S.rc;
+  unsigned mode = (unsigned)(seed % 3);
+  add_executors(mode);
+  for (int i = 0; i < S.ne; i++) { /* one work item each, for both operations */
+    exe* e = &S.e[i];
+    int r = e->rank;
+    work_setup(e, c->chunk, sendbuf(r), recvbuf(r), WEFT_ZC_WINDOWS, S.zb[r]);
+    if (e->a.npc[0] == 0 && e->a.npc[1] == 0)
+      return failf(FAIL_RULE, "rank %d channel %d: no steps for a part of %zu", r, e->ch,
+                   e->a.part_count);
   }
-  return check_end();
+  return run_ops(mode == 2, c->no_drain, 0);
 }
 
 /* ---- the suite ---- */
-
-static uint64_t g_seed_base;
-static int g_cases, g_runs;
-
-/* Cost of the runs so far: steps plus elements moved (a step costs about as much as moving
- * a few dozen elements). */
-static uint64_t cost_now(void) { return g_steps + g_elems / 32; }
-
-/* Runs seeds 0, 1, … of c until max_seeds, or earlier once at least min_seeds ran and they
- * cost budget: many seeds where runs are small (the interleavings are what is tested), fewer
- * where one run moves a lot of data (there the offsets are what is tested). */
-static void run_seeds(const zc_case* c, int min_seeds, int max_seeds, uint64_t budget) {
-  g_cases++;
-  uint64_t start = cost_now();
-  for (int s = 0; s < max_seeds; s++) {
-    g_runs++;
-    if (run_case(c, g_seed_base + (uint64_t)s) != OK) {
-      fprintf(stderr, "algo_zc_sim: %s\n", S.msg);
-      exit(1);
-    }
-    if (s + 1 >= min_seeds && cost_now() - start >= budget) break;
-  }
-}
 
 static const struct {
   int func, algo, in_place;
@@ -775,26 +456,6 @@ static void suite(void) {
     }
 }
 
-/* Count of failing seeds of c out of nseeds (deadlocks are never acceptable). */
-static int failing_seeds(const zc_case* c, int nseeds, char* first, size_t len) {
-  int bad = 0;
-  first[0] = '\0';
-  for (int s = 0; s < nseeds; s++) {
-    g_runs++;
-    int rc = run_case(c, g_seed_base + (uint64_t)s);
-    if (rc == FAIL_DEADLOCK || rc == FAIL_RULE) {
-      fprintf(stderr, "algo_zc_sim: negative case failed otherwise than by a wrong result: %s\n",
-              S.msg);
-      exit(1);
-    }
-    if (rc == FAIL_WRONG) {
-      if (!bad) snprintf(first, len, "%s", S.msg);
-      bad++;
-    }
-  }
-  return bad;
-}
-
 static void negatives(void) {
   char first[1024], name[200];
   /* In-place OneShot AllReduce: the reduce of chunk i overwrites src while peers read it. */
@@ -809,7 +470,7 @@ static void negatives(void) {
                    .chunk = ci == 3 ? 64 : 0,
                    .red = RED_SUM};
       g_cases++;
-      int bad = failing_seeds(&c, 200, first, sizeof first);
+      int bad = failing_seeds(&c, 200, FAIL_WRONG, first, sizeof first);
       case_name(&c, name, sizeof name);
       if (bad == 0) {
         fprintf(stderr,
@@ -829,7 +490,7 @@ static void negatives(void) {
       zc_case c = variant_case(v, n, n - 1, 2, 17, RED_SUM);
       c.no_drain = 1;
       g_cases++;
-      int bad = failing_seeds(&c, 200, first, sizeof first);
+      int bad = failing_seeds(&c, 200, FAIL_WRONG, first, sizeof first);
       case_name(&c, name, sizeof name);
       if (bad == 0) {
         fprintf(stderr,
@@ -849,7 +510,7 @@ static int probe_redops(void) {
   for (int v = 0; v < NVARIANTS; v++) {
     if (!reduces(variants[v].func)) continue;
     zc_case c = variant_case(v, 4, 1, 1, 17, RED_PREMULSUM);
-    int bad = failing_seeds(&c, 20, first, sizeof first);
+    int bad = failing_seeds(&c, 20, FAIL_WRONG, first, sizeof first);
     case_name(&c, name, sizeof name);
     printf("%s %s: %d/20 seeds wrong%s%s\n", bad ? "FAIL" : "ok  ", name, bad, bad ? ", e.g. " : "",
            bad ? first : "");
@@ -859,27 +520,14 @@ static int probe_redops(void) {
 }
 
 int main(int argc, char** argv) {
-  test_require_weft_lib();
-  g_seed_base = test_seed(1);
+  sim_start();
   if (argc > 1 && strcmp(argv[1], "--redops") == 0) return probe_redops();
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  suite();
-  int pos_cases = g_cases, pos_runs = g_runs;
-  negatives();
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  zc_totals t = run_all(suite, negatives);
   printf(
       "algo_zc_sim: %d cases (%d runs) correct; %d negative cases (%d runs) each wrong in some "
       "seed; %llu steps, %.2f s\n",
-      pos_cases, pos_runs, g_cases - pos_cases, g_runs - pos_runs, (unsigned long long)g_steps, s);
-  for (int r = 0; r < NR_MAX; r++) {
-    free(S.win[r]);
-    free(S.in[0][r]);
-    free(S.in[1][r]);
-  }
-  free(S.ref[0]);
-  free(S.ref[1]);
-  free(S.tmp);
+      t.cases, t.runs, t.neg_cases, t.neg_runs, (unsigned long long)g_steps, t.s);
+  for (int r = 0; r < NR_MAX; r++) free(S.win[r]);
+  free_runs();
   return 0;
 }
