@@ -58,6 +58,7 @@ struct weft_transport {
   /* Registered buffers (transport_regview.c): this rank's service, and its connections to the
    * peers' (-1: not yet), used under reg_lock. */
   struct weft_regsrv* regsrv;
+  struct weft_reg_unmapper* reg_unmapper; /* the thread that unmaps what peers released */
   int* reg_conns;
   pthread_mutex_t reg_lock;
 };

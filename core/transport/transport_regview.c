@@ -14,6 +14,7 @@
  * a peer that cannot map a buffer costs that pair the copy, nothing more. Deregistration
  * asks each peer to release its mapping; a peer's mappings of a destroyed communicator go
  * when the connection to its service closes. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +68,101 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
   return 1;
 }
 
-static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
-  struct ncclComm* comm = ctx;
+/* Unmapping a peer's buffer (cudaIpcCloseMemHandle, cuMemUnmap) may wait until this
+ * process's GPU work ends, and that work may be waiting for the very peer that released the
+ * buffer, or for one whose request is queued behind the release: the service thread hands
+ * each unmap to this thread, which may wait. */
+typedef struct unmap_job {
+  weft_regsrv_desc d;
+  void* mapping;
+  struct unmap_job* next;
+} unmap_job;
+
+struct weft_reg_unmapper {
+  struct ncclComm* comm;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unmap_job* jobs;
+  int stop;
+};
+
+static void unmap_now(struct ncclComm* comm, const weft_regsrv_desc* d, void* mapping) {
   devmem_thread_device(comm->cuda_dev);
   if (d->how == WEFT_REGSRV_IPC)
     ipcmap_release(comm, mapping);
   else
     ipcmap_unmap_fd(mapping, d->alloc);
+}
+
+static void* unmapper_main(void* arg) {
+  struct weft_reg_unmapper* u = arg;
+  pthread_mutex_lock(&u->mu);
+  for (;;) {
+    while (!u->jobs && !u->stop) pthread_cond_wait(&u->cv, &u->mu);
+    unmap_job* j = u->jobs;
+    if (!j) break; /* stopped, nothing left */
+    u->jobs = j->next;
+    pthread_mutex_unlock(&u->mu);
+    unmap_now(u->comm, &j->d, j->mapping);
+    free(j);
+    pthread_mutex_lock(&u->mu);
+  }
+  pthread_mutex_unlock(&u->mu);
+  return NULL;
+}
+
+static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
+  struct ncclComm* comm = ctx;
+  struct weft_reg_unmapper* u = comm->transport->reg_unmapper;
+  unmap_job* j = malloc(sizeof *j);
+  if (!j) { /* no memory for the job: unmap here, at the risk of a wait */
+    unmap_now(comm, d, mapping);
+    return;
+  }
+  j->d = *d;
+  j->mapping = mapping;
+  pthread_mutex_lock(&u->mu);
+  j->next = u->jobs;
+  u->jobs = j;
+  pthread_cond_signal(&u->cv);
+  pthread_mutex_unlock(&u->mu);
+}
+
+static ncclResult_t unmapper_start(struct ncclComm* comm) {
+  struct weft_reg_unmapper* u = calloc(1, sizeof *u);
+  if (!u) {
+    WARN("rank %d: out of memory for the registration service", comm->rank);
+    return ncclSystemError;
+  }
+  u->comm = comm;
+  pthread_mutex_init(&u->mu, NULL);
+  pthread_cond_init(&u->cv, NULL);
+  int e = pthread_create(&u->thread, NULL, unmapper_main, u);
+  if (e != 0) {
+    WARN("rank %d: the registration service cannot start a thread: %s", comm->rank, strerror(e));
+    pthread_cond_destroy(&u->cv);
+    pthread_mutex_destroy(&u->mu);
+    free(u);
+    return ncclSystemError;
+  }
+  comm->transport->reg_unmapper = u;
+  return ncclSuccess;
+}
+
+/* After the service stopped (it queued what its connections held): unmap all, join. */
+static void unmapper_stop(struct ncclComm* comm) {
+  struct weft_reg_unmapper* u = comm->transport->reg_unmapper;
+  if (!u) return;
+  pthread_mutex_lock(&u->mu);
+  u->stop = 1;
+  pthread_cond_signal(&u->cv);
+  pthread_mutex_unlock(&u->mu);
+  pthread_join(u->thread, NULL);
+  pthread_cond_destroy(&u->cv);
+  pthread_mutex_destroy(&u->mu);
+  free(u);
+  comm->transport->reg_unmapper = NULL;
 }
 
 ncclResult_t regview_serve(struct ncclComm* comm) {
@@ -94,9 +183,12 @@ ncclResult_t regview_serve(struct ncclComm* comm) {
   regsrv_name(name, &len, comm->peers[comm->rank].p2p.proc_id, comm->comm_hash, comm->rank);
   weft_regsrv_ops ops = {serve_import, serve_release, comm};
   /* Without it peers copy to this rank (zero copy is an optimisation): logged, not fatal. */
-  if (regsrv_start(name, len, comm->comm_hash, comm->rank, &ops, &t->regsrv) != ncclSuccess)
+  if (unmapper_start(comm) != ncclSuccess ||
+      regsrv_start(name, len, comm->comm_hash, comm->rank, &ops, &t->regsrv) != ncclSuccess) {
+    unmapper_stop(comm);
     INFO(NCCL_REG, "rank %d: registered buffers of peers in other processes will be copied",
          comm->rank);
+  }
   return ncclSuccess;
 }
 
@@ -104,6 +196,7 @@ void regview_fini(struct ncclComm* comm) {
   struct weft_transport* t = comm->transport;
   regsrv_stop(t->regsrv);
   t->regsrv = NULL;
+  unmapper_stop(comm);
   if (t->reg_conns)
     for (int q = 0; q < comm->nranks; q++)
       if (t->reg_conns[q] >= 0) close(t->reg_conns[q]);
