@@ -55,8 +55,8 @@ struct weft_transport {
   int device;
   struct weft_dev_conn* dev_table;
   void* stream; /* cudaStream_t */
-  /* Registered buffers (transport_regview.c): this rank's service, and its connections to the
-   * peers' (-1: not yet), used under reg_lock. */
+  /* Registered buffers (transport_regserve.c, transport_regview.c): this rank's service, and
+   * its connections to the peers' (-1: not yet), used under reg_lock. */
   struct weft_regsrv* regsrv;
   struct weft_reg_unmapper* reg_unmapper; /* the thread that unmaps what peers released */
   int* reg_conns;
@@ -148,11 +148,11 @@ int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc);
 int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va, char* why, size_t whylen);
 void ipcmap_unmap_fd(void* va, uint64_t bytes);
 
-/* ---- transport_regview.c (device mode): the registration service of this rank ---- */
+/* ---- transport_regserve.c (device mode): the registration service of this rank ---- */
 /* Start it when some peer is another process of this host (transport_init); stop it, releasing
  * what peers shared, in transport_fini. */
-ncclResult_t regview_serve(struct ncclComm* comm);
-void regview_fini(struct ncclComm* comm);
+ncclResult_t regserve_start(struct ncclComm* comm);
+void regserve_fini(struct ncclComm* comm);
 
 /* ---- transport_devmem.c (device mode) ----
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around

@@ -100,7 +100,7 @@ ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* 
   pthread_mutex_init(&t->reg_lock, NULL);
   comm->transport = t;
   if (t->device) {
-    ncclResult_t res = regview_serve(comm);
+    ncclResult_t res = regserve_start(comm);
     if (res != ncclSuccess) {
       transport_fini(comm);
       return res;
@@ -373,7 +373,7 @@ void transport_fini(struct ncclComm* comm) {
     free(t->table[i]);
   }
   if (t->device) {
-    regview_fini(comm); /* peers' buffers mapped here: their operations have ended */
+    regserve_fini(comm); /* peers' buffers mapped here: their operations have ended */
     devmem_fini(comm);
     devmem_leave(comm, saved);
   }
