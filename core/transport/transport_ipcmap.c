@@ -69,7 +69,8 @@ void ipcmap_release(struct ncclComm* comm, void* base) {
     if (--o->refs == 0) {
       *pp = o->next;
       cudaError_t e = cudaIpcCloseMemHandle(o->base);
-      if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
+      if (e != cudaSuccess)
+        devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
       free(o);
     }
     break;

@@ -27,7 +27,7 @@ enum { WEFT_REGSRV_IPC = 1, WEFT_REGSRV_FD = 2 };
 
 /* What the requester says of its buffer. */
 typedef struct {
-  int32_t how;     /* WEFT_REGSRV_IPC: handle is a cudaIpcMemHandle_t; _FD: a descriptor rides along */
+  int32_t how;     /* _IPC: handle is a cudaIpcMemHandle_t; _FD: a descriptor rides along */
   int32_t pad;
   uint64_t offset; /* the buffer's offset in its allocation */
   uint64_t alloc;  /* _FD: the allocation's bytes (what the importer maps) */

@@ -30,8 +30,9 @@
  *                    its guard zone on, so each buffer's offset in its registration differs by
  *                    rank (NCCL's registration promises no symmetry); gpu_run_register picks
  *                    by kind (GPU_REG_*)
- *   gpu_run_release  deregister the windows or buffers (grouped likewise; after the wait: the operations
- *                    completed), destroy the op, free the buffers (ncclMemFree's result checked)
+ *   gpu_run_release  deregister the windows (grouped likewise) or buffers, after the wait (the
+ *                    operations completed), destroy the op, free the buffers (ncclMemFree's
+ *                    result checked)
  *
  * Layouts are tests/coll's: in-place AllReduce/Reduce/Broadcast use one buffer; in-place
  * AllGather passes sendbuff = recvbuff + rank*count; in-place ReduceScatter passes recvbuff =
