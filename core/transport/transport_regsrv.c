@@ -210,7 +210,11 @@ static int serve_one(weft_regsrv* s, client* c) {
   if (fd >= 0) close(fd);
   if (!rep.ok)
     INFO(NCCL_REG, "rank %d: a peer's registration request refused: %s", s->rank, rep.why);
-  return send(c->fd, &rep, sizeof rep, MSG_NOSIGNAL) == (ssize_t)sizeof rep;
+  ssize_t w = send(c->fd, &rep, sizeof rep, MSG_NOSIGNAL);
+  /* A requester that does not read its answers (unwaited releases sent faster than they are
+   * served) fills its side: the answer is dropped, the connection and its imports stay. */
+  if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 1;
+  return w == (ssize_t)sizeof rep;
 }
 
 static void serve_accept(weft_regsrv* s) {
@@ -413,6 +417,10 @@ int regsrv_release(int conn, uint64_t key, uint64_t id, int timeout_ms, char* wh
   request(&q, OP_RELEASE, key);
   q.id = id;
   if (timeout_ms == 0) { /* the answer is left for the next call to skip */
+    /* Take the answers that came meanwhile, so that unread ones never fill the service's side
+     * of the connection (it would end it, and every import with it). */
+    regsrv_rep old;
+    while (recv(conn, &old, sizeof old, MSG_DONTWAIT) > 0) continue;
     if (send(conn, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q) return 1;
     snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
     return 0;

@@ -487,6 +487,15 @@ int main(void) {
               regsrv_imports(s));
     uint64_t idd = import_ok(c2, key, &d1, -1, NULL, NULL, NULL);
     CHECK(idd != idc && regsrv_imports(s) == 3);
+    /* Many unwaited releases (of no import: each answered with a refusal) must not fill the
+     * service's side of the connection with unread answers: it would end the connection and
+     * release idd with it. */
+    for (int i = 0; i < 5000; i++)
+      CHECK_MSG(regsrv_release(c2, key, idd + 100000 + (uint64_t)i, 0, why, sizeof why) == 1,
+                "unwaited release %d: %s", i, why);
+    usleep(100000);
+    CHECK_MSG(regsrv_imports(s) == 3, "imports %d after 5000 unwaited releases, want 3",
+              regsrv_imports(s));
     CHECK_MSG(regsrv_release(c2, key, idd, TMO, why, sizeof why) == 1, "release: %s", why);
     CHECK(regsrv_imports(s) == 2);
     CHECK(fake_get(&F.nreleases) == 3);
