@@ -111,6 +111,12 @@ if(WEFT_HAVE_CUDA)
             --default-seed ${_gpu_seed})
   set_tests_properties(gpu_harness_selftest_gpus2_window_malloc PROPERTIES LABELS "unit"
     TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${_gpu_fake_env}")
+  # --register malloc likewise: ncclCommRegister at rank-dependent offsets, ncclCommDeregister.
+  add_test(NAME gpu_harness_selftest_gpus2_register_malloc
+    COMMAND gpu_harness_selftest --gpus 2 --colls std --extra 10 --register malloc
+            --default-seed ${_gpu_seed})
+  set_tests_properties(gpu_harness_selftest_gpus2_register_malloc PROPERTIES LABELS "unit"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "${_gpu_fake_env}")
   # ... and it notices wrong bytes (every 5th download has one flipped).
   add_test(NAME gpu_harness_selftest_notices_corruption
     COMMAND gpu_harness_selftest --gpus 2 --colls all --extra 0 --default-seed ${_gpu_seed})
