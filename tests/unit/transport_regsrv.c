@@ -320,6 +320,25 @@ static void import_refused(int conn, uint64_t key, const weft_regsrv_desc* d, in
   CHECK_MSG(count_fds() == fds, "descriptors open: %d before, %d after", fds, count_fds());
 }
 
+/* Send len bytes of data with n descriptors riding along as one SCM_RIGHTS header. */
+static ssize_t send_fds(int conn, const void* data, size_t len, const int* fds, int n) {
+  char cbuf[CMSG_SPACE(2 * sizeof(int))];
+  memset(cbuf, 0, sizeof cbuf);
+  struct iovec iov = {(void*)data, len};
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = cbuf;
+  m.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+  struct cmsghdr* h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+  memcpy(CMSG_DATA(h), fds, (size_t)n * sizeof(int));
+  return sendmsg(conn, &m, MSG_NOSIGNAL);
+}
+
 static int wait_imports(weft_regsrv* s, int want, int ms) {
   uint64_t end = clock_ms() + (uint64_t)ms;
   while (regsrv_imports(s) != want && clock_ms() < end) usleep(1000);
@@ -615,21 +634,7 @@ int main(void) {
     }
     if (open_conn) { /* a short message with a descriptor riding along */
       int fds0 = count_fds();
-      char cbuf[CMSG_SPACE(sizeof(int))];
-      memset(cbuf, 0, sizeof cbuf);
-      struct iovec iov = {big, 16};
-      struct msghdr m;
-      memset(&m, 0, sizeof m);
-      m.msg_iov = &iov;
-      m.msg_iovlen = 1;
-      m.msg_control = cbuf;
-      m.msg_controllen = sizeof cbuf;
-      struct cmsghdr* h = CMSG_FIRSTHDR(&m);
-      h->cmsg_level = SOL_SOCKET;
-      h->cmsg_type = SCM_RIGHTS;
-      h->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(h), &mfd, sizeof mfd);
-      CHECK(sendmsg(g, &m, MSG_NOSIGNAL) == 16);
+      CHECK(send_fds(g, big, 16, &mfd, 1) == 16);
       r = recv_any(g, buf, sizeof buf);
       CHECK(r >= 0);
       open_conn = r > 0;
@@ -643,21 +648,7 @@ int main(void) {
       struct stat xst;
       int x = make_file(4096, &xbytes, &xst);
       int two[2] = {x, mfd};
-      char cbuf[CMSG_SPACE(sizeof two)];
-      memset(cbuf, 0, sizeof cbuf);
-      struct iovec iov = {big, 16};
-      struct msghdr m;
-      memset(&m, 0, sizeof m);
-      m.msg_iov = &iov;
-      m.msg_iovlen = 1;
-      m.msg_control = cbuf;
-      m.msg_controllen = sizeof cbuf;
-      struct cmsghdr* h = CMSG_FIRSTHDR(&m);
-      h->cmsg_level = SOL_SOCKET;
-      h->cmsg_type = SCM_RIGHTS;
-      h->cmsg_len = CMSG_LEN(sizeof two);
-      memcpy(CMSG_DATA(h), two, sizeof two);
-      CHECK(sendmsg(g, &m, MSG_NOSIGNAL) == 16);
+      CHECK(send_fds(g, big, 16, two, 2) == 16);
       r = recv_any(g, buf, sizeof buf);
       CHECK(r >= 0);
       open_conn = r > 0;
@@ -685,18 +676,7 @@ int main(void) {
       int x = make_file(4096, &xbytes, &xst);
       int g0 = regsrv_connect(name, len, TMO, why, sizeof why);
       CHECK_MSG(g0 >= 0, "connect: %s", why);
-      char cbuf[CMSG_SPACE(sizeof(int))];
-      memset(cbuf, 0, sizeof cbuf);
-      struct msghdr m;
-      memset(&m, 0, sizeof m);
-      m.msg_control = cbuf;
-      m.msg_controllen = sizeof cbuf;
-      struct cmsghdr* h = CMSG_FIRSTHDR(&m);
-      h->cmsg_level = SOL_SOCKET;
-      h->cmsg_type = SCM_RIGHTS;
-      h->cmsg_len = CMSG_LEN(sizeof(int));
-      memcpy(CMSG_DATA(h), &x, sizeof x);
-      CHECK(sendmsg(g0, &m, MSG_NOSIGNAL) == 0);
+      CHECK(send_fds(g0, NULL, 0, &x, 1) == 0);
       CHECK(recv_any(g0, buf, sizeof buf) >= 0);
       close(g0);
       close(x);
