@@ -19,26 +19,16 @@
 _Static_assert(WEFT_WINDOW_MAX_RANKS == WEFT_DIRECT_MAX_RANKS,
                "windows are mapped for the ranks the direct algorithms run on");
 
-/* The zero-copy window holding [p, p + bytes), under comm->lock; NULL: none. */
-static const weft_mem_reg* find(const struct ncclComm* comm, const void* p, size_t bytes) {
+/* The registration holding [p, p + bytes), under comm->lock; NULL: none. local 0: a zero-copy
+ * window (its extent: what every rank registered at least); 1: a buffer registered for zero
+ * copy on this rank alone (local_zc). */
+static const weft_mem_reg* find(const struct ncclComm* comm, const void* p, size_t bytes,
+                                int local) {
   uintptr_t a = (uintptr_t)p;
   for (const weft_mem_reg* r = comm->regs; r; r = r->next) {
-    if (!r->zc) continue;
+    size_t extent = local ? (r->local_zc ? r->size : 0) : r->zc ? transport_window_bytes(r->zc) : 0;
     uintptr_t b = (uintptr_t)r->buff;
-    if (a >= b && a - b <= transport_window_bytes(r->zc) &&
-        bytes <= transport_window_bytes(r->zc) - (a - b))
-      return r;
-  }
-  return NULL;
-}
-
-/* The local (ncclCommRegister) registration holding [p, p + bytes), under comm->lock. */
-static const weft_mem_reg* find_local(const struct ncclComm* comm, const void* p, size_t bytes) {
-  uintptr_t a = (uintptr_t)p;
-  for (const weft_mem_reg* r = comm->regs; r; r = r->next) {
-    if (!r->local_zc) continue;
-    uintptr_t b = (uintptr_t)r->buff;
-    if (a >= b && a - b <= r->size && bytes <= r->size - (a - b)) return r;
+    if (extent && a >= b && a - b <= extent && bytes <= extent - (a - b)) return r;
   }
   return NULL;
 }
@@ -49,8 +39,8 @@ static const weft_mem_reg* find_local(const struct ncclComm* comm, const void* p
 static int find_registered(struct ncclComm* comm, const weft_op* op, size_t sbytes,
                            size_t rbytes, weft_zc_bufs* out) {
   const char *src = op->sendbuff, *dst = op->recvbuff;
-  const weft_mem_reg* ws = src ? find_local(comm, src, sbytes) : NULL;
-  const weft_mem_reg* wd = dst ? find_local(comm, dst, rbytes) : NULL;
+  const weft_mem_reg* ws = src ? find(comm, src, sbytes, 1) : NULL;
+  const weft_mem_reg* wd = dst ? find(comm, dst, rbytes, 1) : NULL;
   int need_src = op->func != ncclFuncBroadcast, need_dst = op->func != ncclFuncReduce;
   if ((need_src && !ws) || (need_dst && !wd)) return 0;
   /* Placement is each rank's own here (offsets differ by rank), so it cannot steer the choice
@@ -91,8 +81,8 @@ int plan_zc_find(struct ncclComm* comm, const weft_op* op, weft_zc_bufs* out, in
   memset(out, 0, sizeof *out);
   int ok = 0;
   pthread_mutex_lock(&comm->lock);
-  const weft_mem_reg* ws = find(comm, src, sbytes);
-  const weft_mem_reg* wd = op->func == ncclFuncAllReduce ? find(comm, dst, rbytes) : NULL;
+  const weft_mem_reg* ws = find(comm, src, sbytes, 0);
+  const weft_mem_reg* wd = op->func == ncclFuncAllReduce ? find(comm, dst, rbytes, 0) : NULL;
   if (ws && (op->func != ncclFuncAllReduce || wd)) {
     ok = WEFT_ZC_WINDOWS;
     out->peers[0] = transport_window_peers(ws->zc);

@@ -6,6 +6,7 @@
  * be spinning on other streams (another communicator's, waiting for this rank's peers), so a
  * cudaMemcpy / cudaDeviceSynchronize here could deadlock. Copies go through a private
  * cudaStreamNonBlocking stream and only that stream is synchronized. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,6 +173,38 @@ void devmem_fini(struct ncclComm* comm) {
   }
 }
 
+/* A small table for the kernels: bytes from host into new GPU memory, on the private stream
+ * (a plain copy would queue behind blocking user streams), waited for. */
+ncclResult_t devmem_upload(struct ncclComm* comm, const void* host, size_t bytes, void** out,
+                           const char* what) {
+  *out = NULL;
+  void *d = NULL, *sp = NULL;
+  WEFT_CHECK(devmem_stream(comm, &sp));
+  cudaError_t e = cudaMalloc(&d, bytes);
+  if (e == cudaSuccess) {
+    e = cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)sp);
+    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)sp);
+    if (e != cudaSuccess) cudaFree(d);
+  }
+  if (e != cudaSuccess) {
+    char w[128];
+    snprintf(w, sizeof w, "copying %s", what);
+    return devmem_cuda_fail(comm, NULL, w, e);
+  }
+  *out = d;
+  return ncclSuccess;
+}
+
+void devmem_free(struct ncclComm* comm, void* dev, const char* what) {
+  if (!dev) return;
+  cudaError_t e = cudaFree(dev);
+  if (e != cudaSuccess) {
+    char w[128];
+    snprintf(w, sizeof w, "cudaFree of %s", what);
+    devmem_cuda_fail(comm, NULL, w, e);
+  }
+}
+
 #else /* !WEFT_HAVE_CUDA: transport_init refuses device mode, so none of these runs. */
 
 static ncclResult_t no_cuda(struct ncclComm* comm) {
@@ -214,5 +247,14 @@ ncclResult_t devmem_fill(struct ncclComm* comm, tconn* const* cs, int m) {
   return no_cuda(comm);
 }
 void devmem_fini(struct ncclComm* comm) { (void)comm; }
+ncclResult_t devmem_upload(struct ncclComm* comm, const void* host, size_t bytes, void** out,
+                           const char* what) {
+  (void)host, (void)bytes, (void)what;
+  *out = NULL;
+  return no_cuda(comm);
+}
+void devmem_free(struct ncclComm* comm, void* dev, const char* what) {
+  (void)comm, (void)dev, (void)what;
+}
 
 #endif

@@ -145,6 +145,11 @@ void ipcmap_release(struct ncclComm* comm, void* base);
 int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
                         size_t whylen);
 int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc);
+/* Either of the two, IPC first: IPCMAP_IPC (handle, offset), IPCMAP_FD (fd, offset, alloc) or
+ * 0 (why says why IPC could not). */
+enum { IPCMAP_IPC = 1, IPCMAP_FD = 2 };
+int ipcmap_describe(void* buff, uint8_t* handle, uint64_t* offset, int* fd, uint64_t* alloc,
+                    char* why, size_t whylen);
 int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va, char* why, size_t whylen);
 void ipcmap_unmap_fd(void* va, uint64_t bytes);
 
@@ -176,6 +181,12 @@ void devmem_unregister_host(struct ncclComm* comm, tconn* c);
 ncclResult_t devmem_fill(struct ncclComm* comm, tconn* const* cs, int m);
 /* Free the device table and the stream. */
 void devmem_fini(struct ncclComm* comm);
+/* A table for the kernels (windows', registrations'): bytes of host copied into new GPU memory
+ * on the private stream and waited for; what names it in errors ("a window's table").
+ * devmem_free releases it (NULL: nothing), warning on failure. */
+ncclResult_t devmem_upload(struct ncclComm* comm, const void* host, size_t bytes, void** out,
+                           const char* what);
+void devmem_free(struct ncclComm* comm, void* dev, const char* what);
 
 /* Control block + slots of a connection, page aligned. */
 static inline size_t conn_mem_bytes(size_t step_bytes) {

@@ -120,6 +120,14 @@ int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc) {
   return 1;
 }
 
+int ipcmap_describe(void* buff, uint8_t* handle, uint64_t* offset, int* fd, uint64_t* alloc,
+                    char* why, size_t whylen) {
+  *fd = -1;
+  if (ipcmap_describe_ipc(buff, handle, offset, why, whylen)) return IPCMAP_IPC;
+  if (ipcmap_export_fd(buff, fd, offset, alloc)) return IPCMAP_FD;
+  return 0;
+}
+
 int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va_out, char* why, size_t whylen) {
   const weft_cuda_drv* d = cuda_drv();
   if (!d->import_handle || !d->release || !d->reserve || !d->map || !d->set_access ||

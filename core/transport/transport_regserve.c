@@ -141,7 +141,7 @@ ncclResult_t regserve_start(struct ncclComm* comm) {
   if (!transport_reg_zero_copy(comm)) return ncclSuccess; /* no peer would read in place */
   int other = 0;
   for (int q = 0; q < comm->nranks; q++)
-    if (q != comm->rank && p2p_usable(comm, q) && !p2p_same_process(comm, q)) other = 1;
+    if (q != comm->rank && !p2p_same_process(comm, q)) other = 1; /* all P2P: checked above */
   if (!other) return ncclSuccess;
   t->reg_conns = malloc((size_t)comm->nranks * sizeof *t->reg_conns);
   if (!t->reg_conns) {

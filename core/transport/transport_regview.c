@@ -91,10 +91,7 @@ static void views_unshare(struct ncclComm* comm, weft_reg_views* v) {
 
 static void views_free(struct ncclComm* comm, weft_reg_views* v) {
   if (!v) return;
-  if (v->dev) {
-    cudaError_t e = cudaFree((void*)v->dev);
-    if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaFree of a registration's table", e);
-  }
+  devmem_free(comm, (void*)v->dev, "a registration's table");
   free(v->addr);
   free(v->ids);
   free(v);
@@ -105,17 +102,10 @@ static int describe(void* buff, size_t size, weft_regsrv_desc* d, int* fd, char*
                     size_t whylen) {
   memset(d, 0, sizeof *d);
   d->size = size;
-  *fd = -1;
   _Static_assert(sizeof d->handle == WEFT_IPC_HANDLE_BYTES, "an IPC handle fits a request");
-  if (ipcmap_describe_ipc(buff, d->handle, &d->offset, why, whylen)) {
-    d->how = WEFT_REGSRV_IPC;
-    return 1;
-  }
-  if (ipcmap_export_fd(buff, fd, &d->offset, &d->alloc)) {
-    d->how = WEFT_REGSRV_FD;
-    return 1;
-  }
-  return 0; /* why says why IPC could not; cuMem had no exportable handle either */
+  int how = ipcmap_describe(buff, d->handle, &d->offset, fd, &d->alloc, why, whylen);
+  d->how = how == IPCMAP_IPC ? WEFT_REGSRV_IPC : WEFT_REGSRV_FD;
+  return how != 0;
 }
 
 static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_reg_views** out) {
@@ -153,7 +143,6 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_r
       shared++;
       continue;
     }
-    v->addr[q] = 0;
     INFO(NCCL_REG, "rank %d: registered %p (%zu bytes) is copied to peer %d: %s", r, buff, size, q,
          why);
   }
@@ -163,19 +152,10 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_r
     views_free(comm, v);
     return ncclSuccess;
   }
-  void *dv = NULL, *sp = NULL;
-  ncclResult_t res = devmem_stream(comm, &sp);
-  cudaError_t e = cudaSuccess;
-  if (res == ncclSuccess) e = cudaMalloc(&dv, (size_t)n * sizeof(uint64_t));
-  if (res == ncclSuccess && e == cudaSuccess) {
-    v->dev = dv;
-    /* On the private stream: a plain copy would queue behind (blocking) user streams. */
-    e = cudaMemcpyAsync(dv, v->addr, (size_t)n * sizeof(uint64_t), cudaMemcpyHostToDevice,
-                        (cudaStream_t)sp);
-    if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)sp);
-  }
-  if (res == ncclSuccess && e != cudaSuccess)
-    res = devmem_cuda_fail(comm, NULL, "copying a registration's table", e);
+  void* dv = NULL;
+  ncclResult_t res = devmem_upload(comm, v->addr, (size_t)n * sizeof(uint64_t), &dv,
+                                   "a registration's table");
+  v->dev = dv;
   if (res != ncclSuccess) {
     views_unshare(comm, v);
     views_free(comm, v);

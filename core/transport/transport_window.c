@@ -123,14 +123,12 @@ static void describe(struct ncclComm* comm, void* buff, size_t size, win_info* m
     if (q != comm->rank && !p2p_same_process(comm, q)) other_process = 1;
   if (!other_process) return;
   uint64_t alloc = 0;
-  if (ipcmap_describe_ipc(buff, me->handle, &me->offset, me->why, sizeof me->why)) {
-    me->how = WIN_IPC;
-  } else if (ipcmap_export_fd(buff, &me->fd, &me->offset, &alloc)) {
-    me->how = WIN_FD; /* why still says why IPC could not */
+  int how = ipcmap_describe(buff, me->handle, &me->offset, &me->fd, &alloc, me->why,
+                            sizeof me->why);
+  me->how = how == IPCMAP_IPC ? WIN_IPC : how == IPCMAP_FD ? WIN_FD : WIN_NONE;
+  if (how == IPCMAP_FD) { /* why still says why IPC could not */
     me->pid = (int32_t)getpid();
     me->alloc = alloc;
-  } else {
-    me->how = WIN_NONE;
   }
 }
 
@@ -177,10 +175,7 @@ static void release(struct ncclComm* comm, weft_window_map* m) {
   }
   if (m->export_fd >= 0) close(m->export_fd);
   free(m->mapped);
-  if (m->dev_peers) {
-    cudaError_t e = cudaFree((void*)m->dev_peers);
-    if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaFree of a window's table", e);
-  }
+  devmem_free(comm, (void*)m->dev_peers, "a window's table");
   free(m->host_peers);
   free(m->opened);
   free(m);
@@ -244,19 +239,9 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_w
     m->export_fd = -1;
   }
   if (res == ncclSuccess && ok) {
-    void *d = NULL, *sp = NULL;
-    res = devmem_stream(comm, &sp);
-    cudaError_t e = cudaSuccess;
-    if (res == ncclSuccess) e = cudaMalloc(&d, (size_t)n * sizeof(char*));
-    if (res == ncclSuccess && e == cudaSuccess) {
-      m->dev_peers = d;
-      /* On the private stream: a plain copy would queue behind (blocking) user streams. */
-      e = cudaMemcpyAsync(d, m->host_peers, (size_t)n * sizeof(char*), cudaMemcpyHostToDevice,
-                          (cudaStream_t)sp);
-      if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)sp);
-    }
-    if (res == ncclSuccess && e != cudaSuccess)
-      res = devmem_cuda_fail(comm, NULL, "copying a window's table", e);
+    void* d = NULL;
+    res = devmem_upload(comm, m->host_peers, (size_t)n * sizeof(char*), &d, "a window's table");
+    m->dev_peers = d;
   }
   if (res == ncclSuccess && ok) {
     INFO(NCCL_REG, "rank %d: window %p (%zu bytes) is zero copy: %d ranks mapped, %zu bytes each",
