@@ -161,12 +161,21 @@ perf_test(NAME perf_vs_warmup_every_turn LABELS unit mp ENV FAKE_NCCL_TRACE=${PE
   --out "^# A/B all_reduce float sum, worst time 8 B-64 KiB .out-of-place.: [0-9.]+ at [0-9]+ B, 5 s"
   --warmup-calls ${PERF_TRACE}_vs.trace turn 5 3 100 --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 2 -b 8 -e 256K -f 8 -n 3
-  -w 2 -c 0 -T 100)
+  -w 2 -c 0 --vs-rep-us 0 -T 100)
+# --vs-rep-us: a turn's timing is repeated until that many microseconds are timed (the stand-in
+# library's calls take microseconds, so here many passes), both ranks issuing the same passes
+# (-np 2: a pass count they disagreed on would leave one waiting in a barrier until -T).
+perf_test(NAME perf_vs_repeats_short_timings LABELS unit mp
+  ENV FAKE_NCCL_TRACE=${PERF_TRACE}_rep.trace
+  ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_rep.trace turnrep 5 3 100
+  --out "each turn's timing is the median of passes repeated until 3000 us are timed .at most 256." --
+  ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 2 -b 8 -e 4K -f 8 -n 3
+  -w 2 -c 0 --vs-rep-us 3000 -T 100)
 perf_test(NAME perf_vs_warmup_every_turn_w LABELS unit mp ENV FAKE_NCCL_TRACE=${PERF_TRACE}_w.trace
   ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_w.trace turn6 9 2 100
   --out "; 6 turns per size .rounds A B, B A, …., the row is their median" --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE} all_reduce -np 1 -b 1K -e 64K -f 4 -n 2 -w 9 -c 0
-  --vs-turns 6 -T 100)
+  --vs-turns 6 --vs-rep-us 0 -T 100)
 # --cpu pins local rank process k to the k-th listed CPU before the library loads, under --vs
 # in both libraries' processes: rank process 0 reads back CPU 1 only (skipped on one CPU).
 perf_test(NAME perf_vs_cpu_pins_rank_processes LABELS unit mp

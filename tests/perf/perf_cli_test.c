@@ -98,6 +98,9 @@ static void options_parse_like_nccl_tests(void) {
   CHECK(o.vs_turns == PERF_VS_TURNS_DEFAULT && o.vs_turns % 2 == 0);
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "6") == 0 && o.vs_turns == 6);
   CHECK(PARSE("--vs", "x.so", "--vs-turns=2") == 0 && o.vs_turns == 2);
+  CHECK(o.vs_rep_us == PERF_VS_REP_US_DEFAULT && PERF_VS_REP_US_DEFAULT > 0);
+  CHECK(PARSE("--vs", "x.so", "--vs-rep-us", "250") == 0 && o.vs_rep_us == 250);
+  CHECK(PARSE("--vs", "x.so", "--vs-rep-us=0") == 0 && o.vs_rep_us == 0);
   CHECK(PARSE("-b", "8") == 0 && o.ncpus == 0);
   CHECK(PARSE("--cpu", "8") == 0 && o.ncpus == 1 && o.cpus[0] == 8);
   CHECK(PARSE("--cpu=3-5,0,10-10") == 0 && o.ncpus == 5 && o.cpus[0] == 3 && o.cpus[1] == 4 &&
@@ -167,6 +170,12 @@ static void bad_flags_are_usage_errors(void) {
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "0") == PERF_EXIT_USAGE && strstr(err, "even"));
   CHECK(PARSE("--vs", "x.so", "--vs-turns", "18") == PERF_EXIT_USAGE && strstr(err, "2 to 16"));
   CHECK(PARSE("--vs-turns", "6") == PERF_EXIT_USAGE && strstr(err, "under --vs"));
+  CHECK(PARSE("--vs-rep-us", "1000") == PERF_EXIT_USAGE && strstr(err, "under --vs"));
+  CHECK(PARSE("--vs", "x.so", "--vs-rep-us", "-1") == PERF_EXIT_USAGE &&
+        strstr(err, "'-1': expected microseconds"));
+  CHECK(PARSE("--vs", "x.so", "--vs-rep-us", "1000001") == PERF_EXIT_USAGE &&
+        strstr(err, "0 to 1000000"));
+  CHECK(PARSE("--vs", "x.so", "--vs-rep-us", "5ms") == PERF_EXIT_USAGE);
   CHECK(PARSE("--cpu", "") == PERF_EXIT_USAGE && strstr(err, "--cpu ''"));
   CHECK(PARSE("--cpu", "5-3") == PERF_EXIT_USAGE && strstr(err, "LOW <= HIGH"));
   CHECK(PARSE("--cpu", "2,1-3") == PERF_EXIT_USAGE && strstr(err, "CPU 2 is listed twice"));
@@ -592,6 +601,17 @@ static void vs_half_median_of_turns(void) {
   CHECK(out.time_us == 5 && out.reported == 1); /* two turns: their mean */
 }
 
+/* --vs-rep-us keeps the median pass: one slow pass (a scheduler tick) cannot move it. */
+static void vs_median_of_passes(void) {
+  double odd[5] = {3.0, 1.0, 250.0, 2.0, 2.5};
+  CHECK(perf_median(odd, 5) == 2.5);
+  for (int i = 0; i + 1 < 5; i++) CHECK(odd[i] <= odd[i + 1]);
+  double even[4] = {9.0, 1.0, 4.0, 2.0};
+  CHECK(perf_median(even, 4) == 3.0);
+  double one[1] = {7.25};
+  CHECK(perf_median(one, 1) == 7.25);
+}
+
 int main(void) {
   sizes_parse_with_suffixes();
   options_parse_like_nccl_tests();
@@ -606,6 +626,7 @@ int main(void) {
   vs_pairs_ratios_and_table();
   vs_worst_time_ratio_small_sizes();
   vs_half_median_of_turns();
+  vs_median_of_passes();
   plot_writes_a_png();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;

@@ -291,21 +291,14 @@ static int vs_warmup(struct perf_proc* p, const struct test* t) {
   return done;
 }
 
-/* nccl-tests' BenchTime: one half of a row. Under --vs the out-of-place half starts with the
- * turn's warm-up (vs_warmup), after the test data is in place and before the barrier. */
-static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
-                      struct perf_half_row* h) {
+/* One timed pass: the `iters` calls (each of `agg` operations), or the captured graphs launched
+ * -G times, then the wait until the streams are idle. Sets *sec to the pass's host time. */
+static int timed_pass(struct perf_proc* p, const struct test* t, int in_place, double* sec) {
   const struct perf_opts* o = p->o;
-  if (o->check && prepare(p, t, in_place, 0)) return -1;
-  if (p->s->vs_fd >= 0 && !in_place && vs_warmup(p, t) < 0) return -1;
-  if (perf_chan_barrier(p->ch)) return p->failed = 1, -1;
   double t0 = now_s();
   int rc = 0;
   if (o->graph_launches > 0) {
-    rc = graph_capture(p, t, in_place);
-    if (rc == 0 && perf_chan_barrier(p->ch)) rc = -1, p->failed = 1;
-    t0 = now_s();
-    if (rc == 0) rc = graph_replay(p);
+    rc = graph_replay(p);
   } else {
     for (int it = 0; it < o->iters && rc == 0; it++) {
       rc = start_ops(p, t, in_place, o->agg_iters);
@@ -314,10 +307,50 @@ static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
     }
   }
   if (rc == 0) rc = sync_all(p);
-  double sec = (now_s() - t0) / ((double)o->iters * o->agg_iters);
-  if (o->graph_launches > 0) sec /= o->graph_launches;
+  *sec = now_s() - t0;
+  return rc;
+}
+
+/* --vs --vs-rep-us: how many passes this half times, from the first pass's time (the longest
+ * any process saw, so every process issues the same calls): enough for US microseconds in
+ * all, at least 1, at most PERF_VS_REPS_MAX. */
+static int vs_passes(struct perf_proc* p, double first_sec, int* passes) {
+  *passes = 1;
+  if (p->s->vs_fd < 0 || p->o->vs_rep_us <= 0) return 0;
+  if (p->ch->allreduce(p->ch, &first_sec, 1, PERF_CHAN_MAX)) return p->failed = 1, -1;
+  double want = p->o->vs_rep_us * 1e-6 / (first_sec > 1e-9 ? first_sec : 1e-9);
+  *passes = want >= PERF_VS_REPS_MAX ? PERF_VS_REPS_MAX : want <= 1 ? 1 : (int)ceil(want);
+  return 0;
+}
+
+/* nccl-tests' BenchTime: one half of a row. Under --vs the out-of-place half starts with the
+ * turn's warm-up (vs_warmup), after the test data is in place and before the barrier, and the
+ * timed pass repeats as --vs-rep-us says (vs_passes); the half's time is the median pass. */
+static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
+                      struct perf_half_row* h) {
+  const struct perf_opts* o = p->o;
+  if (o->check && prepare(p, t, in_place, 0)) return -1;
+  if (p->s->vs_fd >= 0 && !in_place && vs_warmup(p, t) < 0) return -1;
+  if (perf_chan_barrier(p->ch)) return p->failed = 1, -1;
+  int rc = 0;
+  if (o->graph_launches > 0) {
+    rc = graph_capture(p, t, in_place);
+    if (rc == 0 && perf_chan_barrier(p->ch)) rc = -1, p->failed = 1;
+  }
+  double secs[PERF_VS_REPS_MAX];
+  int passes = 1;
+  for (int pass = 0; rc == 0 && pass < passes; pass++) {
+    if (pass > 0 && p->nprocs > 1 && perf_chan_barrier(p->ch)) {
+      rc = -1, p->failed = 1;
+      break;
+    }
+    rc = timed_pass(p, t, in_place, &secs[pass]);
+    if (rc == 0 && pass == 0) rc = vs_passes(p, secs[0], &passes);
+  }
   graph_release(p); /* after the wait: nothing of the graphs is in flight */
   if (rc) return -1;
+  double sec = perf_median(secs, passes) / ((double)o->iters * o->agg_iters);
+  if (o->graph_launches > 0) sec /= o->graph_launches;
 
   /* -a: 0 rank 0's time, 1 mean, 2 min, 3 max over processes. */
   double v = o->average == 0 ? (p->proc == 0 ? sec : 0) : sec;
@@ -505,9 +538,10 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
   if (p->s->vs_fd >= 0)
     printf("# --vs: every size is a turn and starts with its own warm-up: max(-w, %d) calls, "
            "doubled until %d us have passed (at most %d); %d turns per size (rounds A B, "
-           "B A, …), the row is their median\n",
+           "B A, …), the row is their median; each turn's timing is the median of passes "
+           "repeated until %d us are timed (at most %d)\n",
            PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS,
-           o->vs_turns);
+           o->vs_turns, o->vs_rep_us, o->vs_rep_us > 0 ? PERF_VS_REPS_MAX : 1);
   perf_table_columns(stdout);
   fflush(stdout);
 }

@@ -106,6 +106,7 @@ enum opt_id {
   O_EXPLAIN_PNG,
   O_VS,
   O_VS_TURNS,
+  O_VS_REP_US,
   O_CPU,
   O_PLOT,
   O_GRAPH,
@@ -155,6 +156,7 @@ static const struct opt_def opt_defs[] = {
     {0, "explain-png", O_EXPLAIN_PNG, 1, NULL},
     {0, "vs", O_VS, 1, NULL},
     {0, "vs-turns", O_VS_TURNS, 1, NULL},
+    {0, "vs-rep-us", O_VS_REP_US, 1, NULL},
     {0, "cpu", O_CPU, 1, NULL},
     {0, "plot", O_PLOT, 1, NULL},
     {'G', "cudagraph", O_GRAPH, 1, NULL},
@@ -217,6 +219,9 @@ void perf_usage(FILE* out, const char* prog) {
       "                          each size's turn starts with its own warm-up\n"
       "      --vs-turns K        with --vs: turns per size and library, in rounds A B, B A,\n"
       "                          ...; the row is their median (even, 2 to %d; default %d)\n"
+      "      --vs-rep-us US      with --vs: each turn repeats its timed calls (or -G's\n"
+      "                          replays) until US microseconds are timed, at most %d\n"
+      "                          times, and keeps the median (default %d; 0: once)\n"
       "      --cpu LIST          pin local rank process k, its threads too, to the k-th CPU\n"
       "                          of LIST (taskset -c's cpulist, e.g. 8 or 8-11; modulo its\n"
       "                          length); under --vs both libraries' process k share one\n"
@@ -237,7 +242,7 @@ void perf_usage(FILE* out, const char* prog) {
       "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n"
       "NCCL_NVLS_ENABLE=0 is set for the run unless the environment sets it (NVLink multicast\n"
       "stays off by default).\n",
-      prog, PERF_VS_TURNS_MAX, PERF_VS_TURNS_DEFAULT);
+      prog, PERF_VS_TURNS_MAX, PERF_VS_TURNS_DEFAULT, PERF_VS_REPS_MAX, PERF_VS_REP_US_DEFAULT);
 }
 
 static void set_defaults(struct perf_opts* o) {
@@ -249,6 +254,7 @@ static void set_defaults(struct perf_opts* o) {
   o->iters = 20;
   o->warmup = 1;
   o->vs_turns = PERF_VS_TURNS_DEFAULT;
+  o->vs_rep_us = PERF_VS_REP_US_DEFAULT;
   o->agg_iters = 1;
   o->check = 1;
   o->average = 1;
@@ -444,6 +450,13 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
                     PERF_VS_TURNS_MAX);
       o->vs_turns = (int)n;
       return 0;
+    case O_VS_REP_US:
+      if (parse_int(v, 0, PERF_VS_REP_US_MAX, &n))
+        return fail(err, errlen, "%s '%s': expected microseconds, 0 to %d", flag, v,
+                    PERF_VS_REP_US_MAX);
+      o->vs_rep_us = (int)n;
+      o->given |= PERF_GIVEN_VS_REP;
+      return 0;
     case O_CPU: {
       char why[160];
       if (perf_parse_cpus(v, o->cpus, PERF_MAX_CPUS, &o->ncpus, why, sizeof why))
@@ -533,6 +546,8 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
     return fail(err, errlen, "--baseline-only measures no library; drop --vs");
   if (o->vs_turns != PERF_VS_TURNS_DEFAULT && !o->vs)
     return fail(err, errlen, "--vs-turns %d: turns are taken under --vs PATH only", o->vs_turns);
+  if ((o->given & PERF_GIVEN_VS_REP) && !o->vs)
+    return fail(err, errlen, "--vs-rep-us %d: turns are taken under --vs PATH only", o->vs_rep_us);
   if (o->graph_nodes && !o->graph_launches)
     return fail(err, errlen, "--graph-nodes describes -G's graphs: give -G N too");
   if (o->graph_launches && o->blocking)

@@ -142,6 +142,7 @@ struct perf_opts {
   double min_bw;      /* NCCL_TESTS_MIN_BW-like bar (--min-bw); failing it exits 1 */
   const char* vs;     /* --vs PATH: a second library, measured alternately with the first */
   int vs_turns;       /* --vs-turns K: turns per size and library under --vs (vs.h) */
+  int vs_rep_us;      /* --vs-rep-us US: a turn repeats its timed pass until US us (vs.h) */
   int cpus[PERF_MAX_CPUS]; /* --cpu LIST: local process k runs on cpus[k % ncpus] (cpus.c) */
   int ncpus;               /* 0: no pinning */
   const char* plot;   /* --plot FILE.png: busbw and time against size */
@@ -158,6 +159,9 @@ struct perf_opts {
 /* --vs-turns: the turns each library takes per size, an even number so that each library has
  * as many rounds A B as B A (vs.h). */
 enum { PERF_VS_TURNS_DEFAULT = 4, PERF_VS_TURNS_MAX = 16 };
+/* --vs-rep-us: the timed passes of one half of a turn last this long in all, at least one pass
+ * and at most PERF_VS_REPS_MAX; the half's time is the median pass (vs.h). */
+enum { PERF_VS_REP_US_DEFAULT = 1000, PERF_VS_REP_US_MAX = 1000000, PERF_VS_REPS_MAX = 256 };
 
 enum {
   PERF_GIVEN_MINBYTES = 1u << 0,
@@ -167,7 +171,8 @@ enum {
   PERF_GIVEN_WARMUP = 1u << 4,
   PERF_GIVEN_NP = 1u << 5,
   PERF_GIVEN_GPUS = 1u << 6,
-  PERF_GIVEN_CHECK = 1u << 7
+  PERF_GIVEN_CHECK = 1u << 7,
+  PERF_GIVEN_VS_REP = 1u << 8
 };
 
 enum { PERF_BACKEND_AUTO = 0, PERF_BACKEND_HOST = 1, PERF_BACKEND_CUDA = 2 };

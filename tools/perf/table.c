@@ -78,6 +78,16 @@ void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* 
   out->reported = reported;
 }
 
+static int double_cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return x < y ? -1 : x > y;
+}
+
+double perf_median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof *v, double_cmp);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* --- JSON ---------------------------------------------------------------------------------- */
 
 struct sbuf {

@@ -41,6 +41,9 @@ void perf_half_ratio(const struct perf_half_row* a, const struct perf_half_row* 
  * the bandwidths are the caller's (they depend on the collective). Sorts turns by time. */
 void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* out);
 
+/* The median of v[0..n) (the mean of the middle two when n is even), n >= 1. Sorts v. */
+double perf_median(double* v, int n);
+
 /* JSON output (--json). Rows are written as they come; the summary at close. */
 struct perf_json;
 struct perf_json* perf_json_open(const char* path, int argc, char** argv);

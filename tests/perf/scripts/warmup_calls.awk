@@ -1,7 +1,7 @@
 # Checks the stand-in library's call trace (FAKE_NCCL_TRACE: "pid call count in-place ns", one
 # line per call of rank 0, in time order over every process) of a one-collective run with -c 0:
 # where weft-perf puts the warm-up.
-#   awk -v mode=turn|turnK|sweep -v w=W -v n=N -v us=U -f warmup_calls.awk TRACE
+#   awk -v mode=turn|turnK|turnrep|sweep -v w=W -v n=N -v us=U -f warmup_calls.awk TRACE
 # A run is a stretch of calls of one process with the same call, count and in-place flag.
 # mode=turn (--vs): the trace holds two processes (library A's and B's rank 0); each size is
 #   one run of out-of-place calls, at least W untimed ones and then the N timed ones, directly
@@ -10,7 +10,10 @@
 #   calls span at least U microseconds (or there are 4096 of them). Both processes time the
 #   same sizes, and turns go A B, B A, … (no process runs more than two turns in a row). Each
 #   size is K turns of each library (mode=turnK; mode=turn: K = 4, weft-perf's default), in K
-#   rounds A B, B A, A B, …: as many rounds of each order.
+#   rounds A B, B A, A B, …: as many rounds of each order. With mode=turnrep (--vs-rep-us), each
+#   timing may be repeated: the in-place run is P passes of N calls (1 <= P <= 256), the
+#   out-of-place run at least W + N calls (its warm-up and passes are not told apart), and at
+#   least one timing must have been repeated.
 # mode=sweep (no --vs, nccl-tests): one process; first W out-of-place calls of each size in
 #   turn (the warm-up sweep), then per size N out-of-place and N in-place calls.
 function fail(msg) {
@@ -30,6 +33,7 @@ function fail(msg) {
 }
 END {
   if (nr == 0) { fail("no calls traced"); exit 1 }
+  if (mode ~ /rep$/) { reps = 1; mode = substr(mode, 1, length(mode) - 3) }
   if (mode ~ /^turn[0-9]*$/) {
     kt = substr(mode, 5) + 0
     if (kt == 0) kt = 4
@@ -42,13 +46,21 @@ END {
         break
       }
       warm = len[i] - n
+      if (reps) {
+        passes = len[i + 1] / n
+        if (len[i + 1] % n || passes < 1 || passes > 256)
+          fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want 1 to 256 " \
+               "passes of " n)
+        if (passes > most) most = passes
+        warm = w
+      }
       if (warm < w)
         fail("pid " pid[i] " count " cnt[i] ": " warm " untimed calls in the turn, want >= " w)
       span = (at[i, warm + 1] - t0[i]) / 1000
-      if (span < us && warm < 4096)
+      if (!reps && span < us && warm < 4096)
         fail("pid " pid[i] " count " cnt[i] ": warm-up of " warm " calls took " span \
              " us, want >= " us)
-      if (len[i + 1] != n)
+      if (!reps && len[i + 1] != n)
         fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want " n)
       if (!(pid[i] in sizes)) npids++
       seq[pid[i], sizes[pid[i]]++] = cnt[i]
@@ -81,6 +93,8 @@ END {
         if (seq[p, k] != seq[first, k])
           fail("size " k ": count " seq[p, k] " against " seq[first, k])
     }
+    if (reps && most < 2) fail("no timing was repeated (--vs-rep-us)")
+    if (!bad && reps) print "timed passes per turn: up to " most
     if (!bad)
       print "warm-up in every turn: " npids " libraries, " sizes[first] / kt " sizes each in " \
             kt " turns (rounds A B, B A, ...), at least " least " untimed calls (and " us \
