@@ -1,15 +1,17 @@
 /* WEFT_CHECK_COLLECTIVES=1: before the collectives of a launch run, every rank publishes their
- * fingerprints (sequence number, collective, count, datatype, op, root, and whether it reads
- * zero-copy windows and at which offsets: plan_zc.c needs every rank alike) over bootstrap and
- * compares them with every other rank's. A difference fails the launch on every rank (they all
- * see the same tables) with ncclInvalidUsage and a WARN naming the ranks and the field, before
- * any data has moved, so the communicator stays usable. */
+ * fingerprints (sequence number, collective, count, datatype, op, root, whether it reads
+ * zero-copy windows and at which offsets: plan_zc.c needs every rank alike, and the algorithm,
+ * protocol and channels tune/ chose, which every rank must choose alike or the kernels wait on
+ * each other for ever) over bootstrap and compares them with every other rank's. A difference
+ * fails the launch on every rank (they all see the same tables) with ncclInvalidUsage and a WARN
+ * naming the ranks and the field, before any data has moved, so the communicator stays usable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
 #include "plan/plan.h"
+#include "tune/algo_proto.h"
 #include "util/check.h"
 #include "util/names.h"
 
@@ -21,7 +23,9 @@ typedef struct {
   int32_t op;   /* built-in op, or 1000 + weft_red_kind for a user op */
   int32_t root; /* -1 when the collective has none */
   int32_t zc;   /* zero copy (its buffers' window offsets follow) */
-  int32_t pad;
+  int32_t algo; /* tune/'s choice: NCCL_ALGO_* or WEFT_ALGO_*_ID */
+  int32_t proto;
+  int32_t nchannels;
   uint64_t zc_off[2];
 } coll_fp;
 
@@ -50,6 +54,9 @@ static void fingerprint(const weft_op* op, coll_fp* fp) {
                                             : 1000 + (int32_t)op->redop.kind;
   fp->root = has_root(op->func) ? op->root : -1;
   fp->zc = op->zero_copy;
+  fp->algo = op->algo;
+  fp->proto = op->proto;
+  fp->nchannels = op->nchannels;
   if (op->zero_copy == WEFT_ZC_WINDOWS) { /* registered buffers' offsets are each rank's own */
     fp->zc_off[0] = op->zc.off[0];
     fp->zc_off[1] = op->zc.off[1];
@@ -80,6 +87,10 @@ static void show(const coll_fp* f, char* buf, size_t len) {
   else if (f->zc)
     snprintf(buf + n, len - n, ", zero copy on registered buffers");
   n = strlen(buf);
+  if (f->nchannels > 0) /* 0: nothing to move, no plan */
+    snprintf(buf + n, len - n, ", %s/%s on %d channel%s", tune_algo_name_for(f->func, f->algo),
+             tune_proto_name(f->proto), f->nchannels, f->nchannels == 1 ? "" : "s");
+  n = strlen(buf);
   snprintf(buf + n, len - n, ")");
 }
 
@@ -95,6 +106,14 @@ static const char* differs(const coll_fp* a, const coll_fp* b) {
     return "registered buffers (a call that uses them on one rank must on every rank)";
   if (a->zc != b->zc || a->zc_off[0] != b->zc_off[0] || a->zc_off[1] != b->zc_off[1])
     return "registered windows (symmetric use: the same offsets on every rank)";
+  /* Same call, different plan: a setting (NCCL_ALGO, NCCL_PROTO, channel limits, the policy)
+   * or a tuner plugin that answers differently on some rank. */
+  if (a->algo != b->algo)
+    return "algorithm chosen (NCCL_ALGO, a tuner plugin or the policy differ by rank?)";
+  if (a->proto != b->proto)
+    return "protocol chosen (NCCL_PROTO, a tuner plugin or the policy differ by rank?)";
+  if (a->nchannels != b->nchannels)
+    return "channels chosen (channel limits, a tuner plugin or the policy differ by rank?)";
   return NULL;
 }
 
@@ -105,7 +124,7 @@ static ncclResult_t compare(struct ncclComm* comm, const coll_fp* all, int nrank
       const coll_fp* b = &all[(size_t)r * (size_t)ncoll + (size_t)i];
       const char* field = differs(a, b);
       if (!field) continue;
-      char sa[224], sb[224];
+      char sa[288], sb[288];
       show(a, sa, sizeof sa);
       show(b, sb, sizeof sb);
       WARN("rank %d: WEFT_CHECK_COLLECTIVES: collectives differ across ranks (%s): rank 0 "

@@ -1,7 +1,8 @@
 /* WEFT_CHECK_COLLECTIVES=1 on 3 ranks: a collective whose count, datatype, op or root differs
  * on one rank, or a group with a different number of collectives, fails on every rank with
  * ncclInvalidUsage and a message naming the ranks and the field, without hanging; the
- * communicator keeps working afterwards. */
+ * communicator keeps working afterwards. So does one whose arguments agree but whose plan does
+ * not: communicators split off after one rank set NCCL_ALGO (or NCCL_PROTO) differently. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,22 @@ static int rank_main(int rank, int n, ncclUniqueId* id, void* arg) {
   ncclResult_t async;
   EXPECT_OK(ncclCommGetAsyncError(comm, &async));
   EXPECT_EQ_INT(async, ncclSuccess);
+  good_allreduce(comm, n);
+
+  /* the same call, a different algorithm, then protocol, on rank 2: each setting is read when
+   * a communicator starts, so each case splits one off after setting it */
+  static const char* const knobs[][4] = {{"NCCL_ALGO", "Ring", "Tree", "algorithm chosen"},
+                                         {"NCCL_PROTO", "Simple", "LL", "protocol chosen"}};
+  for (int k = 0; k < 2; k++) {
+    setenv(knobs[k][0], rank == 2 ? knobs[k][2] : knobs[k][1], 1);
+    ncclComm_t sub;
+    EXPECT_OK(ncclCommSplit(comm, 0, rank, &sub, NULL));
+    EXPECT_RES(ncclAllReduce(s, r, C, ncclInt32, ncclSum, sub, NULL), ncclInvalidUsage);
+    expect_msg(knobs[k][3], "rank 2");
+    expect_msg(knobs[k][1], knobs[k][2]); /* both plans are named */
+    unsetenv(knobs[k][0]);
+    EXPECT_OK(ncclCommDestroy(sub));
+  }
   good_allreduce(comm, n);
   EXPECT_OK(ncclCommDestroy(comm));
   return 0;
