@@ -42,7 +42,8 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
 /* Unmapping a peer's buffer (cudaIpcCloseMemHandle, cuMemUnmap) may wait until this
  * process's GPU work ends, and that work may be waiting for the very peer that released the
  * buffer, or for one whose request is queued behind the release: the service thread hands
- * each unmap to this thread, which may wait. */
+ * each unmap to this thread, which may wait. The thread starts with the first unmap: most
+ * communicators never register a buffer, and their service never unmaps. */
 typedef struct unmap_job {
   weft_regsrv_desc d;
   void* mapping;
@@ -56,6 +57,7 @@ struct weft_reg_unmapper {
   pthread_cond_t cv;
   unmap_job* jobs;
   int stop;
+  int started; /* the thread runs (from the first job on) */
 };
 
 static void unmap_now(struct ncclComm* comm, const weft_regsrv_desc* d, void* mapping) {
@@ -94,6 +96,20 @@ static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
   j->d = *d;
   j->mapping = mapping;
   pthread_mutex_lock(&u->mu);
+  if (!u->started) {
+    int e = pthread_create(&u->thread, NULL, unmapper_main, u);
+    if (e != 0) {
+      pthread_mutex_unlock(&u->mu);
+      free(j);
+      WARN("rank %d: the registration service cannot start its unmapping thread (%s): "
+           "unmapping a peer's buffer on the service thread, which may wait for this "
+           "process's kernels",
+           comm->rank, strerror(e));
+      unmap_now(comm, d, mapping);
+      return;
+    }
+    u->started = 1;
+  }
   j->next = u->jobs;
   u->jobs = j;
   pthread_cond_signal(&u->cv);
@@ -109,15 +125,7 @@ static ncclResult_t unmapper_start(struct ncclComm* comm) {
   u->comm = comm;
   pthread_mutex_init(&u->mu, NULL);
   pthread_cond_init(&u->cv, NULL);
-  int e = pthread_create(&u->thread, NULL, unmapper_main, u);
-  if (e != 0) {
-    WARN("rank %d: the registration service cannot start a thread: %s", comm->rank, strerror(e));
-    pthread_cond_destroy(&u->cv);
-    pthread_mutex_destroy(&u->mu);
-    free(u);
-    return ncclSystemError;
-  }
-  comm->transport->reg_unmapper = u;
+  comm->transport->reg_unmapper = u; /* its thread starts with the first unmap */
   return ncclSuccess;
 }
 
@@ -127,9 +135,10 @@ static void unmapper_stop(struct ncclComm* comm) {
   if (!u) return;
   pthread_mutex_lock(&u->mu);
   u->stop = 1;
+  int started = u->started;
   pthread_cond_signal(&u->cv);
   pthread_mutex_unlock(&u->mu);
-  pthread_join(u->thread, NULL);
+  if (started) pthread_join(u->thread, NULL);
   pthread_cond_destroy(&u->cv);
   pthread_mutex_destroy(&u->mu);
   free(u);
