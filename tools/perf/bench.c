@@ -535,13 +535,19 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
       o->stepfactor > 1 ? o->stepfactor : o->stepbytes, o->stepfactor > 1 ? "factor" : "bytes",
       o->warmup, o->iters, o->agg_iters, o->check, o->graph_launches);
   if (o->blocking) printf("# Blocking Enabled: wait and barrier after each iteration\n");
-  if (p->s->vs_fd >= 0)
+  if (p->s->vs_fd >= 0) {
     printf("# --vs: every size is a turn and starts with its own warm-up: max(-w, %d) calls, "
            "doubled until %d us have passed (at most %d); %d turns per size (rounds A B, "
-           "B A, …), the row is their median; each turn's timing is the median of passes "
-           "repeated until %d us are timed (at most %d)\n",
+           "B A, …), the row is their median; ",
            PERF_VS_WARMUP_MIN_CALLS, PERF_VS_WARMUP_MIN_US, PERF_VS_WARMUP_MAX_CALLS,
-           o->vs_turns, o->vs_rep_us, o->vs_rep_us > 0 ? PERF_VS_REPS_MAX : 1);
+           o->vs_turns);
+    if (o->vs_rep_us > 0)
+      printf("each turn's timing is the median of passes repeated until %d us are timed "
+             "(at most %d)\n",
+             o->vs_rep_us, PERF_VS_REPS_MAX);
+    else
+      printf("each turn's timing is one pass (--vs-rep-us 0)\n");
+  }
   perf_table_columns(stdout);
   fflush(stdout);
 }

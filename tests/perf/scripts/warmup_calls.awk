@@ -52,9 +52,8 @@ END {
           fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want 1 to 256 " \
                "passes of " n)
         if (passes > most) most = passes
-        warm = w
       }
-      if (warm < w)
+      if (warm < w) # with reps: out-of-place calls beyond one pass (the warm-up, more passes)
         fail("pid " pid[i] " count " cnt[i] ": " warm " untimed calls in the turn, want >= " w)
       span = (at[i, warm + 1] - t0[i]) / 1000
       if (!reps && span < us && warm < 4096)
@@ -95,7 +94,10 @@ END {
     }
     if (reps && most < 2) fail("no timing was repeated (--vs-rep-us)")
     if (!bad && reps) print "timed passes per turn: up to " most
-    if (!bad)
+    if (!bad && reps)
+      print "every turn: " npids " libraries, " sizes[first] / kt " sizes each in " kt \
+            " turns, at least " w " + " n " out-of-place calls"
+    else if (!bad)
       print "warm-up in every turn: " npids " libraries, " sizes[first] / kt " sizes each in " \
             kt " turns (rounds A B, B A, ...), at least " least " untimed calls (and " us \
             " us) right before each turn's timing"
