@@ -57,10 +57,14 @@ void perf_half_ratio(const struct perf_half_row* a, const struct perf_half_row* 
   *busbw_ratio = a->busbw > 0 && b->busbw > 0 ? a->busbw / b->busbw : NAN;
 }
 
-static int half_time_cmp(const void* a, const void* b) {
-  double x = ((const struct perf_half_row*)a)->time_us;
-  double y = ((const struct perf_half_row*)b)->time_us;
+static int double_cmp(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
+}
+
+static int half_time_cmp(const void* a, const void* b) {
+  return double_cmp(&((const struct perf_half_row*)a)->time_us,
+                    &((const struct perf_half_row*)b)->time_us);
 }
 
 void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* out) {
@@ -76,11 +80,6 @@ void perf_half_median(struct perf_half_row* turns, int n, struct perf_half_row* 
   out->algbw = out->busbw = 0;
   out->wrong = wrong;
   out->reported = reported;
-}
-
-static int double_cmp(const void* a, const void* b) {
-  double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
 }
 
 double perf_median(double* v, int n) {

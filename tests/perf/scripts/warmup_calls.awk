@@ -93,10 +93,10 @@ END {
           fail("size " k ": count " seq[p, k] " against " seq[first, k])
     }
     if (reps && most < 2) fail("no timing was repeated (--vs-rep-us)")
-    if (!bad && reps) print "timed passes per turn: up to " most
     if (!bad && reps)
-      print "every turn: " npids " libraries, " sizes[first] / kt " sizes each in " kt \
-            " turns, at least " w " + " n " out-of-place calls"
+      print "timed passes per turn: up to " most "; every turn: " npids " libraries, " \
+            sizes[first] / kt " sizes each in " kt " turns, at least " w " + " n \
+            " out-of-place calls"
     else if (!bad)
       print "warm-up in every turn: " npids " libraries, " sizes[first] / kt " sizes each in " \
             kt " turns (rounds A B, B A, ...), at least " least " untimed calls (and " us \
