@@ -311,15 +311,21 @@ static int timed_pass(struct perf_proc* p, const struct test* t, int in_place, d
   return rc;
 }
 
+/* The most passes a half times: a barrier precedes each pass with several processes. */
+static int vs_passes_max(const struct perf_proc* p) {
+  return p->nprocs > 1 ? PERF_VS_REPS_MAX_MP : PERF_VS_REPS_MAX;
+}
+
 /* --vs --vs-rep-us: how many passes this half times, from the first pass's time (the longest
  * any process saw, so every process issues the same calls): enough for US microseconds in
- * all, at least 1, at most PERF_VS_REPS_MAX. */
+ * all, at least 1, at most vs_passes_max. */
 static int vs_passes(struct perf_proc* p, double first_sec, int* passes) {
   *passes = 1;
   if (p->s->vs_fd < 0 || p->o->vs_rep_us <= 0) return 0;
   if (p->ch->allreduce(p->ch, &first_sec, 1, PERF_CHAN_MAX)) return p->failed = 1, -1;
   double want = p->o->vs_rep_us * 1e-6 / (first_sec > 1e-9 ? first_sec : 1e-9);
-  *passes = want >= PERF_VS_REPS_MAX ? PERF_VS_REPS_MAX : want <= 1 ? 1 : (int)ceil(want);
+  int most = vs_passes_max(p);
+  *passes = want >= most ? most : want <= 1 ? 1 : (int)ceil(want);
   return 0;
 }
 
@@ -337,7 +343,7 @@ static int bench_time(struct perf_proc* p, const struct test* t, int in_place,
     rc = graph_capture(p, t, in_place);
     if (rc == 0 && perf_chan_barrier(p->ch)) rc = -1, p->failed = 1;
   }
-  double secs[PERF_VS_REPS_MAX];
+  double secs[PERF_VS_REPS_MAX]; /* 32 KiB */
   int passes = 1;
   for (int pass = 0; rc == 0 && pass < passes; pass++) {
     if (pass > 0 && p->nprocs > 1 && perf_chan_barrier(p->ch)) {
@@ -544,7 +550,7 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
     if (o->vs_rep_us > 0)
       printf("each turn's timing is the median of passes repeated until %d us are timed "
              "(at most %d)\n",
-             o->vs_rep_us, PERF_VS_REPS_MAX);
+             o->vs_rep_us, vs_passes_max(p));
     else
       printf("each turn's timing is one pass (--vs-rep-us 0)\n");
   }

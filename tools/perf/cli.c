@@ -221,7 +221,8 @@ void perf_usage(FILE* out, const char* prog) {
       "                          ...; the row is their median (even, 2 to %d; default %d)\n"
       "      --vs-rep-us US      with --vs: each turn repeats its timed calls (or -G's\n"
       "                          replays) until US microseconds are timed, at most %d\n"
-      "                          times, and keeps the median (default %d; 0: once)\n"
+      "                          times (%d with several processes), and keeps the\n"
+      "                          median (default %d; 0: once)\n"
       "      --cpu LIST          pin local rank process k, its threads too, to the k-th CPU\n"
       "                          of LIST (taskset -c's cpulist, e.g. 8 or 8-11; modulo its\n"
       "                          length); under --vs both libraries' process k share one\n"
@@ -242,7 +243,8 @@ void perf_usage(FILE* out, const char* prog) {
       "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n"
       "NCCL_NVLS_ENABLE=0 is set for the run unless the environment sets it (NVLink multicast\n"
       "stays off by default).\n",
-      prog, PERF_VS_TURNS_MAX, PERF_VS_TURNS_DEFAULT, PERF_VS_REPS_MAX, PERF_VS_REP_US_DEFAULT);
+      prog, PERF_VS_TURNS_MAX, PERF_VS_TURNS_DEFAULT, PERF_VS_REPS_MAX, PERF_VS_REPS_MAX_MP,
+      PERF_VS_REP_US_DEFAULT);
 }
 
 static void set_defaults(struct perf_opts* o) {

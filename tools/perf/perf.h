@@ -160,8 +160,14 @@ struct perf_opts {
  * as many rounds A B as B A (vs.h). */
 enum { PERF_VS_TURNS_DEFAULT = 4, PERF_VS_TURNS_MAX = 16 };
 /* --vs-rep-us: the timed passes of one half of a turn last this long in all, at least one pass
- * and at most PERF_VS_REPS_MAX; the half's time is the median pass (vs.h). */
-enum { PERF_VS_REP_US_DEFAULT = 1000, PERF_VS_REP_US_MAX = 1000000, PERF_VS_REPS_MAX = 256 };
+ * and at most PERF_VS_REPS_MAX (PERF_VS_REPS_MAX_MP with several processes, which meet in a
+ * barrier before each pass); the half's time is the median pass (vs.h). */
+enum {
+  PERF_VS_REP_US_DEFAULT = 1000,
+  PERF_VS_REP_US_MAX = 1000000,
+  PERF_VS_REPS_MAX = 4096,
+  PERF_VS_REPS_MAX_MP = 256
+};
 
 enum {
   PERF_GIVEN_MINBYTES = 1u << 0,

@@ -34,10 +34,11 @@
  *
  * Passes (--vs-rep-us US, perf.h): within a turn, each half's timed pass (the -n calls, or -G's
  * launches of the captured graph, and the wait) repeats until US microseconds are timed, from
- * ceil(US / first pass) passes agreed over the processes, at most PERF_VS_REPS_MAX; the half's
- * time is the median pass. A pass of microsecond calls, or of graphs that hold nothing, lasts a
- * few microseconds, and one tick in it moved single rows by 10-100 %; passes of US or more are
- * timed once, as before (bench.c, vs_passes).
+ * ceil(US / first pass) passes agreed over the processes, at most PERF_VS_REPS_MAX (or
+ * PERF_VS_REPS_MAX_MP with several processes); the half's time is the median pass. A pass of
+ * microsecond calls, or of graphs that hold nothing, lasts a few microseconds, and one tick in
+ * it moved single rows by 10-100 %; passes of US or more are timed once, as before (bench.c,
+ * vs_passes).
  *
  * Warm-up: a library that runs right after the other library's turn finds the GPUs' clocks
  * and the caches as the other left them (measured on 2 GPUs: 6-8 us slower per call at small

@@ -11,9 +11,10 @@
 #   same sizes, and turns go A B, B A, … (no process runs more than two turns in a row). Each
 #   size is K turns of each library (mode=turnK; mode=turn: K = 4, weft-perf's default), in K
 #   rounds A B, B A, A B, …: as many rounds of each order. With mode=turnrep (--vs-rep-us), each
-#   timing may be repeated: the in-place run is P passes of N calls (1 <= P <= 256), the
-#   out-of-place run at least W + N calls (its warm-up and passes are not told apart), and at
-#   least one timing must have been repeated.
+#   timing may be repeated, and U is the most passes weft-perf may time: the in-place run is P
+#   passes of N calls (1 <= P <= U), the out-of-place run at least W + N calls (its warm-up and
+#   passes are not told apart), and at least one timing must have been repeated more than U/16
+#   times (so a run capped lower than U fails).
 # mode=sweep (no --vs, nccl-tests): one process; first W out-of-place calls of each size in
 #   turn (the warm-up sweep), then per size N out-of-place and N in-place calls.
 function fail(msg) {
@@ -48,9 +49,9 @@ END {
       warm = len[i] - n
       if (reps) {
         passes = len[i + 1] / n
-        if (len[i + 1] % n || passes < 1 || passes > 256)
-          fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want 1 to 256 " \
-               "passes of " n)
+        if (len[i + 1] % n || passes < 1 || passes > us)
+          fail("pid " pid[i] " count " cnt[i] ": " len[i + 1] " in-place calls, want 1 to " us \
+               " passes of " n)
         if (passes > most) most = passes
       }
       if (warm < w) # with reps: out-of-place calls beyond one pass (the warm-up, more passes)
@@ -92,7 +93,8 @@ END {
         if (seq[p, k] != seq[first, k])
           fail("size " k ": count " seq[p, k] " against " seq[first, k])
     }
-    if (reps && most < 2) fail("no timing was repeated (--vs-rep-us)")
+    if (reps && most * 16 <= us)
+      fail("no timing was repeated more than " us / 16 " times (--vs-rep-us): up to " most + 0)
     if (!bad && reps)
       print "timed passes per turn: up to " most "; every turn: " npids " libraries, " \
             sizes[first] / kt " sizes each in " kt " turns, at least " w " + " n \
