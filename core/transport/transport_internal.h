@@ -139,8 +139,12 @@ ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev);
  * as int; one mapping per process and handle, counted) and lets go with ipcmap_release. cuMem
  * memory: a descriptor of the allocation (ipcmap_export_fd: the caller closes it), mapped whole
  * for device dev with ipcmap_map_fd (fd stays the caller's) and undone with ipcmap_unmap_fd.
- * The describe and map calls return 1, or 0 (with why set where they take one). */
+ * The describe and map calls return 1, or 0 (with why set where they take one).
+ * ipcmap_acquire returns IPCMAP_CLOSING while the last holder's close of that handle runs. */
+#define IPCMAP_CLOSING (-1)
 int ipcmap_acquire(const uint8_t* handle, int dev, void** base);
+/* The reason ipcmap_acquire's result e gives, for a message. */
+const char* ipcmap_acquire_error(int e);
 void ipcmap_release(struct ncclComm* comm, void* base);
 int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
                         size_t whylen);

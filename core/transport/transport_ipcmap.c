@@ -25,6 +25,7 @@ typedef struct ipc_open {
   int dev;
   void* base;
   int refs;
+  int closing; /* refs reached 0: cudaIpcCloseMemHandle runs, outside the lock */
   struct ipc_open* next;
 } ipc_open;
 static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +35,10 @@ int ipcmap_acquire(const uint8_t* handle, int dev, void** base) {
   pthread_mutex_lock(&ipc_lock);
   for (ipc_open* o = ipc_list; o; o = o->next)
     if (o->dev == dev && memcmp(o->handle, handle, WEFT_IPC_HANDLE_BYTES) == 0) {
+      if (o->closing) { /* opening it again would fail until the close ends: not waited for */
+        pthread_mutex_unlock(&ipc_lock);
+        return IPCMAP_CLOSING;
+      }
       o->refs++;
       *base = o->base;
       pthread_mutex_unlock(&ipc_lock);
@@ -61,21 +66,32 @@ int ipcmap_acquire(const uint8_t* handle, int dev, void** base) {
   return (int)e;
 }
 
+const char* ipcmap_acquire_error(int e) {
+  return e == IPCMAP_CLOSING ? "its earlier mapping is still being closed"
+                             : cudaGetErrorName((cudaError_t)e);
+}
+
+/* The close may wait until this process's kernels end, and they may wait for a peer whose
+ * request waits for an acquire: the lock is not held across it. */
 void ipcmap_release(struct ncclComm* comm, void* base) {
   pthread_mutex_lock(&ipc_lock);
-  for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next) {
-    ipc_open* o = *pp;
-    if (o->base != base) continue;
-    if (--o->refs == 0) {
-      *pp = o->next;
-      cudaError_t e = cudaIpcCloseMemHandle(o->base);
-      if (e != cudaSuccess)
-        devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
-      free(o);
-    }
-    break;
-  }
+  ipc_open* o = ipc_list;
+  while (o && o->base != base) o = o->next;
+  int close_it = o && !o->closing && --o->refs == 0;
+  if (close_it) o->closing = 1;
   pthread_mutex_unlock(&ipc_lock);
+  if (!close_it) return;
+  cudaError_t e = cudaIpcCloseMemHandle(base);
+  if (e != cudaSuccess)
+    devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
+  pthread_mutex_lock(&ipc_lock);
+  for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next)
+    if (*pp == o) {
+      *pp = o->next;
+      break;
+    }
+  pthread_mutex_unlock(&ipc_lock);
+  free(o);
 }
 
 int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,

@@ -28,7 +28,7 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
     int e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
     if (e != cudaSuccess) {
       cudaGetLastError();
-      snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", cudaGetErrorName((cudaError_t)e));
+      snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", ipcmap_acquire_error(e));
       return 0;
     }
   } else if (!ipcmap_map_fd(comm->cuda_dev, fd, d->alloc, &base, why, whylen)) {

@@ -153,10 +153,11 @@ static int map_peer(struct ncclComm* comm, weft_window_map* m, int q, const win_
     return 0;
   }
   void* base = NULL;
-  cudaError_t e = (cudaError_t)ipcmap_acquire(in->handle, comm->cuda_dev, &base);
+  int e = ipcmap_acquire(in->handle, comm->cuda_dev, &base);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    snprintf(why, whylen, "cudaIpcOpenMemHandle of rank %d's window: %s", q, cudaGetErrorName(e));
+    snprintf(why, whylen, "cudaIpcOpenMemHandle of rank %d's window: %s", q,
+             ipcmap_acquire_error(e));
     return 0;
   }
   m->opened[q] = base;
