@@ -39,4 +39,17 @@ math(EXPR want "${c} * 2")
 if(NOT nratios EQUAL want)
   message(FATAL_ERROR "${FILE}: ${nratios} time ratios for ${c} comparisons (2 each expected)")
 endif()
-message(STATUS "${FILE}: ${la} vs ${lb}: ${n_la} rows each, ${c} comparisons")
+# How the turns were taken (--vs-turns, --vs-rep-us): an even number of turns, a pass cap.
+string(JSON turns ERROR_VARIABLE e GET "${text}" run vs_turns)
+string(JSON rep_us ERROR_VARIABLE e2 GET "${text}" run vs_rep_us)
+string(JSON most ERROR_VARIABLE e3 GET "${text}" run vs_passes_max)
+if(e OR e2 OR e3 OR turns LESS 2 OR rep_us LESS 0 OR NOT most MATCHES "^(256|4096)$")
+  message(FATAL_ERROR "${FILE}: run.vs_turns '${turns}', vs_rep_us '${rep_us}', "
+    "vs_passes_max '${most}': ${e} ${e2} ${e3}")
+endif()
+math(EXPR odd "${turns} % 2")
+if(odd)
+  message(FATAL_ERROR "${FILE}: run.vs_turns ${turns} is odd")
+endif()
+message(STATUS "${FILE}: ${la} vs ${lb}: ${n_la} rows each, ${c} comparisons, ${turns} turns, "
+  "passes up to ${rep_us} us (at most ${most})")
