@@ -162,6 +162,11 @@ void ipcmap_unmap_fd(void* va, uint64_t bytes);
  * what peers shared, in transport_fini. */
 ncclResult_t regserve_start(struct ncclComm* comm);
 void regserve_fini(struct ncclComm* comm);
+/* Wait (bounded) until the peers' buffers they released are unmapped here: 1 when something
+ * was left to unmap and now is not, 0 otherwise (nothing pending, or still pending). The CUDA
+ * driver refuses to map an address of a peer that this process still maps (the peer freed a
+ * registered buffer and allocated there again); a refused mapping may retry after this. */
+int regserve_wait_unmapped(struct ncclComm* comm);
 
 /* ---- transport_devmem.c (device mode) ----
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around

@@ -266,6 +266,10 @@ ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
   memcpy(&h, info->p2p_handle, sizeof h);
   void* mem = NULL;
   cudaError_t e = cudaIpcOpenMemHandle(&mem, h, cudaIpcMemLazyEnablePeerAccess);
+  if (e == cudaErrorAlreadyMapped && regserve_wait_unmapped(comm)) { /* a released buffer's */
+    cudaGetLastError();
+    e = cudaIpcOpenMemHandle(&mem, h, cudaIpcMemLazyEnablePeerAccess);
+  }
   if (e != cudaSuccess)
     return devmem_cuda_fail(comm, c, "cudaIpcOpenMemHandle of the peer's FIFO", e);
   c->p2p_ipc = mem;

@@ -4,10 +4,12 @@
  * descriptor) for this rank's device and answers the address; what a peer releases, or leaves
  * mapped when its connection closes, is unmapped on a thread of its own (below). The peer's
  * side, its buffer shared, is transport_regview.c. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
@@ -19,6 +21,16 @@
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+/* How long an import waits for the unmapping thread to finish what a peer released. */
+#define REGSERVE_UNMAP_WAIT_MS 2000
+
+static int unmapper_wait_idle(struct weft_reg_unmapper* u, int ms);
+
+int regserve_wait_unmapped(struct ncclComm* comm) {
+  return comm->transport &&
+         unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_UNMAP_WAIT_MS);
+}
+
 static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* addr,
                         void** mapping, char* why, size_t whylen) {
   struct ncclComm* comm = ctx;
@@ -26,6 +38,15 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
   void* base = NULL;
   if (d->how == WEFT_REGSRV_IPC) {
     int e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
+    /* A peer that released a buffer and registers another at the same address (freed and
+     * allocated again) finds the old mapping still there, or being closed, until the unmapping
+     * thread is done with it: the driver refuses a second mapping of that address. Wait for
+     * the thread (bounded: its close may wait for kernels that wait for that very peer). */
+    if ((e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING) &&
+        unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_UNMAP_WAIT_MS)) {
+      cudaGetLastError();
+      e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
+    }
     if (e != cudaSuccess) {
       cudaGetLastError();
       snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", ipcmap_acquire_error(e));
@@ -56,6 +77,8 @@ struct weft_reg_unmapper {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   unmap_job* jobs;
+  int pending; /* jobs queued or being unmapped */
+  pthread_cond_t idle; /* pending fell to 0 */
   int stop;
   int started; /* the thread runs (from the first job on) */
 };
@@ -80,6 +103,7 @@ static void* unmapper_main(void* arg) {
     unmap_now(u->comm, &j->d, j->mapping);
     free(j);
     pthread_mutex_lock(&u->mu);
+    if (--u->pending == 0) pthread_cond_broadcast(&u->idle);
   }
   pthread_mutex_unlock(&u->mu);
   return NULL;
@@ -112,8 +136,26 @@ static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
   }
   j->next = u->jobs;
   u->jobs = j;
+  u->pending++;
   pthread_cond_signal(&u->cv);
   pthread_mutex_unlock(&u->mu);
+}
+
+/* 1 when nothing is left to unmap (now, or within ms), else 0. */
+static int unmapper_wait_idle(struct weft_reg_unmapper* u, int ms) {
+  if (!u) return 0;
+  struct timespec end;
+  clock_gettime(CLOCK_REALTIME, &end);
+  end.tv_sec += ms / 1000;
+  end.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&u->mu);
+  int had = u->pending > 0;
+  while (u->pending > 0)
+    if (pthread_cond_timedwait(&u->idle, &u->mu, &end) == ETIMEDOUT) break;
+  int idle = u->pending == 0;
+  pthread_mutex_unlock(&u->mu);
+  return had && idle; /* nothing was pending: waiting changed nothing */
 }
 
 static ncclResult_t unmapper_start(struct ncclComm* comm) {
@@ -125,6 +167,7 @@ static ncclResult_t unmapper_start(struct ncclComm* comm) {
   u->comm = comm;
   pthread_mutex_init(&u->mu, NULL);
   pthread_cond_init(&u->cv, NULL);
+  pthread_cond_init(&u->idle, NULL);
   comm->transport->reg_unmapper = u; /* its thread starts with the first unmap */
   return ncclSuccess;
 }
@@ -140,6 +183,7 @@ static void unmapper_stop(struct ncclComm* comm) {
   pthread_mutex_unlock(&u->mu);
   if (started) pthread_join(u->thread, NULL);
   pthread_cond_destroy(&u->cv);
+  pthread_cond_destroy(&u->idle);
   pthread_mutex_destroy(&u->mu);
   free(u);
   comm->transport->reg_unmapper = NULL;
@@ -191,5 +235,9 @@ ncclResult_t regserve_start(struct ncclComm* comm) {
   return ncclSuccess;
 }
 void regserve_fini(struct ncclComm* comm) { (void)comm; }
+int regserve_wait_unmapped(struct ncclComm* comm) {
+  (void)comm;
+  return 0;
+}
 
 #endif

@@ -20,13 +20,13 @@
 #define REGSRV_MAGIC 0x77726567u /* "wreg" */
 #define REGSRV_MAX_CONNS 64     /* peers of one rank: at most the communicator's ranks */
 
-enum { OP_IMPORT = 1, OP_RELEASE = 2 };
+enum { OP_IMPORT = 1, OP_RELEASE = 2, OP_CANCEL = 3 };
 
 typedef struct {
   uint32_t magic, op;
   uint64_t key;
   uint64_t seq; /* the requester's, echoed: a reply that comes too late is told apart */
-  uint64_t id;  /* RELEASE: the import */
+  uint64_t id;  /* RELEASE: the import; CANCEL: the seq of the IMPORT it undoes */
   weft_regsrv_desc desc;
 } regsrv_req;
 
@@ -41,6 +41,7 @@ typedef struct {
 
 typedef struct import {
   uint64_t id;
+  uint64_t seq; /* of the IMPORT request that made it (CANCEL names it) */
   weft_regsrv_desc desc;
   void* mapping;
   struct import* next;
@@ -133,6 +134,7 @@ static void serve_import(weft_regsrv* s, client* c, const regsrv_req* q, int fd,
     return;
   }
   im->id = ++s->next_id;
+  im->seq = q->seq;
   im->desc = *d;
   im->next = c->imports;
   c->imports = im;
@@ -144,12 +146,16 @@ static void serve_import(weft_regsrv* s, client* c, const regsrv_req* q, int fd,
   rep->addr = addr;
 }
 
+/* RELEASE (by the import's id) or CANCEL (by its request's seq): undo one import. */
 static void serve_release(weft_regsrv* s, client* c, const regsrv_req* q, regsrv_rep* rep) {
   for (import** pp = &c->imports; *pp; pp = &(*pp)->next) {
     import* im = *pp;
-    if (im->id != q->id) continue;
+    if (q->op == OP_RELEASE ? im->id != q->id : im->seq != q->id) continue;
     *pp = im->next;
     s->ops.release(s->ops.ctx, &im->desc, im->mapping);
+    if (q->op == OP_CANCEL)
+      INFO(NCCL_REG, "rank %d: a peer stopped waiting for its buffer to be mapped: unmapped",
+           s->rank);
     free(im);
     pthread_mutex_lock(&s->lock);
     s->nimports--;
@@ -158,7 +164,8 @@ static void serve_release(weft_regsrv* s, client* c, const regsrv_req* q, regsrv
     rep->id = q->id;
     return;
   }
-  refuse(rep, "no such import on this connection");
+  refuse(rep, q->op == OP_RELEASE ? "no such import on this connection"
+                                  : "no import of that request (it failed) to cancel");
 }
 
 /* One message from c: 0 when the connection is done (closed or unusable). */
@@ -203,7 +210,7 @@ static int serve_one(weft_regsrv* s, client* c) {
     refuse(&rep, "a request for another communicator");
   else if (q.op == OP_IMPORT)
     serve_import(s, c, &q, fd, &rep);
-  else if (q.op == OP_RELEASE)
+  else if (q.op == OP_RELEASE || q.op == OP_CANCEL)
     serve_release(s, c, &q, &rep);
   else
     refuse(&rep, "unknown request");
@@ -345,7 +352,9 @@ int regsrv_connect(const char* name, size_t len, int timeout_ms, char* why, size
   }
 }
 
-/* Send q (with fd when >= 0), wait for the reply within timeout_ms. */
+/* Send q (with fd when >= 0), wait for the reply within timeout_ms: 1 done, 0 refused or
+ * failed, CALL_NO_ANSWER when none came in time (the request may still be served). */
+#define CALL_NO_ANSWER (-1)
 static int call(int conn, const regsrv_req* q, int fd, int timeout_ms, regsrv_rep* rep,
                 char* why, size_t whylen) {
   char cbuf[CMSG_SPACE(sizeof(int))];
@@ -375,7 +384,7 @@ static int call(int conn, const regsrv_req* q, int fd, int timeout_ms, regsrv_re
     if (r < 0 && errno == EINTR) continue;
     if (r == 0) {
       snprintf(why, whylen, "its registration service did not answer within %d ms", timeout_ms);
-      return 0;
+      return CALL_NO_ANSWER;
     }
     ssize_t n = r > 0 ? recv(conn, rep, sizeof *rep, MSG_DONTWAIT) : -1;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
@@ -399,13 +408,35 @@ static void request(regsrv_req* q, uint32_t op, uint64_t key) {
   q->seq = clock_ns();
 }
 
+/* Send q without waiting for its answer, which the next call skips. First take the answers
+ * that came meanwhile, so that unread ones never fill the service's side of the connection
+ * (it would end it, and every import with it). */
+static int send_unwaited(int conn, const regsrv_req* q, char* why, size_t whylen) {
+  regsrv_rep old;
+  while (recv(conn, &old, sizeof old, MSG_DONTWAIT) > 0) continue;
+  if (send(conn, q, sizeof *q, MSG_NOSIGNAL) == (ssize_t)sizeof *q) return 1;
+  snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
+  return 0;
+}
+
 int regsrv_import(int conn, uint64_t key, const weft_regsrv_desc* d, int fd, int timeout_ms,
                   uint64_t* addr, uint64_t* id, char* why, size_t whylen) {
   regsrv_req q;
   request(&q, OP_IMPORT, key);
   q.desc = *d;
   regsrv_rep rep;
-  if (!call(conn, &q, fd, timeout_ms, &rep, why, whylen)) return 0;
+  int r = call(conn, &q, fd, timeout_ms, &rep, why, whylen);
+  if (r == CALL_NO_ANSWER) {
+    /* The service may still map it, and would hold the mapping for nobody until the
+     * connection closes (while it is held, the driver refuses to map whatever this process
+     * allocates at that address next): have the service undo it once it is done. */
+    regsrv_req cancel;
+    request(&cancel, OP_CANCEL, key);
+    cancel.id = q.seq;
+    char ignored[8];
+    send_unwaited(conn, &cancel, ignored, sizeof ignored);
+  }
+  if (r != 1) return 0;
   *addr = rep.addr;
   *id = rep.id;
   return 1;
@@ -416,15 +447,7 @@ int regsrv_release(int conn, uint64_t key, uint64_t id, int timeout_ms, char* wh
   regsrv_req q;
   request(&q, OP_RELEASE, key);
   q.id = id;
-  if (timeout_ms == 0) { /* the answer is left for the next call to skip */
-    /* Take the answers that came meanwhile, so that unread ones never fill the service's side
-     * of the connection (it would end it, and every import with it). */
-    regsrv_rep old;
-    while (recv(conn, &old, sizeof old, MSG_DONTWAIT) > 0) continue;
-    if (send(conn, &q, sizeof q, MSG_NOSIGNAL) == (ssize_t)sizeof q) return 1;
-    snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
-    return 0;
-  }
+  if (timeout_ms == 0) return send_unwaited(conn, &q, why, whylen);
   regsrv_rep rep;
-  return call(conn, &q, -1, timeout_ms, &rep, why, whylen);
+  return call(conn, &q, -1, timeout_ms, &rep, why, whylen) == 1;
 }

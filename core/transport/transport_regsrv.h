@@ -6,7 +6,8 @@
  * rank) on a thread of its own. A peer that registers a buffer connects once and sends one
  * request per buffer: IMPORT (a CUDA IPC handle and offset, or a cuMem descriptor passed with
  * SCM_RIGHTS) is answered with the buffer's address in the server's process; RELEASE undoes one
- * import. When a connection closes (the peer destroyed its communicator, or died) every import
+ * import, and CANCEL the one an IMPORT made after its requester stopped waiting for the answer
+ * (sent by regsrv_import then). When a connection closes (the peer destroyed its communicator, or died) every import
  * it made is released. Only processes of this user are served (SO_PEERCRED); a request that is
  * malformed, for another communicator, or for an unknown import is refused with a reason and
  * changes nothing. The mapping itself is the importer's (transport_regview.c passes CUDA's; the
@@ -65,7 +66,9 @@ int regsrv_imports(weft_regsrv* s);
 /* Connect to name within timeout_ms; -1 with why set when it cannot be reached. */
 int regsrv_connect(const char* name, size_t len, int timeout_ms, char* why, size_t whylen);
 /* IMPORT: 1 with *addr (the buffer in the server's process) and *id (for RELEASE), or 0 with
- * why set (refused, timed out, connection lost). fd: the descriptor to pass for _FD, else -1. */
+ * why set (refused, timed out, connection lost). fd: the descriptor to pass for _FD, else -1.
+ * After a timeout it sends CANCEL for the request, unwaited: what the service still maps for
+ * it is unmapped when done. */
 int regsrv_import(int conn, uint64_t key, const weft_regsrv_desc* d, int fd, int timeout_ms,
                   uint64_t* addr, uint64_t* id, char* why, size_t whylen);
 /* RELEASE one import: 1 done, 0 with why set. timeout_ms 0: only send it (1: sent), without

@@ -14,7 +14,8 @@
  * refused), a closing connection releasing its imports (also one that dies with a reply unread:
  * nothing else of this process closed), garbage messages (short, oversized, with one or two
  * descriptors, empty with one: none kept), a reply that comes after the requester gave up
- * (skipped; the next request gets its own reply), connect timing out and waiting for a late
+ * (skipped; the next request gets its own reply; the import it made undone by the CANCEL the
+ * requester sent, a CANCEL of a refused one changing nothing), connect timing out and waiting for a late
  * server, a second server on the same name refused (its WARN in the output is expected), and
  * regsrv_stop releasing what is still held and freeing the name. Random descriptors, names and
  * keys from a seed printed with every result; WEFT_TEST_SEED=n repeats one. */
@@ -521,7 +522,8 @@ int main(void) {
   }
 
   /* A reply that comes after the requester gave up is skipped: the next request on the
-   * connection gets its own. (The late import succeeded: the server holds it.) */
+   * connection gets its own. The late import succeeded, and the CANCEL the requester sent when
+   * it gave up has the server undo it (served right after it, before the next request). */
   {
     pthread_mutex_lock(&F.mu);
     F.delay_ms = 1000;
@@ -546,12 +548,33 @@ int main(void) {
     import_ok(c2, key, &dn, -1, NULL, NULL, &nn);
     CHECK(nn == late + 1);
     CHECK(ADDR_STRIDE * (uint64_t)nn + dn.offset != late_addr);
-    CHECK(regsrv_imports(s) == 4);
-    /* 8. Closing a connection releases what it imported (the late one and dn's). */
+    CHECK_MSG(rec_released(late) && regsrv_imports(s) == 3 && fake_get(&F.nreleases) == 4,
+              "after a timed-out import: late import released %d, imports %d, releases %d",
+              rec_released(late), regsrv_imports(s), fake_get(&F.nreleases));
+    /* A CANCEL names a request: one of no import (refused, or unknown) changes nothing. */
+    weft_regsrv_desc dr = ipc_desc();
+    pthread_mutex_lock(&F.mu);
+    F.delay_ms = 300;
+    F.fail = 1;
+    snprintf(F.fail_why, sizeof F.fail_why, "fake refuses the slow one");
+    pthread_mutex_unlock(&F.mu);
+    expect_next(&dr, NULL, NULL);
+    int refused_call = fake_get(&F.ncalls) + 1;
+    CHECK(regsrv_import(c2, key, &dr, -1, 50, &addr, &id, why, sizeof why) == 0);
+    t1 = clock_ms();
+    while (fake_get(&F.ncalls) < refused_call && clock_ms() - t1 < (uint64_t)TMO) usleep(1000);
+    FAKE_OK();
+    weft_regsrv_desc dm = ipc_desc();
+    int nm;
+    uint64_t idm = import_ok(c2, key, &dm, -1, NULL, NULL, &nm); /* after the CANCEL's refusal */
+    CHECK(regsrv_imports(s) == 4 && fake_get(&F.nreleases) == 4 && !rec_released(nn));
+    CHECK_MSG(regsrv_release(c2, key, idm, TMO, why, sizeof why) == 1, "release: %s", why);
+    CHECK(rec_released(nm) && regsrv_imports(s) == 3);
+    /* 8. Closing a connection releases what it imported (dn's). */
     close(c2);
     CHECK_MSG(wait_imports(s, 2, 5000), "imports %d after the close, want 2", regsrv_imports(s));
     FAKE_OK();
-    CHECK(rec_released(late) && rec_released(nn) && fake_get(&F.nreleases) == 5);
+    CHECK(rec_released(late) && rec_released(nn) && fake_get(&F.nreleases) == 6);
   }
   /* 8. A connection with two imports closes: both released, with their cookies; the first
    * connection's are untouched. */
