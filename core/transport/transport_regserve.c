@@ -21,7 +21,10 @@
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-/* How long an import waits for the unmapping thread to finish what a peer released. */
+/* How long a mapping refused as already mapped waits for the unmapping thread to finish what
+ * a peer released: an import (the peer copies if it is still refused, and requests queue
+ * behind it), and a FIFO or window (which fail without it). */
+#define REGSERVE_IMPORT_WAIT_MS 250
 #define REGSERVE_UNMAP_WAIT_MS 2000
 
 static int unmapper_wait_idle(struct weft_reg_unmapper* u, int ms);
@@ -43,13 +46,17 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
      * thread is done with it: the driver refuses a second mapping of that address. Wait for
      * the thread (bounded: its close may wait for kernels that wait for that very peer). */
     if ((e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING) &&
-        unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_UNMAP_WAIT_MS)) {
+        unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_IMPORT_WAIT_MS)) {
       cudaGetLastError();
       e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
     }
     if (e != cudaSuccess) {
       cudaGetLastError();
-      snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", ipcmap_acquire_error(e));
+      /* Still mapped: commonly its unmap waits for kernels that wait for that peer. */
+      if (e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING)
+        snprintf(why, whylen, "%s (%s)", WEFT_REGSRV_STILL_MAPPED, ipcmap_acquire_error(e));
+      else
+        snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", ipcmap_acquire_error(e));
       return 0;
     }
   } else if (!ipcmap_map_fd(comm->cuda_dev, fd, d->alloc, &base, why, whylen)) {

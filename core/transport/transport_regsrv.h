@@ -26,6 +26,11 @@
 
 enum { WEFT_REGSRV_IPC = 1, WEFT_REGSRV_FD = 2 };
 
+/* The reason an import is refused when the server's process still maps an earlier buffer of
+ * the requester at that address (freed and allocated again, the old mapping not yet undone:
+ * CUDA maps a range of a peer's allocation once). That registration is copied this time. */
+#define WEFT_REGSRV_STILL_MAPPED "it still maps an earlier buffer there"
+
 /* What the requester says of its buffer. */
 typedef struct {
   int32_t how;     /* _IPC: handle is a cudaIpcMemHandle_t; _FD: a descriptor rides along */

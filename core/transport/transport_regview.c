@@ -143,8 +143,14 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, size_t size, weft_r
       shared++;
       continue;
     }
-    INFO(NCCL_REG, "rank %d: registered %p (%zu bytes) is copied to peer %d: %s", r, buff, size, q,
-         why);
+    if (strstr(why, WEFT_REGSRV_STILL_MAPPED)) /* CUDA's limit, not a failure */
+      INFO(NCCL_REG,
+           "rank %d: registered %p (%zu bytes) goes through the FIFOs to peer %d this time: %s; "
+           "the peer unmaps the earlier buffer once its kernels are done",
+           r, buff, size, q, why);
+    else
+      INFO(NCCL_REG, "rank %d: registered %p (%zu bytes) is copied to peer %d: %s", r, buff,
+           size, q, why);
   }
   if (fd >= 0) close(fd); /* every peer that wanted it has its own copy by now */
   v->addr[r] = (uint64_t)(uintptr_t)buff;

@@ -336,6 +336,8 @@ if(WEFT_HAVE_CUDA)
   # its registration), WEFT_ZERO_COPY=2: every peer must read them in place (the peers' services
   # map cudaMalloc memory by IPC handle, ncclMemAlloc memory by its cuMem descriptor; ranks of
   # one process by address), and some collective must run zero copy. WEFT_ZERO_COPY=0: copied.
+  # (A cudaMalloc buffer at an address a peer's process still maps with another extent "goes
+  # through the FIFOs ... this time": CUDA maps a range once; that is not a failure here.)
   set(_reg_zc FAIL "is copied to peer|not GPU memory"
     EXPECT "is read in place by [1-7] of [1-7] peers" "runs [A-Za-z]+/Simple zero copy")
   weft_gpu_test(NAME gpu_coll_register_malloc_2procs_shared LABELS gpu mp ${_reg_zc}
