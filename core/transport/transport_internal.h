@@ -164,8 +164,9 @@ ncclResult_t regserve_start(struct ncclComm* comm);
 void regserve_fini(struct ncclComm* comm);
 /* Wait (bounded) until the peers' buffers they released are unmapped here: 1 when something
  * was left to unmap and now is not, 0 otherwise (nothing pending, or still pending). The CUDA
- * driver refuses to map an address of a peer that this process still maps (the peer freed a
- * registered buffer and allocated there again); a refused mapping may retry after this. */
+ * driver refuses to map a range of a peer's allocation that this process still maps with
+ * another extent (the peer freed a registered buffer and allocated over it again); a refused
+ * mapping may retry after this. */
 int regserve_wait_unmapped(struct ncclComm* comm);
 
 /* ---- transport_devmem.c (device mode) ----

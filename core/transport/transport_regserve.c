@@ -41,10 +41,11 @@ static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* 
   void* base = NULL;
   if (d->how == WEFT_REGSRV_IPC) {
     int e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
-    /* A peer that released a buffer and registers another at the same address (freed and
-     * allocated again) finds the old mapping still there, or being closed, until the unmapping
-     * thread is done with it: the driver refuses a second mapping of that address. Wait for
-     * the thread (bounded: its close may wait for kernels that wait for that very peer). */
+    /* A peer that released a buffer and registers another over the same range (freed and
+     * allocated again, with another size) finds the old mapping still there, or being closed,
+     * until the unmapping thread is done with it: the driver refuses to map the range again
+     * with another extent. Wait for the thread (bounded: its close may wait for kernels that
+     * wait for that very peer). */
     if ((e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING) &&
         unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_IMPORT_WAIT_MS)) {
       cudaGetLastError();

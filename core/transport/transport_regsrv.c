@@ -428,8 +428,8 @@ int regsrv_import(int conn, uint64_t key, const weft_regsrv_desc* d, int fd, int
   int r = call(conn, &q, fd, timeout_ms, &rep, why, whylen);
   if (r == CALL_NO_ANSWER) {
     /* The service may still map it, and would hold the mapping for nobody until the
-     * connection closes (while it is held, the driver refuses to map whatever this process
-     * allocates at that address next): have the service undo it once it is done. */
+     * connection closes (while it is held, the driver refuses to map a buffer this process
+     * allocates over that range with another size): have the service undo it once done. */
     regsrv_req cancel;
     request(&cancel, OP_CANCEL, key);
     cancel.id = q.seq;

@@ -7,11 +7,11 @@
  * request per buffer: IMPORT (a CUDA IPC handle and offset, or a cuMem descriptor passed with
  * SCM_RIGHTS) is answered with the buffer's address in the server's process; RELEASE undoes one
  * import, and CANCEL the one an IMPORT made after its requester stopped waiting for the answer
- * (sent by regsrv_import then). When a connection closes (the peer destroyed its communicator, or died) every import
- * it made is released. Only processes of this user are served (SO_PEERCRED); a request that is
- * malformed, for another communicator, or for an unknown import is refused with a reason and
- * changes nothing. The mapping itself is the importer's (transport_regview.c passes CUDA's; the
- * unit test a fake), so this file makes no CUDA call. */
+ * (sent by regsrv_import then). When a connection closes (the peer destroyed its communicator,
+ * or died) every import it made is released. Only processes of this user are served
+ * (SO_PEERCRED); a request that is malformed, for another communicator, or for an unknown
+ * import is refused with a reason and changes nothing. The mapping itself is the importer's
+ * (transport_regview.c passes CUDA's; the unit test a fake), so this file makes no CUDA call. */
 #ifndef WEFT_TRANSPORT_REGSRV_H
 #define WEFT_TRANSPORT_REGSRV_H
 
