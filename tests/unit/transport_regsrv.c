@@ -15,8 +15,8 @@
  * nothing else of this process closed), garbage messages (short, oversized, with one or two
  * descriptors, empty with one: none kept), a reply that comes after the requester gave up
  * (skipped; the next request gets its own reply; the import it made undone by the CANCEL the
- * requester sent, a CANCEL of a refused one changing nothing), connect timing out and waiting for a late
- * server, a second server on the same name refused (its WARN in the output is expected), and
+ * requester sent, a CANCEL of a refused one changing nothing), connect timing out and waiting
+ * for a late server, a second server on the same name refused (its WARN in the output is expected), and
  * regsrv_stop releasing what is still held and freeing the name. Random descriptors, names and
  * keys from a seed printed with every result; WEFT_TEST_SEED=n repeats one. */
 #include <dirent.h>
