@@ -165,19 +165,20 @@ perf_test(NAME perf_vs_warmup_every_turn LABELS unit mp ENV FAKE_NCCL_TRACE=${PE
 # --vs-rep-us: a turn's timing is repeated until that many microseconds are timed (the stand-in
 # library's calls take microseconds, so here many passes), both ranks issuing the same passes
 # (-np 2: a pass count they disagreed on would leave one waiting in a barrier until -T), at
-# most 256 times with several processes and 4096 with one.
+# most 256 times with several processes and 4096 with one. The first pass sets the count, so
+# US is large enough that a first pass slowed by a loaded machine still asks for the cap.
 perf_test(NAME perf_vs_repeats_short_timings LABELS unit mp
   ENV FAKE_NCCL_TRACE=${PERF_TRACE}_rep.trace
   ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_rep.trace turnrep 5 3 256
-  --out "each turn's timing is the median of passes repeated until 3000 us are timed .at most 256." --
+  --out "each turn's timing is the median of passes repeated until 30000 us are timed .at most 256." --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 2 -b 8 -e 4K -f 8 -n 3
-  -w 2 -c 0 --vs-rep-us 3000 -T 100)
+  -w 2 -c 0 --vs-rep-us 30000 -T 100)
 perf_test(NAME perf_vs_repeats_short_timings_1proc LABELS unit
   ENV FAKE_NCCL_TRACE=${PERF_TRACE}_rep1.trace
   ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_rep1.trace turnrep 5 3 4096
-  --out "each turn's timing is the median of passes repeated until 100000 us are timed .at most 4096." --
+  --out "each turn's timing is the median of passes repeated until 1000000 us are timed .at most 4096." --
   ${PERF_BIN} --lib ${PERF_FAKE} --vs ${PERF_FAKE_OLD} all_reduce -np 1 -b 8 -e 64 -f 8 -n 3
-  -w 2 -c 0 --vs-rep-us 100000 -T 100)
+  -w 2 -c 0 --vs-rep-us 1000000 -T 100)
 perf_test(NAME perf_vs_warmup_every_turn_w LABELS unit mp ENV FAKE_NCCL_TRACE=${PERF_TRACE}_w.trace
   ARGS --not-out "FAILED" --warmup-calls ${PERF_TRACE}_w.trace turn6 9 2 100
   --out "; 6 turns per size .rounds A B, B A, …., the row is their median" --
