@@ -1,6 +1,7 @@
 # Unit tests of util/ (parameters, logging), comm/ config resolution, topo/ PCI paths, algo/
 # (the zero-copy direct algorithms on simulated ranks: headers only), host/'s primitive and
-# transport/'s registration service (against a fake importer: no CUDA).
+# transport/'s registration service (against a fake importer: no CUDA) and its table of CUDA
+# IPC mappings (against a fake CUDA runtime).
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
@@ -10,6 +11,15 @@ weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path
   ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
 weft_add_test(NAME transport_regsrv SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_regsrv.c
   ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c LABELS unit)
+# transport/'s table of CUDA IPC mappings against a fake CUDA runtime (the test defines the
+# calls transport_ipcmap.c makes; CUDA's headers only, no GPU).
+if(WEFT_HAVE_CUDA)
+  weft_add_test(NAME transport_ipcmap SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_ipcmap.c
+    ${PROJECT_SOURCE_DIR}/core/transport/transport_ipcmap.c LABELS unit)
+  target_include_directories(transport_ipcmap PRIVATE ${CMAKE_BINARY_DIR}/layers/transport
+    ${PROJECT_SOURCE_DIR}/abi ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_definitions(transport_ipcmap PRIVATE WEFT_HAVE_CUDA=1)
+endif()
 weft_add_test(NAME algo_zc_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_sim.c LABELS unit)
 weft_add_test(NAME algo_zc_reg_sim SOURCES ${CMAKE_CURRENT_LIST_DIR}/algo_zc_reg_sim.c LABELS unit)
 # host/'s primitive against a peer that sends its last steps and destroys its communicator at once
