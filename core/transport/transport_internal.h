@@ -140,9 +140,12 @@ ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev);
  * memory: a descriptor of the allocation (ipcmap_export_fd: the caller closes it), mapped whole
  * for device dev with ipcmap_map_fd (fd stays the caller's) and undone with ipcmap_unmap_fd.
  * The describe and map calls return 1, or 0 (with why set where they take one).
- * ipcmap_acquire returns IPCMAP_CLOSING while the last holder's close of that handle runs. */
+ * ipcmap_acquire returns IPCMAP_CLOSING while the last holder's close of that handle runs;
+ * ipcmap_still_mapped(e): refused because this process still maps (or is closing) a mapping
+ * of that range (regserve_acquire waits for the unmaps in flight, then retries). */
 #define IPCMAP_CLOSING (-1)
 int ipcmap_acquire(const uint8_t* handle, int dev, void** base);
+int ipcmap_still_mapped(int e);
 /* The reason ipcmap_acquire's result e gives, for a message. */
 const char* ipcmap_acquire_error(int e);
 void ipcmap_release(struct ncclComm* comm, void* base);
@@ -162,12 +165,15 @@ void ipcmap_unmap_fd(void* va, uint64_t bytes);
  * what peers shared, in transport_fini. */
 ncclResult_t regserve_start(struct ncclComm* comm);
 void regserve_fini(struct ncclComm* comm);
-/* Wait (bounded) until the peers' buffers they released are unmapped here: 1 when something
- * was left to unmap and now is not, 0 otherwise (nothing pending, or still pending). The CUDA
- * driver refuses to map a range of a peer's allocation that this process still maps with
- * another extent (the peer freed a registered buffer and allocated over it again); a refused
- * mapping may retry after this. */
+/* Built with CUDA only: wait (bounded) until the buffers peers released are unmapped here: 1
+ * when something was left to unmap and now is not, 0 otherwise (nothing pending, or still
+ * pending). The CUDA driver refuses to map a range of a peer's allocation that this process
+ * still maps with another extent (the peer freed a registered buffer and allocated over it
+ * again); a refused mapping may retry after this. */
 int regserve_wait_unmapped(struct ncclComm* comm);
+/* ipcmap_acquire on the comm's device, retried once after regserve_wait_unmapped when refused
+ * as ipcmap_still_mapped: cudaError_t as int. */
+int regserve_acquire(struct ncclComm* comm, const uint8_t* handle, void** base);
 
 /* ---- transport_devmem.c (device mode) ----
  * Callers make the communicator's device current first (devmem_enter / devmem_leave around

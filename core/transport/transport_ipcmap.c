@@ -66,6 +66,8 @@ int ipcmap_acquire(const uint8_t* handle, int dev, void** base) {
   return (int)e;
 }
 
+int ipcmap_still_mapped(int e) { return e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING; }
+
 const char* ipcmap_acquire_error(int e) {
   return e == IPCMAP_CLOSING ? "its earlier mapping is still being closed"
                              : cudaGetErrorName((cudaError_t)e);

@@ -34,27 +34,37 @@ int regserve_wait_unmapped(struct ncclComm* comm) {
          unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_UNMAP_WAIT_MS);
 }
 
+/* A peer that released a buffer and registers another over the same range (freed and
+ * allocated again, with another size) finds the old mapping still there, or being closed,
+ * until the unmapping thread is done with it: the driver refuses to map the range again with
+ * another extent. So a refused acquire waits for the thread (bounded: its close may wait for
+ * kernels that wait for that very peer), then tries once more. */
+static int acquire_after_unmaps(struct ncclComm* comm, const uint8_t* handle, int wait_ms,
+                                void** base) {
+  int e = ipcmap_acquire(handle, comm->cuda_dev, base);
+  if (ipcmap_still_mapped(e) && comm->transport &&
+      unmapper_wait_idle(comm->transport->reg_unmapper, wait_ms)) {
+    cudaGetLastError();
+    e = ipcmap_acquire(handle, comm->cuda_dev, base);
+  }
+  return e;
+}
+
+int regserve_acquire(struct ncclComm* comm, const uint8_t* handle, void** base) {
+  return acquire_after_unmaps(comm, handle, REGSERVE_UNMAP_WAIT_MS, base);
+}
+
 static int serve_import(void* ctx, const weft_regsrv_desc* d, int fd, uint64_t* addr,
                         void** mapping, char* why, size_t whylen) {
   struct ncclComm* comm = ctx;
   devmem_thread_device(comm->cuda_dev);
   void* base = NULL;
   if (d->how == WEFT_REGSRV_IPC) {
-    int e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
-    /* A peer that released a buffer and registers another over the same range (freed and
-     * allocated again, with another size) finds the old mapping still there, or being closed,
-     * until the unmapping thread is done with it: the driver refuses to map the range again
-     * with another extent. Wait for the thread (bounded: its close may wait for kernels that
-     * wait for that very peer). */
-    if ((e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING) &&
-        unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_IMPORT_WAIT_MS)) {
-      cudaGetLastError();
-      e = ipcmap_acquire(d->handle, comm->cuda_dev, &base);
-    }
+    int e = acquire_after_unmaps(comm, d->handle, REGSERVE_IMPORT_WAIT_MS, &base);
     if (e != cudaSuccess) {
       cudaGetLastError();
       /* Still mapped: commonly its unmap waits for kernels that wait for that peer. */
-      if (e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING)
+      if (ipcmap_still_mapped(e))
         snprintf(why, whylen, "%s (%s)", WEFT_REGSRV_STILL_MAPPED, ipcmap_acquire_error(e));
       else
         snprintf(why, whylen, "cudaIpcOpenMemHandle: %s", ipcmap_acquire_error(e));
@@ -243,9 +253,5 @@ ncclResult_t regserve_start(struct ncclComm* comm) {
   return ncclSuccess;
 }
 void regserve_fini(struct ncclComm* comm) { (void)comm; }
-int regserve_wait_unmapped(struct ncclComm* comm) {
-  (void)comm;
-  return 0;
-}
 
 #endif

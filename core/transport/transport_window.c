@@ -153,11 +153,7 @@ static int map_peer(struct ncclComm* comm, weft_window_map* m, int q, const win_
     return 0;
   }
   void* base = NULL;
-  int e = ipcmap_acquire(in->handle, comm->cuda_dev, &base);
-  if ((e == cudaErrorAlreadyMapped || e == IPCMAP_CLOSING) && regserve_wait_unmapped(comm)) {
-    cudaGetLastError(); /* a buffer rank q released is unmapped now */
-    e = ipcmap_acquire(in->handle, comm->cuda_dev, &base);
-  }
+  int e = regserve_acquire(comm, in->handle, &base);
   if (e != cudaSuccess) {
     cudaGetLastError();
     snprintf(why, whylen, "cudaIpcOpenMemHandle of rank %d's window: %s", q,

@@ -11,8 +11,8 @@
  * ended), an acquire of the handle being closed refused at once (IPCMAP_CLOSING) and allowed
  * again once the close ended, a failing close reported once through devmem_cuda_fail and its
  * entry gone, and threads acquiring and releasing random handles never seeing a mapping closed
- * while they hold it nor a handle opened twice. Random handles from a seed printed with every
- * result; WEFT_TEST_SEED=n repeats one. */
+ * while they hold it nor a handle opened twice. Random handles from a seed printed first;
+ * WEFT_TEST_SEED=n repeats one. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -29,15 +29,7 @@
 #include "transport/transport_internal.h"
 #include "util/clock.h"
 
-static unsigned long long seed;
-
-#define CHECK(cond)                                                                      \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "FAIL: %s:%d: %s (seed %llu)\n", __FILE__, __LINE__, #cond, seed); \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
+static uint64_t seed;
 
 /* ---- the fake runtime ---- */
 
@@ -141,12 +133,9 @@ static int fget(int* field) {
 /* A handle named n: its other bytes random (ipcmap compares all 64). */
 static uint8_t handles[NAMES + 1][WEFT_IPC_HANDLE_BYTES];
 static void make_handles(void) {
-  uint64_t s = seed | 1;
+  uint64_t s = seed;
   for (int n = 1; n <= NAMES; n++) {
-    for (int i = 0; i < WEFT_IPC_HANDLE_BYTES; i++) {
-      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
-      handles[n][i] = (uint8_t)s;
-    }
+    for (int i = 0; i < WEFT_IPC_HANDLE_BYTES; i++) handles[n][i] = (uint8_t)test_rand(&s);
     uint64_t name = (uint64_t)n;
     memcpy(handles[n], &name, sizeof name);
   }
@@ -155,8 +144,8 @@ static void make_handles(void) {
 static void* acquire_ok(int n) {
   void* p = NULL;
   int e = ipcmap_acquire(handles[n], 0, &p);
-  CHECK(e == cudaSuccess);
-  CHECK(p == addr_of((uint64_t)n));
+  EXPECT(e == cudaSuccess);
+  EXPECT(p == addr_of((uint64_t)n));
   return p;
 }
 
@@ -190,21 +179,21 @@ static void* watchdog(void* arg) {
 static void* stress(void* arg) {
   uint64_t s = (seed ^ (uintptr_t)arg * 0x9e3779b97f4a7c15ull) | 1;
   for (int i = 0; i < STRESS_OPS; i++) {
-    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    test_rand(&s);
     int n = 40 + (int)(s % STRESS_NAMES);
     void* p = NULL;
     int e = ipcmap_acquire(handles[n], 0, &p);
     if (e == IPCMAP_CLOSING) continue; /* the last holder's close runs: refused, not waited */
-    CHECK(e == cudaSuccess && p == addr_of((uint64_t)n));
+    EXPECT(e == cudaSuccess && p == addr_of((uint64_t)n));
     pthread_mutex_lock(&F.mu);
     int mapped = F.mapped[n];
     pthread_mutex_unlock(&F.mu);
-    CHECK(mapped); /* held: the fake still maps it */
+    EXPECT(mapped); /* held: the fake still maps it */
     if (s & 8) sched_yield();
     pthread_mutex_lock(&F.mu);
     mapped = F.mapped[n];
     pthread_mutex_unlock(&F.mu);
-    CHECK(mapped); /* still held: nobody closed it */
+    EXPECT(mapped); /* still held: nobody closed it */
     ipcmap_release(NULL, p);
   }
   return NULL;
@@ -212,24 +201,23 @@ static void* stress(void* arg) {
 
 int main(void) {
   test_require_weft_lib();
-  const char* env_seed = getenv("WEFT_TEST_SEED");
-  seed = env_seed && *env_seed ? strtoull(env_seed, NULL, 0)
-                               : (unsigned long long)time(NULL) * 1000003ull ^
-                                     (unsigned long long)getpid() << 20 ^ clock_ns();
+  seed = test_seed((uint64_t)time(NULL) * 1000003ull ^ (uint64_t)getpid() << 20 ^ clock_ns());
+  fprintf(stderr, "transport_ipcmap: seed %llu (WEFT_TEST_SEED repeats it)\n",
+          (unsigned long long)seed);
   make_handles();
 
   /* 1. One open however many acquire it; the close with the last release only. */
   void* p1 = acquire_ok(1);
-  CHECK(acquire_ok(1) == p1 && acquire_ok(1) == p1);
-  CHECK(fget(&F.opens) == 1 && fget(&F.double_opens) == 0);
+  EXPECT(acquire_ok(1) == p1 && acquire_ok(1) == p1);
+  EXPECT(fget(&F.opens) == 1 && fget(&F.double_opens) == 0);
   ipcmap_release(NULL, p1);
   ipcmap_release(NULL, p1);
-  CHECK(fget(&F.closes) == 0);
+  EXPECT(fget(&F.closes) == 0);
   ipcmap_release(NULL, p1);
-  CHECK(fget(&F.closes) == 1 && !F.mapped[1]);
+  EXPECT(fget(&F.closes) == 1 && !F.mapped[1]);
   ipcmap_release(NULL, p1); /* nothing held: ignored */
-  CHECK(fget(&F.closes) == 1 && fget(&F.bad_closes) == 0);
-  CHECK(acquire_ok(1) == p1 && fget(&F.opens) == 2); /* opened anew */
+  EXPECT(fget(&F.closes) == 1 && fget(&F.bad_closes) == 0);
+  EXPECT(acquire_ok(1) == p1 && fget(&F.opens) == 2); /* opened anew */
 
   /* 2. A close that waits (for kernels, in the driver) holds no lock: another handle is
    * acquired meanwhile, the one being closed is refused at once and may be acquired again once
@@ -238,12 +226,12 @@ int main(void) {
   F.block_name = 1;
   pthread_mutex_unlock(&F.mu);
   pthread_t t;
-  CHECK(pthread_create(&t, NULL, release_on_thread, p1) == 0);
+  EXPECT(pthread_create(&t, NULL, release_on_thread, p1) == 0);
   pthread_mutex_lock(&F.mu);
   while (!F.blocked) pthread_cond_wait(&F.cv, &F.mu);
   pthread_mutex_unlock(&F.mu);
   pthread_t wd;
-  CHECK(pthread_create(&wd, NULL, watchdog, NULL) == 0);
+  EXPECT(pthread_create(&wd, NULL, watchdog, NULL) == 0);
   uint64_t t0 = clock_ms();
   void* p2 = acquire_ok(2);
   void* q = NULL;
@@ -254,25 +242,25 @@ int main(void) {
   acquires_done = 1;
   pthread_mutex_unlock(&F.mu);
   if (took > 1000) {
-    fprintf(stderr, "FAIL: acquires took %llu ms while a close waited (seed %llu)\n",
-            (unsigned long long)took, seed);
+    fprintf(stderr, "FAIL: acquires took %llu ms while a close waited\n",
+            (unsigned long long)took);
     exit(1);
   }
-  CHECK(e == IPCMAP_CLOSING);
-  CHECK(strstr(ipcmap_acquire_error(e), "closed") != NULL);
-  CHECK(strcmp(ipcmap_acquire_error(cudaErrorAlreadyMapped), "cudaErrorAlreadyMapped") == 0);
-  CHECK(still_blocked == 1); /* all of that while the close still waited */
-  CHECK(pthread_join(wd, NULL) == 0);
+  EXPECT(e == IPCMAP_CLOSING);
+  EXPECT(strstr(ipcmap_acquire_error(e), "closed") != NULL);
+  EXPECT(strcmp(ipcmap_acquire_error(cudaErrorAlreadyMapped), "cudaErrorAlreadyMapped") == 0);
+  EXPECT(still_blocked == 1); /* all of that while the close still waited */
+  EXPECT(pthread_join(wd, NULL) == 0);
   pthread_mutex_lock(&F.mu);
   F.block_name = 0;
   pthread_cond_broadcast(&F.cv);
   pthread_mutex_unlock(&F.mu);
-  CHECK(pthread_join(t, NULL) == 0);
-  CHECK(fget(&F.closes) == 2 && fget(&F.double_opens) == 0);
-  CHECK(acquire_ok(1) == p1 && fget(&F.opens) == 4);
+  EXPECT(pthread_join(t, NULL) == 0);
+  EXPECT(fget(&F.closes) == 2 && fget(&F.double_opens) == 0);
+  EXPECT(acquire_ok(1) == p1 && fget(&F.opens) == 4);
   ipcmap_release(NULL, p1);
   ipcmap_release(NULL, p2);
-  CHECK(fget(&F.closes) == 4);
+  EXPECT(fget(&F.closes) == 4);
 
   /* 3. A close that fails is reported once; the entry is gone (the next acquire opens). */
   pthread_mutex_lock(&F.mu);
@@ -280,25 +268,26 @@ int main(void) {
   pthread_mutex_unlock(&F.mu);
   void* p3 = acquire_ok(3);
   ipcmap_release(NULL, p3);
-  CHECK(fget(&F.fails_reported) == 1 && strstr(F.last_what, "cudaIpcCloseMemHandle"));
+  EXPECT(fget(&F.fails_reported) == 1 && strstr(F.last_what, "cudaIpcCloseMemHandle"));
   pthread_mutex_lock(&F.mu);
   F.fail_name = 0;
   pthread_mutex_unlock(&F.mu);
   int opens = fget(&F.opens);
-  CHECK(acquire_ok(3) == p3 && fget(&F.opens) == opens + 1);
+  EXPECT(acquire_ok(3) == p3 && fget(&F.opens) == opens + 1);
   ipcmap_release(NULL, p3);
 
   /* 4. Threads on a few handles: never closed while held, never opened twice. */
   pthread_t th[STRESS_THREADS];
   for (uintptr_t i = 0; i < STRESS_THREADS; i++)
-    CHECK(pthread_create(&th[i], NULL, stress, (void*)(i + 1)) == 0);
-  for (int i = 0; i < STRESS_THREADS; i++) CHECK(pthread_join(th[i], NULL) == 0);
-  CHECK(fget(&F.double_opens) == 0 && fget(&F.bad_closes) == 0);
-  CHECK(fget(&F.opens) == fget(&F.closes)); /* every mapping closed at the end */
-  for (int n = 1; n <= NAMES; n++) CHECK(!F.mapped[n]);
+    EXPECT(pthread_create(&th[i], NULL, stress, (void*)(i + 1)) == 0);
+  for (int i = 0; i < STRESS_THREADS; i++) EXPECT(pthread_join(th[i], NULL) == 0);
+  EXPECT(fget(&F.double_opens) == 0 && fget(&F.bad_closes) == 0);
+  EXPECT(fget(&F.opens) == fget(&F.closes)); /* every mapping closed at the end */
+  for (int n = 1; n <= NAMES; n++) EXPECT(!F.mapped[n]);
 
   printf("transport_ipcmap: %d opens, %d closes; a waiting close blocked nothing (%llu ms), "
          "closing handle refused, failed close reported, %d threads x %d ops (seed %llu)\n",
-         F.opens, F.closes, (unsigned long long)took, STRESS_THREADS, STRESS_OPS, seed);
+         F.opens, F.closes, (unsigned long long)took, STRESS_THREADS, STRESS_OPS,
+         (unsigned long long)seed);
   return 0;
 }

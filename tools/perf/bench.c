@@ -311,20 +311,15 @@ static int timed_pass(struct perf_proc* p, const struct test* t, int in_place, d
   return rc;
 }
 
-/* The most passes a half times: a barrier precedes each pass with several processes. */
-static int vs_passes_max(const struct perf_proc* p) {
-  return p->nprocs > 1 ? PERF_VS_REPS_MAX_MP : PERF_VS_REPS_MAX;
-}
-
 /* --vs --vs-rep-us: how many passes this half times, from the first pass's time (the longest
  * any process saw, so every process issues the same calls): enough for US microseconds in
- * all, at least 1, at most vs_passes_max. */
+ * all, at least 1, at most perf_vs_passes_max. */
 static int vs_passes(struct perf_proc* p, double first_sec, int* passes) {
   *passes = 1;
   if (p->s->vs_fd < 0 || p->o->vs_rep_us <= 0) return 0;
   if (p->ch->allreduce(p->ch, &first_sec, 1, PERF_CHAN_MAX)) return p->failed = 1, -1;
   double want = p->o->vs_rep_us * 1e-6 / (first_sec > 1e-9 ? first_sec : 1e-9);
-  int most = vs_passes_max(p);
+  int most = perf_vs_passes_max(p->nprocs);
   *passes = want >= most ? most : want <= 1 ? 1 : (int)ceil(want);
   return 0;
 }
@@ -550,7 +545,7 @@ static void coll_header(const struct perf_proc* p, const struct perf_coll* coll)
     if (o->vs_rep_us > 0)
       printf("each turn's timing is the median of passes repeated until %d us are timed "
              "(at most %d)\n",
-             o->vs_rep_us, vs_passes_max(p));
+             o->vs_rep_us, perf_vs_passes_max(p->nprocs));
     else
       printf("each turn's timing is one pass (--vs-rep-us 0)\n");
   }

@@ -168,6 +168,10 @@ enum {
   PERF_VS_REPS_MAX = 4096,
   PERF_VS_REPS_MAX_MP = 256
 };
+/* The most passes a half times in a run of nprocs processes. */
+static inline int perf_vs_passes_max(int nprocs) {
+  return nprocs > 1 ? PERF_VS_REPS_MAX_MP : PERF_VS_REPS_MAX;
+}
 
 enum {
   PERF_GIVEN_MINBYTES = 1u << 0,

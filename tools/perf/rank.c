@@ -91,8 +91,7 @@ void perf_json_describe_run(struct perf_json* j, const struct perf_setup* s, int
     perf_json_kv_str(j, "run", "interleave", "per size, turns A B, B A, ...");
     perf_json_kv_num(j, "run", "vs_turns", o->vs_turns);
     perf_json_kv_num(j, "run", "vs_rep_us", o->vs_rep_us);
-    perf_json_kv_num(j, "run", "vs_passes_max",
-                     nprocs > 1 ? PERF_VS_REPS_MAX_MP : PERF_VS_REPS_MAX);
+    perf_json_kv_num(j, "run", "vs_passes_max", perf_vs_passes_max(nprocs));
   }
   perf_json_kv_num(j, "config", "minbytes", (double)o->minbytes);
   perf_json_kv_num(j, "config", "maxbytes", (double)o->maxbytes);
