@@ -87,11 +87,7 @@ static void* watch_main(void* arg) {
       }
       pthread_mutex_lock(&wlock);
     } else {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      ts.tv_sec += tick_ms / 1000;
-      ts.tv_nsec += (long)(tick_ms % 1000) * 1000000L;
-      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      struct timespec ts = clock_deadline(CLOCK_MONOTONIC, tick_ms);
       pthread_mutex_lock(&wlock);
       if (wgen == gen) pthread_cond_timedwait(&wcond, &wlock, &ts);
     }

@@ -18,7 +18,8 @@
 #include <cuda_runtime_api.h>
 
 ncclResult_t devmem_cuda_fail(struct ncclComm* comm, const tconn* c, const char* what, int err) {
-  const char* text = cudaGetErrorString((cudaError_t)err);
+  const char* text =
+      err == IPCMAP_CLOSING ? ipcmap_acquire_error(err) : cudaGetErrorString((cudaError_t)err);
   cudaGetLastError(); /* not sticky: clear it so a later launch check does not see it */
   if (c)
     WARN("rank %d: %s for the %s connection %s rank %d (channel %d) on CUDA device %d failed: "

@@ -136,7 +136,8 @@ ncclResult_t p2p_enable_peer_access(struct ncclComm* comm, int dev);
 /* ---- transport_ipcmap.c (device mode, built with CUDA) ----
  * Sharing a buffer with another process. cudaMalloc memory: an IPC handle of its allocation
  * and the offset (ipcmap_describe_ipc); the importer opens it with ipcmap_acquire (cudaError_t
- * as int; one mapping per process and handle, counted) and lets go with ipcmap_release. cuMem
+ * as int; one mapping per process and handle, counted) and lets go with ipcmap_release (a
+ * failed close is reported once, naming connection c where one holds it). cuMem
  * memory: a descriptor of the allocation (ipcmap_export_fd: the caller closes it), mapped whole
  * for device dev with ipcmap_map_fd (fd stays the caller's) and undone with ipcmap_unmap_fd.
  * The describe and map calls return 1, or 0 (with why set where they take one).
@@ -148,7 +149,7 @@ int ipcmap_acquire(const uint8_t* handle, int dev, void** base);
 int ipcmap_still_mapped(int e);
 /* The reason ipcmap_acquire's result e gives, for a message. */
 const char* ipcmap_acquire_error(int e);
-void ipcmap_release(struct ncclComm* comm, void* base);
+void ipcmap_release(struct ncclComm* comm, const tconn* c, void* base);
 int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
                         size_t whylen);
 int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc);
@@ -165,14 +166,12 @@ void ipcmap_unmap_fd(void* va, uint64_t bytes);
  * what peers shared, in transport_fini. */
 ncclResult_t regserve_start(struct ncclComm* comm);
 void regserve_fini(struct ncclComm* comm);
-/* Built with CUDA only: wait (bounded) until the buffers peers released are unmapped here: 1
- * when something was left to unmap and now is not, 0 otherwise (nothing pending, or still
- * pending). The CUDA driver refuses to map a range of a peer's allocation that this process
- * still maps with another extent (the peer freed a registered buffer and allocated over it
- * again); a refused mapping may retry after this. */
-int regserve_wait_unmapped(struct ncclComm* comm);
-/* ipcmap_acquire on the comm's device, retried once after regserve_wait_unmapped when refused
- * as ipcmap_still_mapped: cudaError_t as int. */
+/* Built with CUDA only: ipcmap_acquire on the comm's device; when refused as
+ * ipcmap_still_mapped, it waits (bounded) until the buffers peers released are unmapped here
+ * and, if some were, tries once more: cudaError_t as int, or IPCMAP_CLOSING. The CUDA driver
+ * refuses to map a range of a peer's allocation that this process still maps with another
+ * extent (the peer freed a registered buffer and allocated over it again, a FIFO or a window
+ * included). */
 int regserve_acquire(struct ncclComm* comm, const uint8_t* handle, void** base);
 
 /* ---- transport_devmem.c (device mode) ----

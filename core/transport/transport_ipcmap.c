@@ -75,7 +75,7 @@ const char* ipcmap_acquire_error(int e) {
 
 /* The close may wait until this process's kernels end, and they may wait for a peer whose
  * request waits for an acquire: the lock is not held across it. */
-void ipcmap_release(struct ncclComm* comm, void* base) {
+void ipcmap_release(struct ncclComm* comm, const tconn* c, void* base) {
   pthread_mutex_lock(&ipc_lock);
   ipc_open* o = ipc_list;
   while (o && o->base != base) o = o->next;
@@ -85,7 +85,7 @@ void ipcmap_release(struct ncclComm* comm, void* base) {
   if (!close_it) return;
   cudaError_t e = cudaIpcCloseMemHandle(base);
   if (e != cudaSuccess)
-    devmem_cuda_fail(comm, NULL, "cudaIpcCloseMemHandle of a peer's buffer", e);
+    devmem_cuda_fail(comm, c, "cudaIpcCloseMemHandle of a peer's buffer", e);
   pthread_mutex_lock(&ipc_lock);
   for (ipc_open** pp = &ipc_list; *pp; pp = &(*pp)->next)
     if (*pp == o) {

@@ -272,11 +272,7 @@ static void run_leave_locked(netconn_run* r) {
 }
 
 static void timed_wait_ms(netconn_run* r, int ms) {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_nsec += (long)ms * 1000000L;
-  ts.tv_sec += ts.tv_nsec / 1000000000L;
-  ts.tv_nsec %= 1000000000L;
+  struct timespec ts = clock_deadline(CLOCK_REALTIME, ms);
   pthread_cond_timedwait(&r->cv, &r->lock, &ts);
 }
 

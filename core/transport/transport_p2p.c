@@ -262,14 +262,8 @@ ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
     set_fifo(c, (void*)(uintptr_t)info->p2p_ptr);
     return ncclSuccess;
   }
-  cudaIpcMemHandle_t h;
-  memcpy(&h, info->p2p_handle, sizeof h);
   void* mem = NULL;
-  cudaError_t e = cudaIpcOpenMemHandle(&mem, h, cudaIpcMemLazyEnablePeerAccess);
-  if (e == cudaErrorAlreadyMapped && regserve_wait_unmapped(comm)) { /* a released buffer's */
-    cudaGetLastError();
-    e = cudaIpcOpenMemHandle(&mem, h, cudaIpcMemLazyEnablePeerAccess);
-  }
+  int e = regserve_acquire(comm, info->p2p_handle, &mem);
   if (e != cudaSuccess)
     return devmem_cuda_fail(comm, c, "cudaIpcOpenMemHandle of the peer's FIFO", e);
   c->p2p_ipc = mem;
@@ -279,10 +273,7 @@ ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
 }
 
 void p2p_close(struct ncclComm* comm, tconn* c) {
-  if (c->p2p_ipc) {
-    cudaError_t e = cudaIpcCloseMemHandle(c->p2p_ipc);
-    if (e != cudaSuccess) devmem_cuda_fail(comm, c, "cudaIpcCloseMemHandle", e);
-  }
+  if (c->p2p_ipc) ipcmap_release(comm, c, c->p2p_ipc);
   if (c->p2p_mem) {
     cudaError_t e = cudaFree(c->p2p_mem);
     if (e != cudaSuccess) devmem_cuda_fail(comm, c, "cudaFree of the p2p FIFO", e);

@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
 #include "transport/transport.h"
 #include "transport/transport_internal.h"
 #include "transport/transport_regsrv.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #ifdef WEFT_HAVE_CUDA
@@ -29,9 +29,9 @@
 
 static int unmapper_wait_idle(struct weft_reg_unmapper* u, int ms);
 
-int regserve_wait_unmapped(struct ncclComm* comm) {
-  return comm->transport &&
-         unmapper_wait_idle(comm->transport->reg_unmapper, REGSERVE_UNMAP_WAIT_MS);
+/* 1 when the comm's unmapping thread had work and finished it within ms. */
+static int wait_unmaps(struct ncclComm* comm, int ms) {
+  return comm->transport && unmapper_wait_idle(comm->transport->reg_unmapper, ms);
 }
 
 /* A peer that released a buffer and registers another over the same range (freed and
@@ -42,8 +42,7 @@ int regserve_wait_unmapped(struct ncclComm* comm) {
 static int acquire_after_unmaps(struct ncclComm* comm, const uint8_t* handle, int wait_ms,
                                 void** base) {
   int e = ipcmap_acquire(handle, comm->cuda_dev, base);
-  if (ipcmap_still_mapped(e) && comm->transport &&
-      unmapper_wait_idle(comm->transport->reg_unmapper, wait_ms)) {
+  if (ipcmap_still_mapped(e) && wait_unmaps(comm, wait_ms)) {
     cudaGetLastError();
     e = ipcmap_acquire(handle, comm->cuda_dev, base);
   }
@@ -104,7 +103,7 @@ struct weft_reg_unmapper {
 static void unmap_now(struct ncclComm* comm, const weft_regsrv_desc* d, void* mapping) {
   devmem_thread_device(comm->cuda_dev);
   if (d->how == WEFT_REGSRV_IPC)
-    ipcmap_release(comm, mapping);
+    ipcmap_release(comm, NULL, mapping);
   else
     ipcmap_unmap_fd(mapping, d->alloc);
 }
@@ -162,11 +161,7 @@ static void serve_release(void* ctx, const weft_regsrv_desc* d, void* mapping) {
 /* 1 when nothing is left to unmap (now, or within ms), else 0. */
 static int unmapper_wait_idle(struct weft_reg_unmapper* u, int ms) {
   if (!u) return 0;
-  struct timespec end;
-  clock_gettime(CLOCK_REALTIME, &end);
-  end.tv_sec += ms / 1000;
-  end.tv_nsec += (long)(ms % 1000) * 1000000L;
-  if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+  struct timespec end = clock_deadline(CLOCK_REALTIME, ms);
   pthread_mutex_lock(&u->mu);
   int had = u->pending > 0;
   while (u->pending > 0)

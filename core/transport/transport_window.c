@@ -172,7 +172,7 @@ static void release(struct ncclComm* comm, weft_window_map* m) {
     if (m->mapped && m->mapped[q])
       ipcmap_unmap_fd(m->opened[q], m->mapped[q]);
     else
-      ipcmap_release(comm, m->opened[q]);
+      ipcmap_release(comm, NULL, m->opened[q]);
   }
   if (m->export_fd >= 0) close(m->export_fd);
   free(m->mapped);

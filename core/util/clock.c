@@ -4,6 +4,15 @@
 #include <sched.h>
 #include <time.h>
 
+struct timespec clock_deadline(clockid_t clk, int ms) {
+  struct timespec ts;
+  clock_gettime(clk, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+  return ts;
+}
+
 uint64_t clock_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -4,9 +4,13 @@
 #define WEFT_UTIL_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 uint64_t clock_ns(void);
 static inline uint64_t clock_ms(void) { return clock_ns() / 1000000ull; }
+/* The time ms milliseconds from now on clock clk: an absolute timeout for
+ * pthread_cond_timedwait (CLOCK_REALTIME unless the condition was made for another clock). */
+struct timespec clock_deadline(clockid_t clk, int ms);
 
 typedef struct {
   unsigned polls;    /* misses since the last progress; 0 restarts the back-off */

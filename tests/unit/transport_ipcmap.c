@@ -152,7 +152,7 @@ static void* acquire_ok(int n) {
 /* ---- a release that waits in its close, on a thread of its own ---- */
 
 static void* release_on_thread(void* p) {
-  ipcmap_release(NULL, p);
+  ipcmap_release(NULL, NULL, p);
   return NULL;
 }
 
@@ -185,16 +185,10 @@ static void* stress(void* arg) {
     int e = ipcmap_acquire(handles[n], 0, &p);
     if (e == IPCMAP_CLOSING) continue; /* the last holder's close runs: refused, not waited */
     EXPECT(e == cudaSuccess && p == addr_of((uint64_t)n));
-    pthread_mutex_lock(&F.mu);
-    int mapped = F.mapped[n];
-    pthread_mutex_unlock(&F.mu);
-    EXPECT(mapped); /* held: the fake still maps it */
+    EXPECT(fget(&F.mapped[n])); /* held: the fake still maps it */
     if (s & 8) sched_yield();
-    pthread_mutex_lock(&F.mu);
-    mapped = F.mapped[n];
-    pthread_mutex_unlock(&F.mu);
-    EXPECT(mapped); /* still held: nobody closed it */
-    ipcmap_release(NULL, p);
+    EXPECT(fget(&F.mapped[n])); /* still held: nobody closed it */
+    ipcmap_release(NULL, NULL, p);
   }
   return NULL;
 }
@@ -210,12 +204,12 @@ int main(void) {
   void* p1 = acquire_ok(1);
   EXPECT(acquire_ok(1) == p1 && acquire_ok(1) == p1);
   EXPECT(fget(&F.opens) == 1 && fget(&F.double_opens) == 0);
-  ipcmap_release(NULL, p1);
-  ipcmap_release(NULL, p1);
+  ipcmap_release(NULL, NULL, p1);
+  ipcmap_release(NULL, NULL, p1);
   EXPECT(fget(&F.closes) == 0);
-  ipcmap_release(NULL, p1);
+  ipcmap_release(NULL, NULL, p1);
   EXPECT(fget(&F.closes) == 1 && !F.mapped[1]);
-  ipcmap_release(NULL, p1); /* nothing held: ignored */
+  ipcmap_release(NULL, NULL, p1); /* nothing held: ignored */
   EXPECT(fget(&F.closes) == 1 && fget(&F.bad_closes) == 0);
   EXPECT(acquire_ok(1) == p1 && fget(&F.opens) == 2); /* opened anew */
 
@@ -258,8 +252,8 @@ int main(void) {
   EXPECT(pthread_join(t, NULL) == 0);
   EXPECT(fget(&F.closes) == 2 && fget(&F.double_opens) == 0);
   EXPECT(acquire_ok(1) == p1 && fget(&F.opens) == 4);
-  ipcmap_release(NULL, p1);
-  ipcmap_release(NULL, p2);
+  ipcmap_release(NULL, NULL, p1);
+  ipcmap_release(NULL, NULL, p2);
   EXPECT(fget(&F.closes) == 4);
 
   /* 3. A close that fails is reported once; the entry is gone (the next acquire opens). */
@@ -267,14 +261,14 @@ int main(void) {
   F.fail_name = 3;
   pthread_mutex_unlock(&F.mu);
   void* p3 = acquire_ok(3);
-  ipcmap_release(NULL, p3);
+  ipcmap_release(NULL, NULL, p3);
   EXPECT(fget(&F.fails_reported) == 1 && strstr(F.last_what, "cudaIpcCloseMemHandle"));
   pthread_mutex_lock(&F.mu);
   F.fail_name = 0;
   pthread_mutex_unlock(&F.mu);
   int opens = fget(&F.opens);
   EXPECT(acquire_ok(3) == p3 && fget(&F.opens) == opens + 1);
-  ipcmap_release(NULL, p3);
+  ipcmap_release(NULL, NULL, p3);
 
   /* 4. Threads on a few handles: never closed while held, never opened twice. */
   pthread_t th[STRESS_THREADS];
