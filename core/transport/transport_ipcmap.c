@@ -1,5 +1,6 @@
 /* Sharing a GPU buffer with another process (device mode), for zero-copy windows
- * (transport_window.c) and registered buffers (transport_regview.c):
+ * (transport_window.c), registered buffers (transport_regview.c) and P2P FIFOs
+ * (transport_p2p.c, which only open CUDA IPC handles):
  *  - cudaMalloc memory: a CUDA IPC handle of the allocation holding the buffer, plus the
  *    buffer's offset in it. The driver maps an exported allocation once per process, so two
  *    ranks of this process that open the same peer allocation share one mapping (counted here),
