@@ -8,6 +8,7 @@
 #define NCCL_H_
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Compiled by nvcc, NVIDIA's header brings the runtime and the half/bfloat16 types along, and
@@ -191,6 +192,41 @@ struct ncclGinBarrierHandle;
 typedef struct ncclGinBarrierHandle ncclGinBarrierHandle_t;
 struct ncclLLA2AHandle;
 typedef struct ncclLLA2AHandle ncclLLA2AHandle_t;
+
+struct ncclGinOutboxHandle;
+struct ncclGinInboxA2AHandle;
+
+/* What ncclCommQueryProperties reports (NCCL 2.30's fields). Initialize with
+ * NCCL_COMM_PROPERTIES_INITIALIZER: size, magic and version say which fields the caller has. */
+#define NCCL_API_MAGIC 0xcafebeef
+typedef enum {
+  NCCL_GIN_TYPE_NONE = 0,
+  NCCL_GIN_TYPE_PROXY = 2,
+  NCCL_GIN_TYPE_GDAKI = 3,
+  NCCL_GIN_TYPE_GPI = 4
+} ncclGinType_t;
+typedef struct ncclCommProperties {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int rank;
+  int nRanks;
+  int cudaDev;
+  int nvmlDev;
+  bool deviceApiSupport;
+  bool multimemSupport;
+  ncclGinType_t ginType;
+  int nLsaTeams;
+  bool hostRmaSupport;
+  ncclGinType_t railedGinType;
+} ncclCommProperties_t;
+#define NCCL_COMM_PROPERTIES_INITIALIZER \
+  { sizeof(ncclCommProperties_t), NCCL_API_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH) }
+
+/* A multicast object of a team; mcBasePtr is NULL where multicast is off (always, in weft). */
+typedef struct ncclMultimemHandle {
+  void* mcBasePtr;
+} ncclMultimemHandle_t;
 
 /* A set of ranks: rank `rank` of `nRanks`, world ranks spaced `stride` apart. */
 struct ncclTeam {

@@ -23,9 +23,11 @@
 #define NCCL_API_MAGIC 0xcafebeef
 #endif
 
-/* The version weft's own nccl_device.h writes into its initializers: its structs have the
- * 2.30 layout. */
-#define NCCL_DEVCOMM_WEFT_VERSION 23007
+/* weft's own headers write their NCCL_VERSION_CODE into the initializers, as NVIDIA's do, and
+ * lay the structs out as 2.30 does. While weft reports 2.27.7 that code is 22707, which no
+ * NVIDIA header with a device API carries (the API came in 2.28), so it names weft's 2.30
+ * layout unambiguously, now and later. */
+#define NCCL_DEVCOMM_WEFT_2_27_VERSION 22707
 
 /* The head of ncclDevCommRequirements and ncclCommProperties in every layout. */
 typedef struct {
@@ -52,6 +54,7 @@ typedef enum {
 static inline ncclDevCommLayout_t ncclDevCommLayoutOf(uint32_t version) {
   if (version >= NCCL_DEVCOMM_V2_30_MIN_VERSION && version <= NCCL_DEVCOMM_V2_30_MAX_VERSION)
     return NCCL_DEVCOMM_LAYOUT_V2_30;
+  if (version == NCCL_DEVCOMM_WEFT_2_27_VERSION) return NCCL_DEVCOMM_LAYOUT_V2_30;
   if (version >= NCCL_DEVCOMM_V2_32_MIN_VERSION && version <= NCCL_DEVCOMM_V2_32_MAX_VERSION)
     return NCCL_DEVCOMM_LAYOUT_V2_32;
   return NCCL_DEVCOMM_LAYOUT_UNKNOWN;
