@@ -2,6 +2,8 @@
 # - devcomm_layout_<version>: weft's frozen layouts (abi/nccl_devcomm.h) and weft's own
 #   nccl_device.h against NVIDIA's headers of that release, struct by struct, field by field;
 # - devcomm_teams_match_nvidia_2.30.7: weft's team functions answer as NVIDIA's on random input;
+# - devcomm_layout_select: abi/nccl_devcomm.h's helpers (versions to layouts, reciprocals,
+#   the LSA barrier's words);
 # - devcomm_header_compiles: nvcc builds a kernel using every function of weft's nccl_device.h,
 #   and its host part builds as C11 and C++11.
 # NVIDIA's headers come from the nvidia-nccl-cu13 wheels, fetched from PyPI at test time into
@@ -9,7 +11,7 @@
 # fetch fails the test. Scripts: devcomm_*_check.cmake, devcomm_header_compile.cmake.
 
 set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels CACHE PATH
-  "Where the device-API tests keep NVIDIA's nvidia-nccl-cu13 wheels (a wheel already there is not fetched again)")
+  "Where the device-API tests keep NVIDIA's nvidia-nccl-cu13 wheels (kept: not fetched again)")
 find_program(WEFT_DEVCOMM_PYTHON NAMES python3 python)
 find_program(WEFT_DEVCOMM_CXX NAMES c++ g++ clang++)
 find_program(WEFT_DEVCOMM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
@@ -53,3 +55,7 @@ add_test(NAME devcomm_header_compiles
     -P ${CMAKE_CURRENT_LIST_DIR}/devcomm_header_compile.cmake)
 set_tests_properties(devcomm_header_compiles PROPERTIES LABELS unit TIMEOUT 300
   SKIP_REGULAR_EXPRESSION "SKIP:")
+
+weft_add_test(NAME devcomm_layout_select SOURCES ${CMAKE_CURRENT_LIST_DIR}/devcomm_layout_select.c
+  LABELS unit)
+target_include_directories(devcomm_layout_select PRIVATE ${PROJECT_SOURCE_DIR}/abi)
