@@ -114,9 +114,9 @@ WEFT_DEVICE_INLINE void* ncclGetMultimemPointer(ncclWindow_t w, size_t offset,
 WEFT_DEVICE_INLINE void* ncclGetLsaMultimemPointer(ncclWindow_t w, size_t offset,
                                                    ncclDevComm const& comm);
 
-/* The registered window holding address ptr (any rank's copy is not enough: ptr is this rank's
- * address), looked up by the threads of coop together; every thread gets the answer. NULL
- * when no window of the communicator holds it. */
+/* The registered window whose local copy holds address ptr (an address of this rank's
+ * buffer), looked up by the threads of coop together; every thread gets the answer. NULL when
+ * no window of the communicator holds it. */
 template <typename Coop>
 WEFT_DEVICE_INLINE ncclWindow_t ncclFindWindow(Coop coop, ncclDevComm const& comm,
                                                void const* ptr);
