@@ -4,6 +4,8 @@
 # - devcomm_teams_match_nvidia_2.30.7: weft's team functions answer as NVIDIA's on random input;
 # - devcomm_layout_select: abi/nccl_devcomm.h's helpers (versions to layouts, reciprocals,
 #   the LSA barrier's words);
+# - devcomm_interop (label gpu): kernels built against weft's header and NVIDIA's 2.30.7 one
+#   share LSA barriers and memory on one GPU, the ranks laid out by hand (no library);
 # - devcomm_header_compiles: nvcc builds a kernel using every function of weft's nccl_device.h,
 #   and its host part builds as C11 and C++11.
 # NVIDIA's headers come from the nvidia-nccl-cu13 wheels, fetched from PyPI at test time into
@@ -59,3 +61,9 @@ set_tests_properties(devcomm_header_compiles PROPERTIES LABELS unit TIMEOUT 300
 weft_add_test(NAME devcomm_layout_select SOURCES ${CMAKE_CURRENT_LIST_DIR}/devcomm_layout_select.c
   LABELS unit)
 target_include_directories(devcomm_layout_select PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+
+add_test(NAME devcomm_interop
+  COMMAND ${CMAKE_COMMAND} -DVERSION=2.30.7 -DNVCC=${WEFT_DEVCOMM_NVCC} ${devcomm_common_args}
+    -P ${CMAKE_CURRENT_LIST_DIR}/devcomm_interop_check.cmake)
+set_tests_properties(devcomm_interop PROPERTIES LABELS gpu TIMEOUT 600
+  SKIP_REGULAR_EXPRESSION "SKIP:" RESOURCE_LOCK weft_nccl_wheel_2.30.7)
