@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "comm/comm.h"
 #include "comm/comm_hang.h"
@@ -41,8 +42,32 @@ struct weft_host {
   int nchannels;
   int timeout_ms;
   int caller_runs; /* WEFT_HOST_CALLER_RUNS */
+  size_t scratch_bytes; /* per channel: SCRATCH_BUFS × the LL payload, mapped anonymously */
+  int suspended;        /* the scratch is unmapped (host_exec_suspend) */
   host_channel* ch;
 };
+
+/* The scratch lives in its own anonymous mapping, so that suspend gives the pages back to the
+ * system (a malloc'ed block may stay in the heap). */
+static ncclResult_t scratch_map(weft_host* h, host_channel* c) {
+  void* p = mmap(NULL, h->scratch_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    WARN("rank %d: cannot map channel %d's scratch (%zu bytes): %s", h->comm->rank, c->index,
+         h->scratch_bytes, strerror(errno));
+    return ncclSystemError;
+  }
+  c->scratch_mem = p;
+  size_t each = h->scratch_bytes / SCRATCH_BUFS;
+  for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = c->scratch_mem + (size_t)b * each;
+  return ncclSuccess;
+}
+
+static void scratch_unmap(weft_host* h, host_channel* c) {
+  if (c->scratch_mem) munmap(c->scratch_mem, h->scratch_bytes);
+  c->scratch_mem = NULL;
+  for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = NULL;
+}
 
 /* ---- peer liveness ---- */
 
@@ -318,6 +343,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
   h->ch = ch;
   h->timeout_ms = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
   h->caller_runs = param_int(WEFT_PARAM_HOST_CALLER_RUNS) != 0;
+  h->scratch_bytes = SCRATCH_BUFS * (ll_payload > 0 ? ll_payload : 1);
   ncclResult_t res = ncclSuccess;
   for (int i = 0; i < nchannels; i++) {
     host_channel* c = &ch[i];
@@ -326,14 +352,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     h->nchannels = i + 1;
-    c->scratch_mem = malloc(SCRATCH_BUFS * ll_payload);
-    if (!c->scratch_mem) {
-      WARN("rank %d: out of memory for channel %d's scratch (%zu bytes)", comm->rank, i,
-           SCRATCH_BUFS * ll_payload);
-      res = ncclSystemError;
-      break;
-    }
-    for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = c->scratch_mem + (size_t)b * ll_payload;
+    if ((res = scratch_map(h, c)) != ncclSuccess) break;
     int rc = pthread_create(&c->thread, NULL, worker_main, c);
     if (rc != 0) {
       WARN("rank %d: cannot start the worker of channel %d: %s", comm->rank, i, strerror(rc));
@@ -382,8 +401,32 @@ void host_exec_destroy(weft_host* h) {
     fail_all(h, &c->in_head, ncclRemoteError);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
-    free(c->scratch_mem);
+    scratch_unmap(h, c);
   }
   free(h->ch);
   free(h);
+}
+
+size_t host_exec_suspend(weft_host* h) {
+  if (h->suspended) return 0;
+  for (int i = 0; i < h->nchannels; i++) scratch_unmap(h, &h->ch[i]);
+  h->suspended = 1;
+  return (size_t)h->nchannels * h->scratch_bytes;
+}
+
+ncclResult_t host_exec_resume(weft_host* h) {
+  if (!h->suspended) return ncclSuccess;
+  for (int i = 0; i < h->nchannels; i++) {
+    ncclResult_t res = scratch_map(h, &h->ch[i]);
+    if (res != ncclSuccess) {
+      for (int k = 0; k < i; k++) scratch_unmap(h, &h->ch[k]);
+      return res;
+    }
+  }
+  h->suspended = 0;
+  return ncclSuccess;
+}
+
+size_t host_exec_mem_bytes(const weft_host* h) {
+  return h ? (size_t)h->nchannels * h->scratch_bytes : 0;
 }

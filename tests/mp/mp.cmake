@@ -35,3 +35,13 @@ foreach(c claim secret)
   weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
     LABELS mp fault ARGS ${c})
 endforeach()
+# Revoke, shrink and grow after a rank's death (issue 40): kill (the victim is SIGKILLed, the
+# survivors revoke and shrink) and abort (the victim hangs, NCCL_SHRINK_ABORT ends the blocked
+# AllReduce), each followed by a grow back to the full size with a spare process.
+foreach(n 4 8)
+  foreach(m kill abort)
+    weft_add_test(NAME comm_shrink_after_${m}_${n}_ranks
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_shrink_after_kill.c LABELS mp fault TIMEOUT 120
+      ARGS ${n} ${m})
+  endforeach()
+endforeach()
