@@ -150,6 +150,36 @@ static int work_step(host_channel* ch, weft_work* w, ncclResult_t* res) {
   return moved;
 }
 
+/* An item with several streams (a tree's reduce and broadcast) waits on one connection per
+ * unfinished stream, and w->blocked names only the last one tried: a dead peer on another
+ * stream (a child whose data the reduce still needs, while the broadcast waits on a live
+ * parent) would go unseen, and every rank would wait on a live one until WEFT_TIMEOUT_MS.
+ * When some connection's peer process is gone, try each unfinished stream once: 1 when one
+ * of them waits on a dead peer (w->blocked names it), -1 on a failure (*res), 0 otherwise
+ * (a stream that could move did: w moved). */
+static int stream_waits_on_dead(host_channel* ch, weft_work* w, ncclResult_t* res) {
+  int any_dead = 0;
+  for (int i = 0; i < WEFT_WORK_MAX_CONNS && !any_dead; i++)
+    if (w->conns[i] && w->conns[i]->watch_pid && !pid_alive(w->conns[i]->watch_pid)) any_dead = 1;
+  if (!any_dead) return 0;
+  for (int s = 0; s < w->nstreams; s++) {
+    if (w->pc[s] >= w->npc[s]) continue;
+    if (s == 1 && w->down_after_up && w->pc[1] >= w->pc[0]) continue; /* waits on stream 0 */
+    weft_prim p;
+    work_prim(w, s, w->pc[s], &p);
+    int r = host_prim_try(w, &p, ch->scratch, res);
+    if (r < 0) return -1;
+    if (r > 0) {
+      w->pc[s]++;
+      return 0;
+    }
+    if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
+        !pid_alive(w->conns[w->blocked]->watch_pid))
+      return 1;
+  }
+  return 0;
+}
+
 /* Periodic checks of a waiting item: dead peer, timeout. 1 when it must fail (*res). */
 static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t* res) {
   struct weft_host* h = ch->host;
@@ -184,6 +214,19 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
          w->conns[w->blocked]->watch_pid);
     *res = ncclRemoteError;
     return 1;
+  }
+  if (w->nstreams > 1 && now - w->idle_since_ms >= CHECK_INTERVAL_MS) {
+    int r = stream_waits_on_dead(ch, w, res);
+    if (r < 0) return 1;
+    if (r > 0) {
+      describe_wait(w, what, sizeof what);
+      WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
+           "exited",
+           w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+           w->conns[w->blocked]->watch_pid);
+      *res = ncclRemoteError;
+      return 1;
+    }
   }
   /* The peer's side of this receive waiting on the other protocol's connection. */
   if (now - w->idle_since_ms >= CHECK_INTERVAL_MS && w->blocked >= 0 && w->conns[w->blocked] &&

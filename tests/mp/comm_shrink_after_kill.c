@@ -19,7 +19,11 @@
  * spare. The time from the victim's end to each survivor's first good sum on the shrunk
  * communicator is printed (the perf notes quote it).
  *
- * Usage: comm_shrink_after_kill NRANKS kill|abort */
+ * Built with WEFT_TEST_CUDA (the gpu label's gpu_shrink_after_kill), `--device` runs the kill
+ * case on device-mode communicators whose ranks share GPU 0: buffers in device memory, each
+ * AllReduce on a stream polled with ncclCommGetAsyncError, as applications wait for one.
+ *
+ * Usage: comm_shrink_after_kill NRANKS kill|abort [--device] */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,10 +35,16 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#ifdef WEFT_TEST_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #define MAX_RANKS 16
 #define ITERS 12
 #define AFTER_GROW 3
+/* A dead peer is noticed in about 100 ms; WEFT_TIMEOUT_MS (60 s here) must not be what ends
+ * the wait. */
+#define DETECT_MS 8000
 
 typedef struct {
   double end_ms;               /* when the victim stopped taking part */
@@ -45,6 +55,46 @@ static int nranks, abort_mode, victim, die_at, count;
 static uint64_t seed;
 static shared_times* times;
 static int id_pipe[2], grow_pipe[2];
+static int use_device;
+#ifdef WEFT_TEST_CUDA
+static int32_t* dbuf;
+static cudaStream_t stream;
+#endif
+
+/* Device mode: GPU 0 (shared by every rank), a device buffer and a stream of this process. */
+static void device_setup(void) {
+#ifdef WEFT_TEST_CUDA
+  if (!use_device) return;
+  EXPECT(cudaSetDevice(0) == cudaSuccess);
+  EXPECT(cudaMalloc((void**)&dbuf, (size_t)count * sizeof(int32_t)) == cudaSuccess);
+  EXPECT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+#endif
+}
+
+/* buf (host memory) summed over comm in place; in device mode through dbuf and the stream,
+ * waiting for the stream while polling the communicator's asynchronous error. */
+static ncclResult_t allreduce(ncclComm_t comm, int32_t* buf) {
+#ifdef WEFT_TEST_CUDA
+  if (use_device) {
+    size_t bytes = (size_t)count * sizeof(int32_t);
+    EXPECT(cudaMemcpy(dbuf, buf, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    ncclResult_t res = ncclAllReduce(dbuf, dbuf, (size_t)count, ncclInt32, ncclSum, comm, stream);
+    if (res != ncclSuccess) return res;
+    for (;;) {
+      cudaError_t q = cudaStreamQuery(stream);
+      if (q == cudaSuccess) break;
+      if (q != cudaErrorNotReady) return ncclUnhandledCudaError;
+      ncclResult_t as;
+      EXPECT_OK(ncclCommGetAsyncError(comm, &as));
+      if (as != ncclSuccess && as != ncclInProgress) return as;
+      usleep(1000);
+    }
+    EXPECT(cudaMemcpy(buf, dbuf, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    return ncclSuccess;
+  }
+#endif
+  return ncclAllReduce(buf, buf, (size_t)count, ncclInt32, ncclSum, comm, NULL);
+}
 
 static double now_ms(void) {
   struct timespec t;
@@ -64,7 +114,7 @@ static int32_t value(int ident, int iter, int i) {
 static ncclResult_t step(ncclComm_t comm, int ident, int iter, const int* idents, int n,
                         int32_t* buf) {
   for (int i = 0; i < count; i++) buf[i] = value(ident, iter, i);
-  ncclResult_t res = ncclAllReduce(buf, buf, (size_t)count, ncclInt32, ncclSum, comm, NULL);
+  ncclResult_t res = allreduce(comm, buf);
   if (res != ncclSuccess) return res;
   for (int i = 0; i < count; i++) {
     int32_t want = 0;
@@ -121,13 +171,17 @@ static int survivor_main(int rank, ncclComm_t comm, int* idents_all) {
     EXPECT(res != ncclSuccess);
     printf("rank %d: AllReduce %d after rank %d's death: %s after %.0f ms\n", rank, iter, victim,
            ncclGetErrorString(res), now_ms() - times->end_ms);
+    EXPECT(now_ms() - times->end_ms < DETECT_MS);
     EXPECT_OK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
     ncclResult_t as;
     EXPECT_OK(ncclCommGetAsyncError(comm, &as));
     EXPECT_EQ_INT(as, ncclSuccess);
     EXPECT_RES(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
-    EXPECT_RES(ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, comm, NULL), ncclInvalidUsage);
+    EXPECT_RES(allreduce(comm, buf), ncclInvalidUsage);
     EXPECT_RES(ncclCommFinalize(comm), ncclInvalidUsage);
+#ifdef WEFT_TEST_CUDA
+    if (use_device) EXPECT(cudaStreamSynchronize(stream) == cudaSuccess); /* kernels stopped */
+#endif
     EXPECT_OK(ncclCommShrink(comm, &victim, 1, &small, NULL, NCCL_SHRINK_DEFAULT));
   } else {
     shrink_job j = {.comm = comm};
@@ -174,6 +228,7 @@ static int spare_main(void) {
   ncclUniqueId gid;
   close(grow_pipe[1]);
   if (test_read_full(grow_pipe[0], &gid, sizeof gid) != sizeof gid) return 2;
+  device_setup();
   ncclComm_t grown;
   /* a new rank passes no comm; a rank out of range is refused first */
   EXPECT_RES(ncclCommGrow(NULL, nranks, &gid, nranks, &grown, NULL), ncclInvalidArgument);
@@ -199,15 +254,18 @@ static int rank_main(int rank) {
   } else if (test_read_full(id_pipe[0], &id, sizeof id) != sizeof id) {
     return 2;
   }
+  device_setup();
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, id, rank));
-  /* idents[0..n): identities of the full comm; idents[MAX_RANKS + r]: rank r's pid */
+  /* idents[0..n): identities of the full comm; idents[MAX_RANKS + r]: rank r's pid (abort) */
   int idents[2 * MAX_RANKS];
   for (int r = 0; r < nranks; r++) idents[r] = r;
-  int32_t pids[MAX_RANKS];
-  pids[rank] = (int32_t)getpid();
-  EXPECT_OK(ncclAllGather(pids + rank, pids, 1, ncclInt32, comm, NULL));
-  for (int r = 0; r < nranks; r++) idents[MAX_RANKS + r] = pids[r];
+  if (abort_mode) {
+    int32_t pids[MAX_RANKS];
+    pids[rank] = (int32_t)getpid();
+    EXPECT_OK(ncclAllGather(pids + rank, pids, 1, ncclInt32, comm, NULL));
+    for (int r = 0; r < nranks; r++) idents[MAX_RANKS + r] = pids[r];
+  }
   if (rank != victim) return survivor_main(rank, comm, idents);
   int32_t* buf = malloc((size_t)count * sizeof *buf);
   for (int iter = 0; iter < die_at; iter++) EXPECT_OK(step(comm, rank, iter, idents, nranks, buf));
@@ -221,7 +279,30 @@ int main(int argc, char** argv) {
   test_require_weft_lib();
   nranks = argc > 1 ? atoi(argv[1]) : 4;
   abort_mode = argc > 2 && strcmp(argv[2], "abort") == 0;
+  use_device = argc > 3 && strcmp(argv[3], "--device") == 0;
   EXPECT(nranks >= 2 && nranks <= MAX_RANKS);
+  EXPECT(!(use_device && abort_mode)); /* abort mode stops the victim's host: host mode only */
+#ifdef WEFT_TEST_CUDA
+  if (use_device) { /* probed in a child: the ranks are forked before any CUDA call here */
+    fflush(NULL);
+    pid_t p = fork();
+    if (p == 0) {
+      int n = 0;
+      _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : TEST_SKIP_RC);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      printf("skip: no usable CUDA device\n");
+      return TEST_SKIP_RC;
+    }
+  }
+#else
+  if (use_device) {
+    printf("skip: built without CUDA (gpu_shrink_after_kill is the device build)\n");
+    return TEST_SKIP_RC;
+  }
+#endif
   seed = test_seed((uint64_t)time(NULL) * 2654435761u ^ (uint64_t)getpid());
   uint64_t st = seed;
   victim = (int)(test_rand(&st) % (uint64_t)nranks);
@@ -230,7 +311,7 @@ int main(int argc, char** argv) {
   printf("seed 0x%llx (WEFT_TEST_SEED replays it): %d ranks, %s, victim %d at iteration %d, "
          "%d elements\n", (unsigned long long)seed, nranks, abort_mode ? "abort" : "kill", victim,
          die_at, count);
-  setenv("WEFT_TIMEOUT_MS", abort_mode ? "60000" : "20000", 1);
+  setenv("WEFT_TIMEOUT_MS", "60000", 1);
   times = mmap(NULL, sizeof *times, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   EXPECT(times != MAP_FAILED);
   EXPECT(pipe(id_pipe) == 0 && pipe(grow_pipe) == 0);

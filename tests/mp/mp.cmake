@@ -45,6 +45,11 @@ foreach(n 4 8)
       ARGS ${n} ${m})
   endforeach()
 endforeach()
+# The tree waits on a child in its reduce while its broadcast waits on the live parent: the dead
+# child must still be noticed at once (host/host_exec.c, stream_waits_on_dead).
+weft_add_test(NAME comm_shrink_after_kill_8_ranks_tree
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_shrink_after_kill.c LABELS mp fault TIMEOUT 120
+  ARGS 8 kill ENV NCCL_ALGO=Tree)
 foreach(m thread nonblocking badargs)
   weft_add_test(NAME comm_revoke_${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_revoke.c
     LABELS mp fault ARGS ${m})
