@@ -140,6 +140,12 @@ static int standby(void) {
   return train(comm, nworkers - 1 /* takes over the last rank number */, GROW_STEP);
 }
 
+/* A forked child ends here: its output flushed, none of the launcher's exit handlers run. */
+static void child_exit(int rc) {
+  fflush(NULL);
+  _exit(rc);
+}
+
 int main(int argc, char** argv) {
   nworkers = argc > 1 ? atoi(argv[1]) : 4;
   victim = argc > 2 ? atoi(argv[2]) : 1;
@@ -155,10 +161,10 @@ int main(int argc, char** argv) {
   fflush(NULL);
   for (int r = 0; r < nworkers; r++) {
     pids[r] = fork();
-    if (pids[r] == 0) _exit(worker(r, id_pipe[0]));
+    if (pids[r] == 0) child_exit(worker(r, id_pipe[0]));
   }
   pids[nworkers] = fork();
-  if (pids[nworkers] == 0) _exit(standby());
+  if (pids[nworkers] == 0) child_exit(standby());
   /* The launcher makes the job's id (it never joins the communicator). */
   ncclUniqueId id;
   CHECK(ncclGetUniqueId(&id));
