@@ -4,7 +4,7 @@
  * suspended, Suspend > 0, Persist + Suspend == Total. After the cycles open fds, threads,
  * resident memory and this process's /dev/shm files are where they were.
  *
- * Usage: comm_suspend [CYCLES]   (default 50; the full run is 1000) */
+ * Usage: comm_suspend [CYCLES]   (default 50; 1000 with WEFT_TEST_FULL=1, the full run) */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +56,8 @@ static void allreduce_all(ncclComm_t* comms, int32_t** bufs, uint64_t seed, int 
 
 int main(int argc, char** argv) {
   test_require_weft_lib();
-  int cycles = argc > 1 ? atoi(argv[1]) : 50;
+  const char* full = getenv("WEFT_TEST_FULL");
+  int cycles = full && strcmp(full, "1") == 0 ? 1000 : argc > 1 ? atoi(argv[1]) : 50;
   uint64_t seed = test_seed(0x5a59e4d);
   printf("seed 0x%llx (WEFT_TEST_SEED replays it), %d cycles\n", (unsigned long long)seed, cycles);
   ncclComm_t comms[NCOMMS];

@@ -54,6 +54,6 @@ foreach(m thread nonblocking badargs)
   weft_add_test(NAME comm_revoke_${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_revoke.c
     LABELS mp fault ARGS ${m})
 endforeach()
-# 50 suspend/resume cycles in CI; `comm_suspend_resume_cycles 1000` is the full run.
+# 50 suspend/resume cycles in CI; WEFT_TEST_FULL=1 makes it the full run of 1000.
 weft_add_test(NAME comm_suspend_resume_cycles SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_suspend.c
   LABELS mp ARGS 50)
