@@ -180,6 +180,17 @@ static int stream_waits_on_dead(host_channel* ch, weft_work* w, ncclResult_t* re
   return 0;
 }
 
+/* w waits on w->blocked, whose peer's process has exited: WARN, ncclRemoteError, 1. */
+static int fail_dead_peer(weft_work* w, ncclResult_t* res) {
+  char what[160];
+  describe_wait(w, what, sizeof what);
+  WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has exited",
+       w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+       w->conns[w->blocked]->watch_pid);
+  *res = ncclRemoteError;
+  return 1;
+}
+
 /* Periodic checks of a waiting item: dead peer, timeout. 1 when it must fail (*res). */
 static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t* res) {
   struct weft_host* h = ch->host;
@@ -207,26 +218,12 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     if (w->blocked < 0 || !w->conns[w->blocked] || !w->conns[w->blocked]->watch_pid ||
         pid_alive(w->conns[w->blocked]->watch_pid))
       return 0; /* it now waits on another peer, which is alive */
-    describe_wait(w, what, sizeof what);
-    WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
-         "exited",
-         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
-         w->conns[w->blocked]->watch_pid);
-    *res = ncclRemoteError;
-    return 1;
+    return fail_dead_peer(w, res);
   }
   if (w->nstreams > 1 && now - w->idle_since_ms >= CHECK_INTERVAL_MS) {
     int r = stream_waits_on_dead(ch, w, res);
     if (r < 0) return 1;
-    if (r > 0) {
-      describe_wait(w, what, sizeof what);
-      WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
-           "exited",
-           w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
-           w->conns[w->blocked]->watch_pid);
-      *res = ncclRemoteError;
-      return 1;
-    }
+    if (r > 0) return fail_dead_peer(w, res);
   }
   /* The peer's side of this receive waiting on the other protocol's connection. */
   if (now - w->idle_since_ms >= CHECK_INTERVAL_MS && w->blocked >= 0 && w->conns[w->blocked] &&

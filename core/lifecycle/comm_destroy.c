@@ -52,6 +52,8 @@ ncclResult_t comm_destroy(struct ncclComm* comm) {
 ncclResult_t comm_abort(struct ncclComm* comm) {
   __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   comm_join_init(comm); /* a non-blocking init polls the flag and returns promptly */
+  /* A revoke that was still waiting lowered the flag as it ended: raise it again. */
+  __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   if (comm->bootstrap) bootstrap_abort(comm->bootstrap);
   INFO(NCCL_INIT, "comm %p rank %d nranks %d - Abort COMPLETE", (void*)comm, comm->rank,
        comm->nranks);

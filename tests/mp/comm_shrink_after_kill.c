@@ -24,7 +24,6 @@
  * AllReduce on a stream polled with ncclCommGetAsyncError, as applications wait for one.
  *
  * Usage: comm_shrink_after_kill NRANKS kill|abort [--device] */
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -97,19 +96,6 @@ static ncclResult_t allreduce(ncclComm_t comm, int32_t* buf) {
   return ncclAllReduce(buf, buf, (size_t)count, ncclInt32, ncclSum, comm, NULL);
 }
 
-/* This process's shared-memory files (the shm transport names them /weft-PID-...). */
-static int count_my_shm(void) {
-  char prefix[32];
-  snprintf(prefix, sizeof prefix, "weft-%d-", (int)getpid());
-  DIR* d = opendir("/dev/shm");
-  if (!d) return 0;
-  int n = 0;
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-  closedir(d);
-  return n;
-}
 
 static int fds_at_start;
 
@@ -239,7 +225,7 @@ static int survivor_main(int rank, ncclComm_t comm, int* idents_all) {
   EXPECT_OK(ncclCommDestroy(grown));
   free(buf);
   /* Nothing of the three communicators is left: the parent with its dead peer included. */
-  int shm = count_my_shm(), threads = test_settle_threads(1), fds = test_count_fds();
+  int shm = test_count_my_shm(), threads = test_settle_threads(1), fds = test_count_fds();
   if (shm != 0 || threads != 1 || (!use_device && fds != fds_at_start)) {
     fprintf(stderr, "rank %d: left behind: %d /dev/shm files, %d threads, fds %d -> %d\n", rank,
             shm, threads, fds_at_start, fds);

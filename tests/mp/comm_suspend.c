@@ -5,7 +5,6 @@
  * resident memory and this process's /dev/shm files are where they were.
  *
  * Usage: comm_suspend [CYCLES]   (default 50; 1000 with WEFT_TEST_FULL=1, the full run) */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,32 +12,8 @@
 
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_SANITIZED 1 /* ASan's quarantine and TSan's shadow grow resident memory */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEFT_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef WEFT_TEST_SANITIZED
-#define WEFT_TEST_SANITIZED 0
-#endif
-
 #define NCOMMS 3
 #define COUNT 70000 /* large enough for the LL protocol's scratch and shm FIFOs */
-
-static int count_my_shm(void) {
-  char prefix[32];
-  snprintf(prefix, sizeof prefix, "weft-%d-", (int)getpid());
-  DIR* d = opendir("/dev/shm");
-  if (!d) return 0;
-  int n = 0;
-  struct dirent* e;
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
-  closedir(d);
-  return n;
-}
 
 static void allreduce_all(ncclComm_t* comms, int32_t** bufs, uint64_t seed, int count) {
   for (int c = 0; c < NCOMMS; c++)
@@ -75,7 +50,7 @@ int main(int argc, char** argv) {
   for (int c = 0; c < NCOMMS; c++) EXPECT_OK(ncclCommResume(comms[c]));
   allreduce_all(comms, bufs, test_rand(&st), COUNT);
   allreduce_all(comms, bufs, test_rand(&st), 100);
-  int fds = test_count_fds(), threads = test_settle_threads(1), shm = count_my_shm();
+  int fds = test_count_fds(), threads = test_settle_threads(1), shm = test_count_my_shm();
   long rss = test_rss_kb();
   uint64_t total = 0, suspend = 0, persist = 0, flag = 1;
   EXPECT_OK(ncclCommMemStats(comms[0], ncclStatGpuMemTotal, &total));
@@ -100,7 +75,7 @@ int main(int argc, char** argv) {
     EXPECT_EQ_INT(flag, 0);
     allreduce_all(comms, bufs, test_rand(&st), k % 2 ? 100 : COUNT); /* the sizes warmed up */
   }
-  int fds2 = test_count_fds(), threads2 = test_settle_threads(threads), shm2 = count_my_shm();
+  int fds2 = test_count_fds(), threads2 = test_settle_threads(threads), shm2 = test_count_my_shm();
   long rss2 = test_rss_kb();
   printf("fds %d -> %d, threads %d -> %d, rss %ld -> %ld kB, /dev/shm files %d -> %d\n", fds,
          fds2, threads, threads2, rss, rss2, shm, shm2);
@@ -109,7 +84,7 @@ int main(int argc, char** argv) {
   EXPECT_EQ_INT(shm2, shm);
   EXPECT(WEFT_TEST_SANITIZED || rss2 - rss < 1024);
   for (int c = 0; c < NCOMMS; c++) EXPECT_OK(ncclCommDestroy(comms[c]));
-  EXPECT_EQ_INT(count_my_shm(), 0);
+  EXPECT_EQ_INT(test_count_my_shm(), 0);
   for (int c = 0; c < NCOMMS; c++) free(bufs[c]);
   return 0;
 }
