@@ -202,8 +202,14 @@ static int badargs_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_RES(ncclCommShrink(comm, &other, 1, &out, NULL, 0), ncclInvalidUsage);
   EXPECT_OK(ncclGroupEnd());
   EXPECT(out == NULL);
-  /* revoke, then finalize and a second revoke are refused; a finalized comm is not revoked */
+  /* revoke with an operation queued in an open group: the group's end refuses it; then
+   * finalize and a second revoke are refused */
+  int32_t x = rank;
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclAllReduce(&x, &x, 1, ncclInt32, ncclSum, comm, NULL));
   EXPECT_OK(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT));
+  EXPECT_RES(ncclGroupEnd(), ncclInvalidUsage);
+  EXPECT_EQ_INT(x, rank); /* never ran */
   EXPECT_RES(ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT), ncclInvalidArgument);
   EXPECT_RES(ncclCommFinalize(comm), ncclInvalidUsage);
   EXPECT_RES(ncclCommGetUniqueId(comm, &gid), ncclInvalidUsage);
