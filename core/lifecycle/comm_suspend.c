@@ -30,16 +30,21 @@ ncclResult_t comm_suspend(struct ncclComm* comm) {
   if (comm->suspended) {
     WARN("ncclCommSuspend: comm %p (rank %d) is already suspended", (void*)comm, comm->rank);
     res = ncclInvalidUsage;
-  } else if (comm->plan && __atomic_load_n(&comm->plan->inflight, __ATOMIC_ACQUIRE) > 0) {
-    WARN("ncclCommSuspend: comm %p (rank %d) has an operation in flight on another thread",
-         (void*)comm, comm->rank);
-    res = ncclInvalidUsage;
   } else {
-    /* Refuse operations first, then give the memory back. */
+    /* Refuse operations first, then look for one in flight: plan_launch counts itself in
+     * flight, then reads the mark, so either it sees the mark or this sees it. */
     __atomic_store_n(&comm->suspended, 1, __ATOMIC_SEQ_CST);
-    size_t freed = comm->host ? host_exec_suspend(comm->host) : 0;
-    INFO(NCCL_INIT, "comm %p rank %d suspended: %zu bytes of scratch released", (void*)comm,
-         comm->rank, freed);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (comm->plan && __atomic_load_n(&comm->plan->inflight, __ATOMIC_SEQ_CST) > 0) {
+      __atomic_store_n(&comm->suspended, 0, __ATOMIC_SEQ_CST);
+      WARN("ncclCommSuspend: comm %p (rank %d) has an operation in flight on another thread",
+           (void*)comm, comm->rank);
+      res = ncclInvalidUsage;
+    } else {
+      size_t freed = comm->host ? host_exec_suspend(comm->host) : 0;
+      INFO(NCCL_INIT, "comm %p rank %d suspended: %zu bytes of scratch released", (void*)comm,
+           comm->rank, freed);
+    }
   }
   pthread_mutex_unlock(&comm->lock);
   return res;
