@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Compiled by nvcc, NVIDIA's header brings the runtime and the half/bfloat16 types along, and
  * applications (nccl-tests among them) rely on that; so does this one. Plain C needs nothing. */
@@ -80,6 +81,17 @@ typedef enum {
 
 /* ncclCommRevoke flags; only 0 is defined. */
 #define NCCL_REVOKE_DEFAULT 0x00
+
+/* ncclCommSuspend flags: give the communicator's dynamic memory back until ncclCommResume. */
+#define NCCL_SUSPEND_MEM 0x01
+
+/* What ncclCommMemStats reports, in bytes except Suspended (1 while suspended, else 0). */
+typedef enum {
+  ncclStatGpuMemSuspend = 0,   /* memory that suspend releases */
+  ncclStatGpuMemSuspended = 1, /* 1 while suspended */
+  ncclStatGpuMemPersist = 2,   /* memory that stays while suspended */
+  ncclStatGpuMemTotal = 3      /* Suspend + Persist */
+} ncclCommMemStat_t;
 
 /* Communicator options. The first three fields identify the caller's layout: the library copies
  * min(size, its own size), rejects a magic other than 0xcafebeef, and treats fields newer than
@@ -306,6 +318,28 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 ncclResult_t pncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                              ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
+
+/* An id for growing comm (ncclCommGrow); at most one unconsumed id per communicator, and each
+ * id is consumed by the grow that uses it. */
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t pncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId);
+
+/* A communicator of nRanks ranks: comm's ranks keep their numbers, new processes take the rest.
+ * Existing ranks pass comm and rank -1 (the root the id from ncclCommGetUniqueId, the others
+ * NULL); new ranks pass comm NULL, the id and their rank. */
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t pncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                           ncclComm_t* newcomm, ncclConfig_t* config);
+
+/* Release the communicator's dynamic memory (flags: NCCL_SUSPEND_MEM); operations are refused
+ * until ncclCommResume restores it. */
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t pncclCommSuspend(ncclComm_t comm, int flags);
+ncclResult_t ncclCommResume(ncclComm_t comm);
+ncclResult_t pncclCommResume(ncclComm_t comm);
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
+ncclResult_t pncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value);
 
 /* --- Errors and queries -------------------------------------------------------------------- */
 

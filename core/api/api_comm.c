@@ -1,5 +1,5 @@
 /* Communicator lifecycle and queries: Finalize, Destroy, Abort, Split, Revoke, Shrink,
- * GetAsyncError, Count, CuDevice, UserRank. */
+ * Suspend, Resume, MemStats, GetAsyncError, Count, CuDevice, UserRank. */
 #include "api/api.h"
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
@@ -36,7 +36,7 @@ WEFT_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclC
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
                            ncclConfig_t* config) {
   const char* fn = "ncclCommSplit";
-  WEFT_CHECK(comm_check(comm, fn));
+  WEFT_CHECK(comm_check_manage(comm, fn, 0)); /* a revoked comm splits (NCCL) */
   WEFT_ARG_NONNULL(fn, newcomm);
   if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
     WARN("%s: color = %d must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
@@ -50,12 +50,12 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
 
 WEFT_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);
 ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  WEFT_CHECK(comm_check(comm, "ncclCommRevoke"));
+  WEFT_CHECK(comm_check_handle(comm, "ncclCommRevoke"));
   if (revokeFlags != NCCL_REVOKE_DEFAULT) {
     WARN("ncclCommRevoke: revokeFlags = %d, expected NCCL_REVOKE_DEFAULT", revokeFlags);
     return ncclInvalidArgument;
   }
-  return api_not_available("ncclCommRevoke", "revoking a communicator");
+  return comm_revoke(comm, comm->config.blocking);
 }
 
 WEFT_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
@@ -63,7 +63,8 @@ WEFT_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                             ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
   const char* fn = "ncclCommShrink";
-  WEFT_CHECK(comm_check(comm, fn));
+  /* A failed comm (a peer died) shrinks: that is what shrink is for. */
+  WEFT_CHECK(comm_check_manage(comm, fn, 1));
   WEFT_ARG_NONNULL(fn, newcomm);
   if (excludeRanksCount < 0 || excludeRanksCount >= comm->nranks) {
     WARN("%s: excludeRanksCount = %d is out of range [0, %d)", fn, excludeRanksCount,
@@ -71,15 +72,65 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
     return ncclInvalidArgument;
   }
   if (excludeRanksCount > 0) WEFT_ARG_NONNULL(fn, excludeRanksList);
-  for (int i = 0; i < excludeRanksCount; i++)
-    WEFT_CHECK(arg_check_root(fn, comm, "excludeRanksList[i]", excludeRanksList[i]));
+  for (int i = 0; i < excludeRanksCount; i++) {
+    int r = excludeRanksList[i];
+    WEFT_CHECK(arg_check_root(fn, comm, "excludeRanksList[i]", r));
+    for (int j = 0; j < i; j++)
+      if (excludeRanksList[j] == r) {
+        WARN("%s: excludeRanksList[%d] and excludeRanksList[%d] both name rank %d", fn, j, i, r);
+        return ncclInvalidArgument;
+      }
+    if (r == comm->rank) {
+      WARN("%s: rank %d is in its own excludeRanksList (excludeRanksList[%d]); excluded ranks "
+           "do not call ncclCommShrink", fn, r, i);
+      return ncclInvalidArgument;
+    }
+  }
   if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
     WARN("%s: shrinkFlags = %d is not NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT", fn,
          shrinkFlags);
     return ncclInvalidArgument;
   }
-  (void)config;
-  return api_not_available(fn, "shrinking a communicator");
+  if (group_depth() > 0) return api_not_available(fn, "ncclCommShrink inside a group");
+  ncclConfig_t c = comm->config; /* a NULL config inherits the parent's */
+  if (config != NULL) WEFT_CHECK(comm_config_resolve(config, fn, &c));
+  return comm_shrink(comm, excludeRanksList, excludeRanksCount, &c,
+                     shrinkFlags == NCCL_SHRINK_ABORT, newcomm);
+}
+
+WEFT_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags);
+ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
+  const char* fn = "ncclCommSuspend";
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  if (flags & ~NCCL_SUSPEND_MEM) {
+    WARN("%s: flags = 0x%x has bits other than NCCL_SUSPEND_MEM (0x%x)", fn, (unsigned)flags,
+         NCCL_SUSPEND_MEM);
+    return ncclInvalidArgument;
+  }
+  if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE)) {
+    WARN("%s: comm %p (rank %d) is already suspended", fn, (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
+  WEFT_CHECK(comm_check(comm, fn));
+  if (!(flags & NCCL_SUSPEND_MEM)) return ncclSuccess; /* nothing asked, as in NCCL */
+  return comm_suspend(comm);
+}
+
+WEFT_API(ncclResult_t, ncclCommResume, ncclComm_t comm);
+ncclResult_t ncclCommResume(ncclComm_t comm) {
+  WEFT_CHECK(comm_check_handle(comm, "ncclCommResume"));
+  return comm_resume(comm);
+}
+
+WEFT_API(ncclResult_t, ncclCommMemStats, ncclComm_t comm, ncclCommMemStat_t stat,
+         uint64_t* value);
+ncclResult_t ncclCommMemStats(ncclComm_t comm, ncclCommMemStat_t stat, uint64_t* value) {
+  const char* fn = "ncclCommMemStats";
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  WEFT_ARG_NONNULL(fn, value);
+  int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
+  if (state != WEFT_COMM_READY) WEFT_CHECK(comm_check(comm, fn)); /* WARNs why */
+  return comm_mem_stat(comm, (int)stat, value);
 }
 
 WEFT_API(ncclResult_t, ncclCommGetAsyncError, ncclComm_t comm, ncclResult_t* asyncError);
@@ -89,7 +140,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   ncclResult_t r = (ncclResult_t)__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
   if (r != ncclInProgress) comm_join_init(comm); /* reap a finished non-blocking init */
 #ifdef WEFT_HAVE_CUDA
-  if (r == ncclSuccess && comm->device) {
+  if (r == ncclSuccess && comm->device && !__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
     /* A kernel that gave up waiting (peer gone, WEFT_TIMEOUT_MS, abort) said so here. */
     ncclResult_t e = device_exec_error(comm);
     int ok = ncclSuccess;

@@ -1,5 +1,5 @@
 /* Communicator creation entry points: GetVersion, GetUniqueId, CommInitRank(Config),
- * CommInitRankScalable and CommInitAll. */
+ * CommInitRankScalable, CommInitAll, and growing one (CommGetUniqueId, CommGrow). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +27,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 
 /* Validate, build the shell and start (or defer, inside a group) one rank's init. */
 static ncclResult_t init_rank(const char* fn, ncclComm_t* out, int nranks, ncclUniqueId id,
-                              int rank, const ncclConfig_t* config, int dev) {
+                              int rank, const ncclConfig_t* config, int dev, int env_id) {
   WEFT_ARG_NONNULL(fn, out);
   if (nranks < 1) {
     WARN("%s: nranks = %d must be at least 1", fn, nranks);
@@ -39,7 +39,7 @@ static ncclResult_t init_rank(const char* fn, ncclComm_t* out, int nranks, ncclU
   }
   ncclConfig_t c;
   WEFT_CHECK(comm_config_resolve(config, fn, &c));
-  if (param_is_set(WEFT_PARAM_COMM_ID)) WEFT_CHECK(bootstrap_id_from_env(rank, &id));
+  if (env_id && param_is_set(WEFT_PARAM_COMM_ID)) WEFT_CHECK(bootstrap_id_from_env(rank, &id));
   weft_bootstrap_id decoded;
   if (bootstrap_id_decode(&id, &decoded) != ncclSuccess) {
     WARN("%s: rank %d: the unique id is not one made by ncclGetUniqueId", fn, rank);
@@ -71,14 +71,14 @@ static ncclResult_t init_rank(const char* fn, ncclComm_t* out, int nranks, ncclU
 WEFT_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId commId,
          int rank);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return init_rank("ncclCommInitRank", comm, nranks, commId, rank, NULL, -1);
+  return init_rank("ncclCommInitRank", comm, nranks, commId, rank, NULL, -1, 1);
 }
 
 WEFT_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
          ncclUniqueId commId, int rank, ncclConfig_t* config);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  return init_rank("ncclCommInitRankConfig", comm, nranks, commId, rank, config, -1);
+  return init_rank("ncclCommInitRankConfig", comm, nranks, commId, rank, config, -1, 1);
 }
 
 /* Several roots only spread the check-in load; every root can serve all ranks, so weft
@@ -94,7 +94,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
     return ncclInvalidArgument;
   }
   if (nId > 1) INFO(NCCL_INIT, "%s: %d ids given, checking in with the first", fn, nId);
-  return init_rank(fn, newcomm, nranks, commIds[0], myrank, config, -1);
+  return init_rank(fn, newcomm, nranks, commIds[0], myrank, config, -1, 1);
 }
 
 WEFT_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const int* devlist);
@@ -128,7 +128,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   ncclResult_t res = ncclSuccess;
   group_start();
   for (int i = 0; i < ndev && res == ncclSuccess; i++)
-    res = init_rank(fn, &made[i], ndev, id, i, NULL, devlist ? devlist[i] : i);
+    res = init_rank(fn, &made[i], ndev, id, i, NULL, devlist ? devlist[i] : i, 1);
   ncclResult_t end = group_end();
   if (res == ncclSuccess) res = end;
   if (res != ncclSuccess) {
@@ -139,4 +139,40 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   }
   free(made);
   return res;
+}
+
+WEFT_API(ncclResult_t, ncclCommGetUniqueId, ncclComm_t comm, ncclUniqueId* uniqueId);
+ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
+  WEFT_CHECK(comm_check(comm, "ncclCommGetUniqueId"));
+  WEFT_ARG_NONNULL("ncclCommGetUniqueId", uniqueId);
+  return comm_grow_unique_id(comm, uniqueId);
+}
+
+WEFT_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
+         int rank, ncclComm_t* newcomm, ncclConfig_t* config);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
+                          ncclComm_t* newcomm, ncclConfig_t* config) {
+  const char* fn = "ncclCommGrow";
+  WEFT_ARG_NONNULL(fn, newcomm);
+  if (group_depth() > 0) return api_not_available(fn, "ncclCommGrow inside a group");
+  if (comm == NULL) { /* a new rank: an ordinary init of the larger size, with the root's id */
+    if (uniqueId == NULL) {
+      WARN("%s: a new rank (comm = NULL) must pass the uniqueId from ncclCommGetUniqueId", fn);
+      return ncclInvalidArgument;
+    }
+    return init_rank(fn, newcomm, nRanks, *uniqueId, rank, config, -1, 0);
+  }
+  WEFT_CHECK(comm_check(comm, fn));
+  if (rank != -1) {
+    WARN("%s: rank = %d: an existing rank (comm != NULL) keeps its rank and passes -1", fn, rank);
+    return ncclInvalidArgument;
+  }
+  if (nRanks <= comm->nranks) {
+    WARN("%s: nRanks = %d must be larger than the communicator's %d ranks", fn, nRanks,
+         comm->nranks);
+    return ncclInvalidArgument;
+  }
+  ncclConfig_t c = comm->config; /* a NULL config inherits the parent's */
+  if (config != NULL) WEFT_CHECK(comm_config_resolve(config, fn, &c));
+  return comm_grow(comm, nRanks, uniqueId, &c, newcomm);
 }

@@ -77,7 +77,17 @@ struct ncclComm {
   volatile uint32_t abort_flag;
   volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
   volatile int state;       /* weft_comm_state */
-  int split_count;          /* splits done from this comm (tags bootstrap messages) */
+  int split_count;          /* splits and shrinks done from this comm (tags bootstrap messages) */
+  /* ncclCommRevoke (lifecycle/comm_revoke.c): set once, never cleared; operations are refused
+   * from then on and launches already in flight fail (the abort flag, raised until they left). */
+  volatile int revoked;
+  /* ncclCommSuspend (lifecycle/comm_suspend.c): 1 while the executor's scratch is released;
+   * operations are refused. Under lock. */
+  volatile int suspended;
+  /* ncclCommGetUniqueId (lifecycle/comm_grow.c): the id this rank made for a grow, until a
+   * grow consumes it. Under lock. */
+  ncclUniqueId grow_id;
+  int grow_id_live;
 
   /* Non-blocking init/split run on this thread; joined by GetAsyncError, destroy or abort. */
   pthread_t init_thread;
@@ -110,6 +120,9 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
 /* ---- comm_check.c ---- */
 /* A usable communicator handle: non-NULL, magics intact, not finalized/failed. */
 ncclResult_t comm_check(const struct ncclComm* comm, const char* fn);
+/* For split and shrink: a usable handle, or a revoked one that is quiescent, or (accept_failed)
+ * one that failed after init (a peer died): what those build on is the bootstrap alone. */
+ncclResult_t comm_check_manage(const struct ncclComm* comm, const char* fn, int accept_failed);
 /* A handle that is at least structurally valid (destroy/abort/queries accept more states). */
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn);
 

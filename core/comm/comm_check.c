@@ -24,6 +24,16 @@ ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn) {
 
 ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
   WEFT_CHECK(comm_check_handle(comm, fn));
+  if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
+    WARN("%s: comm %p (rank %d) was revoked; only ncclCommDestroy, ncclCommAbort, "
+         "ncclCommSplit and ncclCommShrink are allowed", fn, (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
+  if (__atomic_load_n(&comm->suspended, __ATOMIC_ACQUIRE)) {
+    WARN("%s: comm %p (rank %d) is suspended (ncclCommSuspend); call ncclCommResume first", fn,
+         (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
   int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   switch (state) {
     case WEFT_COMM_READY: return ncclSuccess;
@@ -40,4 +50,20 @@ ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
            comm->rank, weft_result_str((ncclResult_t)comm->async_error));
       return ncclInvalidUsage;
   }
+}
+
+ncclResult_t comm_check_manage(const struct ncclComm* comm, const char* fn, int accept_failed) {
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE) == ncclInProgress) {
+      WARN("%s: comm %p (rank %d) is still being revoked; poll ncclCommGetAsyncError until it "
+           "is no longer ncclInProgress", fn, (void*)comm, comm->rank);
+      return ncclInvalidUsage;
+    }
+    return ncclSuccess;
+  }
+  if (accept_failed && __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE) == WEFT_COMM_FAILED &&
+      comm->bootstrap != NULL && comm->peers != NULL)
+    return ncclSuccess;
+  return comm_check(comm, fn);
 }

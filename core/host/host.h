@@ -33,6 +33,12 @@ void host_exec_submit(weft_host* h, weft_work* w);
 void host_exec_run_here(weft_host* h, weft_work* works, int n);
 /* 1 unless WEFT_HOST_CALLER_RUNS=0 (read at create): launches use host_exec_run_here. */
 int host_exec_caller_runs(const weft_host* h);
+/* ncclCommSuspend/Resume: unmap every channel's scratch (the workers must hold no items; the
+ * caller refuses operations meanwhile) and return the bytes given back; map it again. */
+size_t host_exec_suspend(weft_host* h);
+ncclResult_t host_exec_resume(weft_host* h);
+/* The bytes of scratch the executor maps while not suspended (what suspend gives back). */
+size_t host_exec_mem_bytes(const weft_host* h);
 /* Stop the workers (items still running fail with ncclRemoteError) and join them. */
 void host_exec_destroy(weft_host* h);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "comm/comm.h"
 #include "comm/comm_hang.h"
@@ -41,8 +42,32 @@ struct weft_host {
   int nchannels;
   int timeout_ms;
   int caller_runs; /* WEFT_HOST_CALLER_RUNS */
+  size_t scratch_bytes; /* per channel: SCRATCH_BUFS × the LL payload, mapped anonymously */
+  int suspended;        /* the scratch is unmapped (host_exec_suspend) */
   host_channel* ch;
 };
+
+/* The scratch lives in its own anonymous mapping, so that suspend gives the pages back to the
+ * system (a malloc'ed block may stay in the heap). */
+static ncclResult_t scratch_map(weft_host* h, host_channel* c) {
+  void* p = mmap(NULL, h->scratch_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    WARN("rank %d: cannot map channel %d's scratch (%zu bytes): %s", h->comm->rank, c->index,
+         h->scratch_bytes, strerror(errno));
+    return ncclSystemError;
+  }
+  c->scratch_mem = p;
+  size_t each = h->scratch_bytes / SCRATCH_BUFS;
+  for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = c->scratch_mem + (size_t)b * each;
+  return ncclSuccess;
+}
+
+static void scratch_unmap(weft_host* h, host_channel* c) {
+  if (c->scratch_mem) munmap(c->scratch_mem, h->scratch_bytes);
+  c->scratch_mem = NULL;
+  for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = NULL;
+}
 
 /* ---- peer liveness ---- */
 
@@ -125,6 +150,47 @@ static int work_step(host_channel* ch, weft_work* w, ncclResult_t* res) {
   return moved;
 }
 
+/* An item with several streams (a tree's reduce and broadcast) waits on one connection per
+ * unfinished stream, and w->blocked names only the last one tried: a dead peer on another
+ * stream (a child whose data the reduce still needs, while the broadcast waits on a live
+ * parent) would go unseen, and every rank would wait on a live one until WEFT_TIMEOUT_MS.
+ * When some connection's peer process is gone, try each unfinished stream once: 1 when one
+ * of them waits on a dead peer (w->blocked names it), -1 on a failure (*res), 0 otherwise
+ * (a stream that could move did: w moved). */
+static int stream_waits_on_dead(host_channel* ch, weft_work* w, ncclResult_t* res) {
+  int any_dead = 0;
+  for (int i = 0; i < WEFT_WORK_MAX_CONNS && !any_dead; i++)
+    if (w->conns[i] && w->conns[i]->watch_pid && !pid_alive(w->conns[i]->watch_pid)) any_dead = 1;
+  if (!any_dead) return 0;
+  for (int s = 0; s < w->nstreams; s++) {
+    if (w->pc[s] >= w->npc[s]) continue;
+    if (s == 1 && w->down_after_up && w->pc[1] >= w->pc[0]) continue; /* waits on stream 0 */
+    weft_prim p;
+    work_prim(w, s, w->pc[s], &p);
+    int r = host_prim_try(w, &p, ch->scratch, res);
+    if (r < 0) return -1;
+    if (r > 0) {
+      w->pc[s]++;
+      return 0;
+    }
+    if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
+        !pid_alive(w->conns[w->blocked]->watch_pid))
+      return 1;
+  }
+  return 0;
+}
+
+/* w waits on w->blocked, whose peer's process has exited: WARN, ncclRemoteError, 1. */
+static int fail_dead_peer(weft_work* w, ncclResult_t* res) {
+  char what[160];
+  describe_wait(w, what, sizeof what);
+  WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has exited",
+       w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
+       w->conns[w->blocked]->watch_pid);
+  *res = ncclRemoteError;
+  return 1;
+}
+
 /* Periodic checks of a waiting item: dead peer, timeout. 1 when it must fail (*res). */
 static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t* res) {
   struct weft_host* h = ch->host;
@@ -152,13 +218,12 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     if (w->blocked < 0 || !w->conns[w->blocked] || !w->conns[w->blocked]->watch_pid ||
         pid_alive(w->conns[w->blocked]->watch_pid))
       return 0; /* it now waits on another peer, which is alive */
-    describe_wait(w, what, sizeof what);
-    WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "
-         "exited",
-         w->rank, weft_func_name(w->op->func), (unsigned long long)w->op->seq, what,
-         w->conns[w->blocked]->watch_pid);
-    *res = ncclRemoteError;
-    return 1;
+    return fail_dead_peer(w, res);
+  }
+  if (w->nstreams > 1 && now - w->idle_since_ms >= CHECK_INTERVAL_MS) {
+    int r = stream_waits_on_dead(ch, w, res);
+    if (r < 0) return 1;
+    if (r > 0) return fail_dead_peer(w, res);
   }
   /* The peer's side of this receive waiting on the other protocol's connection. */
   if (now - w->idle_since_ms >= CHECK_INTERVAL_MS && w->blocked >= 0 && w->conns[w->blocked] &&
@@ -318,6 +383,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
   h->ch = ch;
   h->timeout_ms = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
   h->caller_runs = param_int(WEFT_PARAM_HOST_CALLER_RUNS) != 0;
+  h->scratch_bytes = SCRATCH_BUFS * (ll_payload > 0 ? ll_payload : 1);
   ncclResult_t res = ncclSuccess;
   for (int i = 0; i < nchannels; i++) {
     host_channel* c = &ch[i];
@@ -326,14 +392,7 @@ ncclResult_t host_exec_create(struct ncclComm* comm, int nchannels, size_t ll_pa
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     h->nchannels = i + 1;
-    c->scratch_mem = malloc(SCRATCH_BUFS * ll_payload);
-    if (!c->scratch_mem) {
-      WARN("rank %d: out of memory for channel %d's scratch (%zu bytes)", comm->rank, i,
-           SCRATCH_BUFS * ll_payload);
-      res = ncclSystemError;
-      break;
-    }
-    for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = c->scratch_mem + (size_t)b * ll_payload;
+    if ((res = scratch_map(h, c)) != ncclSuccess) break;
     int rc = pthread_create(&c->thread, NULL, worker_main, c);
     if (rc != 0) {
       WARN("rank %d: cannot start the worker of channel %d: %s", comm->rank, i, strerror(rc));
@@ -382,8 +441,32 @@ void host_exec_destroy(weft_host* h) {
     fail_all(h, &c->in_head, ncclRemoteError);
     pthread_cond_destroy(&c->cond);
     pthread_mutex_destroy(&c->lock);
-    free(c->scratch_mem);
+    scratch_unmap(h, c);
   }
   free(h->ch);
   free(h);
+}
+
+size_t host_exec_suspend(weft_host* h) {
+  if (h->suspended) return 0;
+  for (int i = 0; i < h->nchannels; i++) scratch_unmap(h, &h->ch[i]);
+  h->suspended = 1;
+  return (size_t)h->nchannels * h->scratch_bytes;
+}
+
+ncclResult_t host_exec_resume(weft_host* h) {
+  if (!h->suspended) return ncclSuccess;
+  for (int i = 0; i < h->nchannels; i++) {
+    ncclResult_t res = scratch_map(h, &h->ch[i]);
+    if (res != ncclSuccess) {
+      for (int k = 0; k < i; k++) scratch_unmap(h, &h->ch[k]);
+      return res;
+    }
+  }
+  h->suspended = 0;
+  return ncclSuccess;
+}
+
+size_t host_exec_mem_bytes(const weft_host* h) {
+  return h ? (size_t)h->nchannels * h->scratch_bytes : 0;
 }

@@ -14,6 +14,11 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
     WARN("ncclCommFinalize: comm %p (rank %d) is already finalized", (void*)comm, comm->rank);
     return ncclInvalidUsage;
   }
+  if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE)) {
+    WARN("ncclCommFinalize: comm %p (rank %d) was revoked; only destroy, split and shrink "
+         "remain (NCCL forbids finalize after revoke)", (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
   if (state != WEFT_COMM_READY) {
     WARN("ncclCommFinalize: comm %p (rank %d) is not initialized (%s)", (void*)comm, comm->rank,
          weft_result_str((ncclResult_t)comm->async_error));
@@ -34,6 +39,10 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
 
 ncclResult_t comm_destroy(struct ncclComm* comm) {
   comm_join_init(comm);
+  /* A revoked comm's connections are out of step: close them as an abort does, without
+   * flushing or waiting for peers. */
+  if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE))
+    __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   INFO(NCCL_INIT, "comm %p rank %d nranks %d - Destroy COMPLETE", (void*)comm, comm->rank,
        comm->nranks);
   comm_free(comm);
@@ -43,6 +52,8 @@ ncclResult_t comm_destroy(struct ncclComm* comm) {
 ncclResult_t comm_abort(struct ncclComm* comm) {
   __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   comm_join_init(comm); /* a non-blocking init polls the flag and returns promptly */
+  /* A revoke that was still waiting lowered the flag as it ended: raise it again. */
+  __atomic_store_n(&comm->abort_flag, 1, __ATOMIC_RELEASE);
   if (comm->bootstrap) bootstrap_abort(comm->bootstrap);
   INFO(NCCL_INIT, "comm %p rank %d nranks %d - Abort COMPLETE", (void*)comm, comm->rank,
        comm->nranks);

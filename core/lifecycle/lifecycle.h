@@ -43,6 +43,36 @@ void comm_datapath_broken(struct ncclComm* comm, ncclResult_t res, int peer, con
 ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclConfig_t* config,
                         struct ncclComm** out);
 
+/* ---- comm_revoke.c ---- */
+/* Refuse later operations, stop those in flight, and once none is left lower the abort flag
+ * (async_error: ncclInProgress, then ncclSuccess). wait: return when quiescent; otherwise a
+ * thread waits and this returns ncclInProgress. ncclInvalidArgument (WARN) when comm was
+ * already revoked, finalized, or never initialized. */
+ncclResult_t comm_revoke(struct ncclComm* comm, int wait);
+
+/* ---- comm_shrink.c ---- */
+/* The survivors' new communicator: parent's ranks minus exclude[0..nexclude) (valid, distinct,
+ * not this rank: the caller checked), renumbered in parent order. abort_first: revoke the
+ * parent first (NCCL_SHRINK_ABORT). Non-blocking config: *out initializes on its own thread. */
+ncclResult_t comm_shrink(struct ncclComm* parent, const int* exclude, int nexclude,
+                         const ncclConfig_t* config, int abort_first, struct ncclComm** out);
+
+/* ---- comm_grow.c ---- */
+/* ncclCommGetUniqueId: a fresh id for a grow of comm; ncclInvalidUsage while one is unused. */
+ncclResult_t comm_grow_unique_id(struct ncclComm* comm, ncclUniqueId* out);
+/* An existing rank's ncclCommGrow: id is the root's (must be comm's live id, consumed here) or
+ * NULL; every existing rank calls it. nranks > comm->nranks was checked by the caller. */
+ncclResult_t comm_grow(struct ncclComm* parent, int nranks, const ncclUniqueId* id,
+                       const ncclConfig_t* config, struct ncclComm** out);
+
+/* ---- comm_suspend.c ---- */
+/* NCCL_SUSPEND_MEM: release the executor's dynamic memory; operations are refused until
+ * comm_resume. ncclInvalidUsage when already suspended (resume: when not suspended). */
+ncclResult_t comm_suspend(struct ncclComm* comm);
+ncclResult_t comm_resume(struct ncclComm* comm);
+/* One ncclCommMemStat_t value (ncclInvalidArgument for an unknown stat). */
+ncclResult_t comm_mem_stat(struct ncclComm* comm, int stat, uint64_t* value);
+
 /* ---- comm_destroy.c ---- */
 ncclResult_t comm_finalize(struct ncclComm* comm);
 ncclResult_t comm_destroy(struct ncclComm* comm);

@@ -455,9 +455,24 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
   L.remaining = 0;
   L.result = ncclSuccess;
 
-  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
+  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_SEQ_CST);
+  /* After the count is up: a revoke either sees this launch in flight and waits for it (its
+   * abort flag fails the items), or this launch sees the revoke (lifecycle/comm_revoke.c); a
+   * suspend likewise refuses itself or is seen here (lifecycle/comm_suspend.c). */
   for (int i = 0; i < n; i++) {
     cls[i].comm = comms[i];
+    int revoked = __atomic_load_n(&comms[i]->revoked, __ATOMIC_SEQ_CST);
+    if (revoked || __atomic_load_n(&comms[i]->suspended, __ATOMIC_SEQ_CST)) {
+      WARN("rank %d: comm %p %s; its queued operations are dropped", comms[i]->rank,
+           (void*)comms[i], revoked ? "was revoked" : "is suspended (ncclCommSuspend)");
+      res = ncclInvalidUsage;
+    }
+  }
+  if (res != ncclSuccess) {
+    for (int i = 0; i < n; i++) plan_discard(comms[i]);
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
     cls[i].res = build(&cls[i], &L);
     if (cls[i].res != ncclSuccess && res == ncclSuccess) res = cls[i].res;
   }

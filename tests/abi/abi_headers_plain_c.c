@@ -137,6 +137,12 @@ VAL_IS(NCCL_CTA_POLICY_ZERO, 2);
 VAL_IS(NCCL_SHRINK_DEFAULT, 0);
 VAL_IS(NCCL_SHRINK_ABORT, 1);
 VAL_IS(NCCL_REVOKE_DEFAULT, 0);
+/* NCCL 2.30's suspend flag and memory statistics (nccl.h of 2.30.7). */
+VAL_IS(NCCL_SUSPEND_MEM, 1);
+VAL_IS(ncclStatGpuMemSuspend, 0);
+VAL_IS(ncclStatGpuMemSuspended, 1);
+VAL_IS(ncclStatGpuMemPersist, 2);
+VAL_IS(ncclStatGpuMemTotal, 3);
 
 /* --- nccl_common.h --------------------------------------------------------------------- */
 VAL_IS(NCCL_LOG_NONE, 0);

@@ -174,6 +174,19 @@ int test_settle_threads(int want) {
   return t;
 }
 
+int test_count_my_shm(void) {
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "weft-%d-", (int)getpid());
+  DIR* d = opendir("/dev/shm");
+  if (!d) return 0;
+  int n = 0;
+  struct dirent* e;
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) n++;
+  closedir(d);
+  return n;
+}
+
 long test_rss_kb(void) {
   FILE* f = fopen("/proc/self/status", "r");
   if (!f) return -1;

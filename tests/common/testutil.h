@@ -86,6 +86,21 @@ int test_count_threads(void);
  * machine). More than want after that is a thread left behind. */
 int test_settle_threads(int want);
 long test_rss_kb(void);
+/* This process's shared-memory files: /dev/shm/weft-PID-* (the shm transport's names). */
+int test_count_my_shm(void);
+
+/* 1 under AddressSanitizer or ThreadSanitizer, whose quarantine and shadow memory grow the
+ * resident size: leak checks by RSS hold only without them (LeakSanitizer checks leaks). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WEFT_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define WEFT_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef WEFT_TEST_SANITIZED
+#define WEFT_TEST_SANITIZED 0
+#endif
 
 /* Deterministic per-test random numbers (xorshift); seed from WEFT_TEST_SEED or the given one. */
 uint64_t test_seed(uint64_t fallback);

@@ -15,3 +15,16 @@ set_tests_properties(docs_no_outside_paths PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME docs_design_lists_core_folders COMMAND ${CMAKE_COMMAND}
   -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/design_folders.cmake)
 set_tests_properties(docs_design_lists_core_folders PROPERTIES LABELS unit TIMEOUT 60)
+# example_fault_tolerance: docs/fault-tolerance.md's complete example program, built and run
+# (4 workers, worker 1 killed, revoke, shrink, continue, grow back with a standby).
+add_executable(example_fault_tolerance ${CMAKE_CURRENT_LIST_DIR}/ft_example_main.c
+  ${PROJECT_SOURCE_DIR}/examples/fault-tolerance/ft_train.c)
+set_source_files_properties(${PROJECT_SOURCE_DIR}/examples/fault-tolerance/ft_train.c
+  PROPERTIES COMPILE_DEFINITIONS main=ft_example_main)
+target_link_libraries(example_fault_tolerance PRIVATE weft_testlib)
+set_target_properties(example_fault_tolerance PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+add_test(NAME example_fault_tolerance COMMAND example_fault_tolerance 4 1)
+set_tests_properties(example_fault_tolerance PROPERTIES LABELS "mp;fault" TIMEOUT 120
+  SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN"
+  PASS_REGULAR_EXPRESSION "done: every step summed correctly")

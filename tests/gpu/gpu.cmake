@@ -437,3 +437,30 @@ if(WEFT_HAVE_CUDA)
     weft_gpu_misuse(CASE ${c} SUFFIX 3procs RANKS --procs 3 LABELS gpu mp DEVICE_GAP)
   endforeach()
 endif()
+
+# Revoke and shrink on device-mode communicators whose ranks share GPU 0 (issue 40). Shrink after
+# a SIGKILL:
+# tests/mp/comm_shrink_after_kill.c built with the CUDA runtime (--device). The survivors revoke
+# (their kernels stop), shrink, go on with exact sums and grow back with a spare process.
+if(WEFT_HAVE_CUDA)
+  add_executable(gpu_shrink_after_kill ${PROJECT_SOURCE_DIR}/tests/mp/comm_shrink_after_kill.c)
+  target_compile_definitions(gpu_shrink_after_kill PRIVATE WEFT_TEST_CUDA=1)
+  target_link_libraries(gpu_shrink_after_kill PRIVATE weft_testlib CUDA::cudart Threads::Threads)
+  set_target_properties(gpu_shrink_after_kill PROPERTIES
+    RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  # Revoke stops a kernel that waits for a rank that never joins; split works after it.
+  add_executable(gpu_revoke ${_gpu_dir}/gpu_revoke.c)
+  target_link_libraries(gpu_revoke PRIVATE weft_testlib CUDA::cudart Threads::Threads)
+  set_target_properties(gpu_revoke PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  add_test(NAME gpu_revoke_stops_a_waiting_kernel COMMAND gpu_revoke)
+  set_tests_properties(gpu_revoke_stops_a_waiting_kernel PROPERTIES LABELS "gpu;mp;fault"
+    TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+    ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  foreach(n 2 4)
+    add_test(NAME gpu_shrink_after_kill_${n}_ranks_shared
+      COMMAND gpu_shrink_after_kill ${n} kill --device)
+    set_tests_properties(gpu_shrink_after_kill_${n}_ranks_shared PROPERTIES LABELS "gpu;mp;fault"
+      TIMEOUT 180 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+endif()

@@ -6,17 +6,6 @@
 
 #include "testutil.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WEFT_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WEFT_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef WEFT_TEST_SANITIZED
-#define WEFT_TEST_SANITIZED 0
-#endif
-
 static void cycle(int n) {
   ncclComm_t comms[4];
   EXPECT_OK(ncclCommInitAll(comms, n, NULL));

@@ -35,3 +35,25 @@ foreach(c claim secret)
   weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
     LABELS mp fault ARGS ${c})
 endforeach()
+# Revoke, shrink and grow after a rank's death (issue 40): kill (the victim is SIGKILLed, the
+# survivors revoke and shrink) and abort (the victim hangs, NCCL_SHRINK_ABORT ends the blocked
+# AllReduce), each followed by a grow back to the full size with a spare process.
+foreach(n 4 8)
+  foreach(m kill abort)
+    weft_add_test(NAME comm_shrink_after_${m}_${n}_ranks
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_shrink_after_kill.c LABELS mp fault TIMEOUT 120
+      ARGS ${n} ${m})
+  endforeach()
+endforeach()
+# The tree waits on a child in its reduce while its broadcast waits on the live parent: the dead
+# child must still be noticed at once (host/host_exec.c, stream_waits_on_dead).
+weft_add_test(NAME comm_shrink_after_kill_8_ranks_tree
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_shrink_after_kill.c LABELS mp fault TIMEOUT 120
+  ARGS 8 kill ENV NCCL_ALGO=Tree)
+foreach(m thread nonblocking badargs)
+  weft_add_test(NAME comm_revoke_${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_revoke.c
+    LABELS mp fault ARGS ${m})
+endforeach()
+# 50 suspend/resume cycles in CI; WEFT_TEST_FULL=1 makes it the full run of 1000.
+weft_add_test(NAME comm_suspend_resume_cycles SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_suspend.c
+  LABELS mp ARGS 50)
