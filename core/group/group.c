@@ -301,30 +301,65 @@ static ncclResult_t run_ops(ncclResult_t res) {
 }
 
 /* The outermost End begins: GroupEndApiStart on every GroupApi event; those of communicators
- * that launch are stopped by the launch (plan/), the others (nothing queued, or an error that
- * launches nothing) here and now. */
-static void api_comms_end(ncclResult_t res) {
+ * that launch are stopped by the launch (plan/), the others (nothing queued, an error or a
+ * simulation: nothing launches) here and now. */
+static void api_comms_end(int launches) {
   for (int i = 0; i < n_api_comms; i++) {
     struct ncclComm* c = api_comms[i];
     prof_state(&c->prof, c->prof.group_api, ncclProfilerGroupEndApiStart, NULL);
-    if (res != ncclSuccess || !c->plan || !c->plan->in_group) prof_group_api_stop(&c->prof);
+    if (!launches || !c->plan || !c->plan->in_group) prof_group_api_stop(&c->prof);
   }
   n_api_comms = 0;
 }
 
-ncclResult_t group_end(void) {
-  if (depth == 0) {
-    WARN("ncclGroupEnd: no matching ncclGroupStart");
-    return ncclInvalidUsage;
+/* A simulation: every communicator's queued ops are priced and dropped. The group takes as
+ * long as its slowest communicator (their launches run side by side). */
+static double simulate_ops(void) {
+  double worst = 0;
+  for (int i = 0; i < n_op_comms; i++) {
+    struct ncclComm* c = op_comms[i];
+    c->plan->in_group = 0;
+    double us = plan_simulate(c);
+    if (us > worst) worst = us;
   }
-  if (--depth > 0) return ncclSuccess;
-  ncclResult_t res = run_deferred();
+  free(op_comms);
+  op_comms = NULL;
+  n_op_comms = cap_op_comms = 0;
+  return worst;
+}
+
+/* The outermost End, real (sim_us NULL) or simulated. res: an error found before (a bad
+ * ncclSimInfo_t), which launches nothing, as a sticky error does. Deferred inits and jobs run
+ * either way; the group is closed whatever happens. */
+static ncclResult_t close_group(ncclResult_t res, double* sim_us) {
+  ncclResult_t r = run_deferred();
   ncclResult_t jobs = run_jobs();
-  if (res == ncclSuccess) res = jobs;
-  if (sticky != ncclSuccess) res = sticky;
-  if (n_api_comms) api_comms_end(res);
-  ncclResult_t ops = run_ops(res);
-  if (res == ncclSuccess) res = ops;
+  if (r == ncclSuccess) r = jobs;
+  if (sticky != ncclSuccess) r = sticky;
+  if (res == ncclSuccess) res = r;
+  if (n_api_comms) api_comms_end(res == ncclSuccess && sim_us == NULL);
+  if (sim_us && res == ncclSuccess) {
+    *sim_us = simulate_ops();
+  } else {
+    ncclResult_t ops = run_ops(res);
+    if (res == ncclSuccess) res = ops;
+  }
   sticky = ncclSuccess;
   return res;
+}
+
+static ncclResult_t end(const char* fn, ncclResult_t res, double* sim_us) {
+  if (depth == 0) {
+    WARN("%s: no matching ncclGroupStart", fn);
+    return ncclInvalidUsage;
+  }
+  if (--depth > 0) return res;
+  return close_group(res, sim_us);
+}
+
+ncclResult_t group_end(void) { return end("ncclGroupEnd", ncclSuccess, NULL); }
+
+ncclResult_t group_end_simulated(ncclResult_t res, double* us) {
+  *us = -1; /* an inner End estimates nothing */
+  return end("ncclGroupSimulateEnd", res, us);
 }

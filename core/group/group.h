@@ -13,6 +13,11 @@
 int group_depth(void);
 ncclResult_t group_start(void);
 ncclResult_t group_end(void);
+/* ncclGroupSimulateEnd: closes one level as group_end does; at the outermost, deferred inits
+ * and jobs run, and the queued operations are priced by the cost model (*us: the slowest
+ * communicator's collectives, µs; -1 at an inner level) and dropped, never launched. res: an error the caller found
+ * (a bad ncclSimInfo_t): the group still closes, its operations dropped, and res returned. */
+ncclResult_t group_end_simulated(ncclResult_t res, double* us);
 /* Queue an init for the outermost End (takes a copy of id). */
 ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id);
 /* Queue a collective setup call (ncclCommWindowRegister's mapping) for the outermost End: the

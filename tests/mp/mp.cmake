@@ -35,3 +35,7 @@ foreach(c claim secret)
   weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
     LABELS mp fault ARGS ${c})
 endforeach()
+foreach(n 2 4)
+  weft_add_test(NAME group_simulate_${n}_ranks SOURCES ${CMAKE_CURRENT_LIST_DIR}/group_simulate.c
+    LABELS mp fault ARGS ${n} ENV WEFT_CHECK_COLLECTIVES=1)
+endforeach()
