@@ -17,6 +17,7 @@ typedef struct deferred_init {
   ncclUniqueId id;
   group_job_fn job; /* NULL: an init of comm with id */
   void* job_arg;
+  int owns_arg;     /* job_arg is freed once the job ran or was dropped */
   ncclResult_t job_result;
   pthread_t thread;
   int started;
@@ -55,7 +56,7 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+static ncclResult_t defer_job(struct ncclComm* comm, group_job_fn fn, void* arg, int owns) {
   deferred_init* d = calloc(1, sizeof *d);
   if (!d) {
     WARN("rank %d: out of memory queueing a call in a group", comm->rank);
@@ -64,10 +65,24 @@ ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) 
   d->comm = comm;
   d->job = fn;
   d->job_arg = arg;
+  d->owns_arg = owns;
   deferred_init** tail = &pending_jobs; /* in call order: a comm's jobs run in that order */
   while (*tail) tail = &(*tail)->next;
   *tail = d;
   return ncclSuccess;
+}
+
+ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  return defer_job(comm, fn, arg, 0);
+}
+
+ncclResult_t group_defer_job_owned(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  return defer_job(comm, fn, arg, 1);
+}
+
+static void free_job(deferred_init* d) {
+  if (d->owns_arg) free(d->job_arg);
+  free(d);
 }
 
 static void* run_init(void* arg) {
@@ -106,7 +121,7 @@ static ncclResult_t run_jobs(void) {
     deferred_init* d = list;
     list = d->next;
     if (res == ncclSuccess && d->job_result != ncclSuccess) res = d->job_result;
-    free(d);
+    free_job(d);
   }
   return res;
 }
@@ -262,9 +277,10 @@ void group_forget_comm(struct ncclComm* comm, const char* fn) {
     }
     deferred_init* gone = *d;
     *d = gone->next;
-    free(gone);
-    WARN("%s: rank %d: a window registration queued in the open group is dropped", fn,
-         comm->rank);
+    free_job(gone);
+    WARN("%s: rank %d: a call queued in the open group (a window registration or a split) is "
+         "dropped",
+         fn, comm->rank);
   }
   for (int i = 0; i < n_op_comms; i++) {
     if (op_comms[i] != comm) continue;

@@ -39,3 +39,9 @@ foreach(n 2 4)
   weft_add_test(NAME group_simulate_${n}_ranks SOURCES ${CMAKE_CURRENT_LIST_DIR}/group_simulate.c
     LABELS mp fault ARGS ${n} ENV WEFT_CHECK_COLLECTIVES=1)
 endforeach()
+foreach(n 2 3 8)
+  foreach(m procs onethread)
+    weft_add_test(NAME comm_split_in_group_${n}_${m}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_in_group.c LABELS mp ARGS ${n} ${m})
+  endforeach()
+endforeach()
