@@ -367,7 +367,7 @@ static ncclResult_t close_group(ncclResult_t res, double* sim_us) {
 static ncclResult_t end(const char* fn, ncclResult_t res, double* sim_us) {
   if (depth == 0) {
     WARN("%s: no matching ncclGroupStart", fn);
-    return ncclInvalidUsage;
+    return res != ncclSuccess ? res : ncclInvalidUsage; /* a bad argument is named first */
   }
   if (--depth > 0) return res;
   return close_group(res, sim_us);

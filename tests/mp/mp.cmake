@@ -45,3 +45,5 @@ foreach(n 2 3 8)
       SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_in_group.c LABELS mp ARGS ${n} ${m})
   endforeach()
 endforeach()
+weft_add_test(NAME comm_config_2_28_and_2_30_sizes
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config_sizes.c LABELS mp ARGS 3)
