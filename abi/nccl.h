@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Compiled by nvcc, NVIDIA's header brings the runtime and the half/bfloat16 types along, and
  * applications (nccl-tests among them) rely on that; so does this one. Plain C needs nothing. */
@@ -421,6 +422,47 @@ ncclResult_t pncclGroupEnd(void);
 /* Like ncclGroupEnd, but only estimates the group's time into simInfo; nothing runs. */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* --- Parameters (2.30) ---------------------------------------------------------------------- */
+/* The settings the library uses, by name (NCCL's names for NCCL's settings, WEFT_* for weft's;
+ * docs/env.md lists them and says where a value comes from). An unknown key is
+ * ncclInvalidArgument. A handle is the library's and is never freed. Returned strings and key
+ * tables stay valid until the same function is called again on the same thread. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+ncclResult_t ncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key);
+/* Integer settings are 64-bit signed; a narrower getter answers when the value fits its type. */
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+/* A string setting's value. */
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
+/* The value's bytes: an int64_t, or a string with its terminating NUL; *len says how many. */
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+/* Any setting's value as text (an integer in decimal). */
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+/* Every key (weft lists them all, so NCCL_PARAM_DUMP_ALL changes nothing). */
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+/* Print every setting, its value, where it came from and its default, on stdout. */
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 /* --- Device-API host functions (2.28; NCCL declares them in the nccl_device headers) ------ */
 
