@@ -105,12 +105,10 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
   WEFT_CHECK(check_range(fn, "numRmaCtx", c.numRmaCtx, 0, INT_MAX));
   WEFT_CHECK(check_range(fn, "maxP2pPeers", c.maxP2pPeers, 1, INT_MAX));
   WEFT_CHECK(check_range(fn, "graphStreamOrdering", c.graphStreamOrdering, 0, 1));
-  if (c.graphStreamOrdering == 0 && c.graphUsageMode == 2) {
-    WARN("%s: config.graphStreamOrdering = 0 needs graphUsageMode 0 or 1 (NCCL does not support "
-         "it with graph mixing, graphUsageMode = 2)",
+  if (c.graphStreamOrdering == 0 && c.graphUsageMode == 2) /* NCCL accepts it too */
+    WARN("%s: config.graphStreamOrdering = 0 with graphUsageMode = 2: NCCL documents the pair "
+         "as unsupported (use graphUsageMode 0 or 1); weft runs it as it runs either alone",
          fn);
-    return ncclInvalidArgument;
-  }
   warn_ignored(fn, &c);
   if (c.trafficClass != UNDEF && c.trafficClass < 0) {
     WARN("%s: config.trafficClass = %d must be >= 0", fn, c.trafficClass);

@@ -1,9 +1,9 @@
 /* ncclConfig_t across header versions (issue 50): a program built against NCCL 2.28's header
  * passes an 80-byte config, whose 16 bytes past its size hold values that would be refused if
  * read as 2.30's graphUsageMode/numRmaCtx/maxP2pPeers/graphStreamOrdering; its init succeeds
- * with its blocking and commName taken, and an AllReduce on it gives the right sums. A 96-byte
- * (2.30) config has those fields read: a bad graphUsageMode is refused, graphStreamOrdering 0
- * with graphUsageMode 2 is refused, accepted values init a working communicator.
+ * and an AllReduce on it gives the right sums. A 96-byte
+ * (2.30) config has those fields read: a value out of NCCL's range in any of them is refused,
+ * accepted values init a working communicator.
  *
  * Usage: comm_config_sizes NRANKS */
 #include <stdlib.h>
@@ -90,8 +90,10 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   c.graphUsageMode = 7;
   EXPECT_RES(ncclCommInitRankConfig(&comm, nranks, *id, rank, &c), ncclInvalidArgument);
   c = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
-  c.graphUsageMode = 2;
-  c.graphStreamOrdering = 0;
+  c.graphStreamOrdering = 2;
+  EXPECT_RES(ncclCommInitRankConfig(&comm, nranks, *id, rank, &c), ncclInvalidArgument);
+  c = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
+  c.numRmaCtx = -1;
   EXPECT_RES(ncclCommInitRankConfig(&comm, nranks, *id, rank, &c), ncclInvalidArgument);
   c = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
   c.maxP2pPeers = 0;
