@@ -109,7 +109,6 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
     WARN("%s: config.graphStreamOrdering = 0 with graphUsageMode = 2: NCCL documents the pair "
          "as unsupported (use graphUsageMode 0 or 1); weft runs it as it runs either alone",
          fn);
-  warn_ignored(fn, &c);
   if (c.trafficClass != UNDEF && c.trafficClass < 0) {
     WARN("%s: config.trafficClass = %d must be >= 0", fn, c.trafficClass);
     return ncclInvalidArgument;
@@ -130,6 +129,16 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
   if (c.CTAPolicy == UNDEF) c.CTAPolicy = NCCL_CTA_POLICY_DEFAULT;
   if (c.shrinkShare == UNDEF) c.shrinkShare = 0;
   if (c.nvlinkCentricSched == UNDEF) c.nvlinkCentricSched = 0;
+  /* NCCL 2.29-2.30's fields: its environment overrides, then what weft does not do is said. */
+  if (param_int(WEFT_PARAM_GRAPH_MIXING_SUPPORT) >= 0)
+    c.graphUsageMode = param_int(WEFT_PARAM_GRAPH_MIXING_SUPPORT) ? 2 : 0;
+  if (param_int(WEFT_PARAM_NUM_RMA_CTX) >= 0)
+    c.numRmaCtx = (int)param_int(WEFT_PARAM_NUM_RMA_CTX);
+  if (param_int(WEFT_PARAM_P2P_MAX_PEERS) > 0)
+    c.maxP2pPeers = (int)param_int(WEFT_PARAM_P2P_MAX_PEERS);
+  if (param_int(WEFT_PARAM_GRAPH_STREAM_ORDERING) >= 0)
+    c.graphStreamOrdering = (int)param_int(WEFT_PARAM_GRAPH_STREAM_ORDERING);
+  warn_ignored(fn, &c);
   /* trafficClass, nvlsCTAs and nChannelsPerNetPeer stay UNDEF: "auto" for the layers below. */
   *out = c;
   return ncclSuccess;
