@@ -1,6 +1,6 @@
 /* The application API weft answers to: NCCL's types, enums, macros and functions, in plain C.
  * No CUDA header is needed; cudaStream_t is declared the way the CUDA runtime declares it, so
- * cuda_runtime.h may be included before or after this file. Layouts and values match NCCL 2.28
+ * cuda_runtime.h may be included before or after this file. Layouts and values match NCCL 2.30.7
  * bit for bit (tests/abi checks them against NVIDIA's header); the version macros say 2.27.7 on
  * purpose, because tools that see 2.28 or later also expect nccl_device.h.
  * Every ncclX has a pncclX twin with the same signature (profiling interposition, PMPI style). */
@@ -56,7 +56,8 @@ typedef enum {
   ncclInvalidUsage = 5,
   ncclRemoteError = 6,
   ncclInProgress = 7,
-  ncclNumResults = 8
+  ncclTimeout = 8,
+  ncclNumResults = 9
 } ncclResult_t;
 
 /* Config fields left at these values take the library default (or the environment's value). */
@@ -64,6 +65,9 @@ typedef enum {
 #define NCCL_CONFIG_UNDEF_PTR NULL
 #define NCCL_SPLIT_NOCOLOR -1
 #define NCCL_UNDEF_FLOAT -1.0f
+
+/* The magic of ncclConfig_t (NCCL marks it internal; NCCL_CONFIG_INITIALIZER sets it). */
+#define NCCL_API_MAGIC 0xcafebeef
 
 /* ncclCommWindowRegister flags, and the alignment a symmetric window needs. */
 #define NCCL_WIN_DEFAULT 0x00
@@ -94,9 +98,12 @@ typedef enum {
 } ncclCommMemStat_t;
 
 /* Communicator options. The first three fields identify the caller's layout: the library copies
- * min(size, its own size), rejects a magic other than 0xcafebeef, and treats fields newer than
- * `version` as unset. Always start from NCCL_CONFIG_INITIALIZER. 80 bytes on LP64. */
-typedef struct ncclConfig_v22800 {
+ * min(size, its own size), rejects a magic other than NCCL_API_MAGIC, and treats fields newer
+ * than `version` as unset; the four fields NCCL 2.29-2.30 added are told apart by `size` alone
+ * (this header's initializer says 2.27.7 in `version`), so a program built with NCCL 2.28's
+ * 80-byte struct keeps working. Always start from NCCL_CONFIG_INITIALIZER. 96 bytes on LP64.
+ * What weft makes of each field: docs/env.md, "Communicator config". */
+typedef struct ncclConfig_v23000 {
   size_t size;
   unsigned int magic;
   unsigned int version;
@@ -114,11 +121,15 @@ typedef struct ncclConfig_v22800 {
   int nvlsCTAs;
   int nChannelsPerNetPeer;
   int nvlinkCentricSched;
+  int graphUsageMode;      /* 0: no graphs, 1: one graph, 2: several graphs or mixed (2.29) */
+  int numRmaCtx;           /* contexts for one-sided operations, >= 0 (2.29) */
+  int maxP2pPeers;         /* peers a rank talks to at once by send/recv, > 0 (2.30) */
+  int graphStreamOrdering; /* 1: serialize captured kernels, 0: the application orders (2.30.5) */
 } ncclConfig_t;
 
 #define NCCL_CONFIG_INITIALIZER                                                         \
   {                                                                                     \
-    sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+    sizeof(ncclConfig_t), NCCL_API_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
         NCCL_CONFIG_UNDEF_INT, /* blocking */                                           \
         NCCL_CONFIG_UNDEF_INT, /* cgaClusterSize */                                     \
         NCCL_CONFIG_UNDEF_INT, /* minCTAs */                                            \
@@ -132,7 +143,11 @@ typedef struct ncclConfig_v22800 {
         NCCL_CONFIG_UNDEF_INT, /* shrinkShare */                                        \
         NCCL_CONFIG_UNDEF_INT, /* nvlsCTAs */                                           \
         NCCL_CONFIG_UNDEF_INT, /* nChannelsPerNetPeer */                                \
-        NCCL_CONFIG_UNDEF_INT  /* nvlinkCentricSched */                                 \
+        NCCL_CONFIG_UNDEF_INT, /* nvlinkCentricSched */                                 \
+        NCCL_CONFIG_UNDEF_INT, /* graphUsageMode */                                     \
+        NCCL_CONFIG_UNDEF_INT, /* numRmaCtx */                                          \
+        NCCL_CONFIG_UNDEF_INT, /* maxP2pPeers */                                        \
+        NCCL_CONFIG_UNDEF_INT  /* graphStreamOrdering */                                \
   }
 
 /* What ncclGroupSimulateEnd reports. Same size/magic/version rules as ncclConfig_t, with magic
@@ -476,6 +491,47 @@ ncclResult_t pncclGroupEnd(void);
 /* Like ncclGroupEnd, but only estimates the group's time into simInfo; nothing runs. */
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
 ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t* simInfo);
+
+/* --- Parameters (2.30) ---------------------------------------------------------------------- */
+/* The settings the library uses, by name (NCCL's names for NCCL's settings, WEFT_* for weft's;
+ * docs/env.md lists them and says where a value comes from). An unknown key is
+ * ncclInvalidArgument. A handle is the library's and is never freed. Returned strings and key
+ * tables stay valid until the same function is called again on the same thread. */
+typedef struct ncclParamHandle* ncclParamHandle_t;
+ncclResult_t ncclParamBind(ncclParamHandle_t* out, const char* key);
+ncclResult_t pncclParamBind(ncclParamHandle_t* out, const char* key);
+/* Integer settings are 64-bit signed; a narrower getter answers when the value fits its type. */
+ncclResult_t ncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t pncclParamGetI8(ncclParamHandle_t h, int8_t* out);
+ncclResult_t ncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t pncclParamGetI16(ncclParamHandle_t h, int16_t* out);
+ncclResult_t ncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t pncclParamGetI32(ncclParamHandle_t h, int32_t* out);
+ncclResult_t ncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t pncclParamGetI64(ncclParamHandle_t h, int64_t* out);
+ncclResult_t ncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t pncclParamGetU8(ncclParamHandle_t h, uint8_t* out);
+ncclResult_t ncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t pncclParamGetU16(ncclParamHandle_t h, uint16_t* out);
+ncclResult_t ncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t pncclParamGetU32(ncclParamHandle_t h, uint32_t* out);
+ncclResult_t ncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+ncclResult_t pncclParamGetU64(ncclParamHandle_t h, uint64_t* out);
+/* A string setting's value. */
+ncclResult_t ncclParamGetStr(ncclParamHandle_t h, const char** out);
+ncclResult_t pncclParamGetStr(ncclParamHandle_t h, const char** out);
+/* The value's bytes: an int64_t, or a string with its terminating NUL; *len says how many. */
+ncclResult_t ncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+ncclResult_t pncclParamGet(ncclParamHandle_t h, void* out, int maxLen, int* len);
+/* Any setting's value as text (an integer in decimal). */
+ncclResult_t ncclParamGetParameter(const char* key, const char** value, int* valueLen);
+ncclResult_t pncclParamGetParameter(const char* key, const char** value, int* valueLen);
+/* Every key (weft lists them all, so NCCL_PARAM_DUMP_ALL changes nothing). */
+ncclResult_t ncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+ncclResult_t pncclParamGetAllParameterKeys(const char*** table, int* tableLen);
+/* Print every setting, its value, where it came from and its default, on stdout. */
+void ncclParamDumpAll(void);
+void pncclParamDumpAll(void);
 
 /* --- Device-API host functions (2.28; NCCL declares them in the nccl_device headers) ------ */
 

@@ -8,6 +8,8 @@
 #include "lifecycle/lifecycle.h"
 #include "util/check.h"
 
+#include <stdlib.h>
+
 WEFT_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   WEFT_CHECK(comm_check_handle(comm, "ncclCommFinalize"));
@@ -31,6 +33,18 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   return comm_abort(comm);
 }
 
+/* A split queued in a group (freed by group/ once run or dropped). */
+typedef struct {
+  int color, key;
+  ncclConfig_t config;
+  ncclComm_t* newcomm;
+} split_job;
+
+static ncclResult_t split_run(struct ncclComm* parent, void* arg) {
+  split_job* j = arg;
+  return comm_split(parent, j->color, j->key, &j->config, j->newcomm);
+}
+
 WEFT_API(ncclResult_t, ncclCommSplit, ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
          ncclConfig_t* config);
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
@@ -42,10 +56,22 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     WARN("%s: color = %d must be >= 0 or NCCL_SPLIT_NOCOLOR", fn, color);
     return ncclInvalidArgument;
   }
-  if (group_depth() > 0) return api_not_available(fn, "ncclCommSplit inside a group");
   ncclConfig_t c = comm->config; /* a NULL config inherits the parent's */
   if (config != NULL) WEFT_CHECK(comm_config_resolve(config, fn, &c));
-  return comm_split(comm, color, key, &c, newcomm);
+  if (group_depth() == 0) return comm_split(comm, color, key, &c, newcomm);
+  /* Inside a group, as NCCL: the split runs at the outermost ncclGroupEnd (beside the group's
+   * other splits, inits and window mappings, each parent on a thread of its own), and
+   * *newcomm stays NULL until then, so newcomm must stay valid until that End. */
+  split_job* j = malloc(sizeof *j);
+  if (!j) {
+    WARN("%s: rank %d: out of memory queueing a split in a group", fn, comm->rank);
+    return ncclSystemError;
+  }
+  *j = (split_job){color, key, c, newcomm};
+  *newcomm = NULL;
+  ncclResult_t res = group_defer_job_owned(comm, split_run, j);
+  if (res != ncclSuccess) free(j);
+  return res;
 }
 
 WEFT_API(ncclResult_t, ncclCommRevoke, ncclComm_t comm, int revokeFlags);

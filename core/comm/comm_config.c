@@ -1,6 +1,7 @@
 /* ncclConfig_t resolution: copy what the caller's struct holds (its size and version say how
  * much of it is meaningful), validate, fill defaults, then let the environment override, as
  * NCCL does. */
+#include <limits.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -49,6 +50,28 @@ static ncclResult_t check_range(const char* fn, const char* field, int v, int lo
   return ncclSuccess;
 }
 
+/* NCCL 2.29-2.30's fields, accepted (checked as NCCL checks them) and read by size only. What
+ * each promises holds in weft without it: graphUsageMode (weft keeps no per-graph state, so
+ * graphs and plain launches mix on any communicator), graphStreamOrdering 0 (weft puts a
+ * communicator's kernels on the capture stream and orders nothing across communicators, which
+ * is what 0 asks). What weft does not do is said once per call: numRmaCtx (one-sided contexts
+ * are not counted or reserved), maxP2pPeers (send/recv peers are not capped), and
+ * graphStreamOrdering 1 (NCCL's cross-communicator serialization of captured kernels). */
+static void warn_ignored(const char* fn, const ncclConfig_t* c) {
+  if (c->numRmaCtx != UNDEF)
+    WARN("%s: config.numRmaCtx = %d is accepted and ignored: weft reserves no one-sided "
+         "contexts",
+         fn, c->numRmaCtx);
+  if (c->maxP2pPeers != UNDEF)
+    WARN("%s: config.maxP2pPeers = %d is accepted and ignored: weft does not cap the peers a "
+         "rank talks to at once",
+         fn, c->maxP2pPeers);
+  if (c->graphStreamOrdering == 1)
+    WARN("%s: config.graphStreamOrdering = 1 is accepted and ignored: weft does not serialize "
+         "captured kernels across communicators; order them through your streams",
+         fn);
+}
+
 ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclConfig_t* out) {
   ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
   if (user != NULL) {
@@ -57,15 +80,15 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
            fn, user->size);
       return ncclInvalidArgument;
     }
-    if (user->magic != 0xcafebeef) {
-      WARN("%s: config.magic = 0x%x, expected 0xcafebeef (start from NCCL_CONFIG_INITIALIZER)",
-           fn, user->magic);
+    if (user->magic != NCCL_API_MAGIC) {
+      WARN("%s: config.magic = 0x%x, expected 0x%x (start from NCCL_CONFIG_INITIALIZER)", fn,
+           user->magic, NCCL_API_MAGIC);
       return ncclInvalidArgument;
     }
     size_t n = user->size < sizeof c ? user->size : sizeof c;
     memcpy(&c, user, n);
     c.size = sizeof c;
-    reset_newer_fields(&c);
+    reset_newer_fields(&c); /* the 2.29-2.30 fields past a shorter size stay unset */
   }
   WEFT_CHECK(check_range(fn, "blocking", c.blocking, 0, 1));
   WEFT_CHECK(check_range(fn, "cgaClusterSize", c.cgaClusterSize, 0, 8));
@@ -78,6 +101,14 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
   WEFT_CHECK(check_range(fn, "nvlsCTAs", c.nvlsCTAs, 1, 64));
   WEFT_CHECK(check_range(fn, "nChannelsPerNetPeer", c.nChannelsPerNetPeer, 1, 64));
   WEFT_CHECK(check_range(fn, "nvlinkCentricSched", c.nvlinkCentricSched, 0, 1));
+  WEFT_CHECK(check_range(fn, "graphUsageMode", c.graphUsageMode, 0, 2));
+  WEFT_CHECK(check_range(fn, "numRmaCtx", c.numRmaCtx, 0, INT_MAX));
+  WEFT_CHECK(check_range(fn, "maxP2pPeers", c.maxP2pPeers, 1, INT_MAX));
+  WEFT_CHECK(check_range(fn, "graphStreamOrdering", c.graphStreamOrdering, 0, 1));
+  if (c.graphStreamOrdering == 0 && c.graphUsageMode == 2) /* NCCL accepts it too */
+    WARN("%s: config.graphStreamOrdering = 0 with graphUsageMode = 2: NCCL documents the pair "
+         "as unsupported (use graphUsageMode 0 or 1); weft runs it as it runs either alone",
+         fn);
   if (c.trafficClass != UNDEF && c.trafficClass < 0) {
     WARN("%s: config.trafficClass = %d must be >= 0", fn, c.trafficClass);
     return ncclInvalidArgument;
@@ -98,6 +129,16 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
   if (c.CTAPolicy == UNDEF) c.CTAPolicy = NCCL_CTA_POLICY_DEFAULT;
   if (c.shrinkShare == UNDEF) c.shrinkShare = 0;
   if (c.nvlinkCentricSched == UNDEF) c.nvlinkCentricSched = 0;
+  /* NCCL 2.29-2.30's fields: its environment overrides, then what weft does not do is said. */
+  if (param_int(WEFT_PARAM_GRAPH_MIXING_SUPPORT) >= 0)
+    c.graphUsageMode = param_int(WEFT_PARAM_GRAPH_MIXING_SUPPORT) ? 2 : 0;
+  if (param_int(WEFT_PARAM_NUM_RMA_CTX) >= 0)
+    c.numRmaCtx = (int)param_int(WEFT_PARAM_NUM_RMA_CTX);
+  if (param_int(WEFT_PARAM_P2P_MAX_PEERS) > 0)
+    c.maxP2pPeers = (int)param_int(WEFT_PARAM_P2P_MAX_PEERS);
+  if (param_int(WEFT_PARAM_GRAPH_STREAM_ORDERING) >= 0)
+    c.graphStreamOrdering = (int)param_int(WEFT_PARAM_GRAPH_STREAM_ORDERING);
+  warn_ignored(fn, &c);
   /* trafficClass, nvlsCTAs and nChannelsPerNetPeer stay UNDEF: "auto" for the layers below. */
   *out = c;
   return ncclSuccess;

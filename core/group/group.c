@@ -17,6 +17,7 @@ typedef struct deferred_init {
   ncclUniqueId id;
   group_job_fn job; /* NULL: an init of comm with id */
   void* job_arg;
+  int owns_arg;     /* job_arg is freed once the job ran or was dropped */
   ncclResult_t job_result;
   pthread_t thread;
   int started;
@@ -55,7 +56,7 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+static ncclResult_t defer_job(struct ncclComm* comm, group_job_fn fn, void* arg, int owns) {
   deferred_init* d = calloc(1, sizeof *d);
   if (!d) {
     WARN("rank %d: out of memory queueing a call in a group", comm->rank);
@@ -64,10 +65,24 @@ ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) 
   d->comm = comm;
   d->job = fn;
   d->job_arg = arg;
+  d->owns_arg = owns;
   deferred_init** tail = &pending_jobs; /* in call order: a comm's jobs run in that order */
   while (*tail) tail = &(*tail)->next;
   *tail = d;
   return ncclSuccess;
+}
+
+ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  return defer_job(comm, fn, arg, 0);
+}
+
+ncclResult_t group_defer_job_owned(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  return defer_job(comm, fn, arg, 1);
+}
+
+static void free_job(deferred_init* d) {
+  if (d->owns_arg) free(d->job_arg);
+  free(d);
 }
 
 static void* run_init(void* arg) {
@@ -106,7 +121,7 @@ static ncclResult_t run_jobs(void) {
     deferred_init* d = list;
     list = d->next;
     if (res == ncclSuccess && d->job_result != ncclSuccess) res = d->job_result;
-    free(d);
+    free_job(d);
   }
   return res;
 }
@@ -262,9 +277,10 @@ void group_forget_comm(struct ncclComm* comm, const char* fn) {
     }
     deferred_init* gone = *d;
     *d = gone->next;
-    free(gone);
-    WARN("%s: rank %d: a window registration queued in the open group is dropped", fn,
-         comm->rank);
+    free_job(gone);
+    WARN("%s: rank %d: a call queued in the open group (a window registration or a split) is "
+         "dropped",
+         fn, comm->rank);
   }
   for (int i = 0; i < n_op_comms; i++) {
     if (op_comms[i] != comm) continue;
@@ -301,30 +317,65 @@ static ncclResult_t run_ops(ncclResult_t res) {
 }
 
 /* The outermost End begins: GroupEndApiStart on every GroupApi event; those of communicators
- * that launch are stopped by the launch (plan/), the others (nothing queued, or an error that
- * launches nothing) here and now. */
-static void api_comms_end(ncclResult_t res) {
+ * that launch are stopped by the launch (plan/), the others (nothing queued, an error or a
+ * simulation: nothing launches) here and now. */
+static void api_comms_end(int launches) {
   for (int i = 0; i < n_api_comms; i++) {
     struct ncclComm* c = api_comms[i];
     prof_state(&c->prof, c->prof.group_api, ncclProfilerGroupEndApiStart, NULL);
-    if (res != ncclSuccess || !c->plan || !c->plan->in_group) prof_group_api_stop(&c->prof);
+    if (!launches || !c->plan || !c->plan->in_group) prof_group_api_stop(&c->prof);
   }
   n_api_comms = 0;
 }
 
-ncclResult_t group_end(void) {
-  if (depth == 0) {
-    WARN("ncclGroupEnd: no matching ncclGroupStart");
-    return ncclInvalidUsage;
+/* A simulation: every communicator's queued ops are priced and dropped. The group takes as
+ * long as its slowest communicator (their launches run side by side). */
+static double simulate_ops(void) {
+  double worst = 0;
+  for (int i = 0; i < n_op_comms; i++) {
+    struct ncclComm* c = op_comms[i];
+    c->plan->in_group = 0;
+    double us = plan_simulate(c);
+    if (us > worst) worst = us;
   }
-  if (--depth > 0) return ncclSuccess;
-  ncclResult_t res = run_deferred();
+  free(op_comms);
+  op_comms = NULL;
+  n_op_comms = cap_op_comms = 0;
+  return worst;
+}
+
+/* The outermost End, real (sim_us NULL) or simulated. res: an error found before (a bad
+ * ncclSimInfo_t), which launches nothing, as a sticky error does. Deferred inits and jobs run
+ * either way; the group is closed whatever happens. */
+static ncclResult_t close_group(ncclResult_t res, double* sim_us) {
+  ncclResult_t r = run_deferred();
   ncclResult_t jobs = run_jobs();
-  if (res == ncclSuccess) res = jobs;
-  if (sticky != ncclSuccess) res = sticky;
-  if (n_api_comms) api_comms_end(res);
-  ncclResult_t ops = run_ops(res);
-  if (res == ncclSuccess) res = ops;
+  if (r == ncclSuccess) r = jobs;
+  if (sticky != ncclSuccess) r = sticky;
+  if (res == ncclSuccess) res = r;
+  if (n_api_comms) api_comms_end(res == ncclSuccess && sim_us == NULL);
+  if (sim_us && res == ncclSuccess) {
+    *sim_us = simulate_ops();
+  } else {
+    ncclResult_t ops = run_ops(res);
+    if (res == ncclSuccess) res = ops;
+  }
   sticky = ncclSuccess;
   return res;
+}
+
+static ncclResult_t end(const char* fn, ncclResult_t res, double* sim_us) {
+  if (depth == 0) {
+    WARN("%s: no matching ncclGroupStart", fn);
+    return res != ncclSuccess ? res : ncclInvalidUsage; /* a bad argument is named first */
+  }
+  if (--depth > 0) return res;
+  return close_group(res, sim_us);
+}
+
+ncclResult_t group_end(void) { return end("ncclGroupEnd", ncclSuccess, NULL); }
+
+ncclResult_t group_end_simulated(ncclResult_t res, double* us) {
+  *us = -1; /* an inner End estimates nothing */
+  return end("ncclGroupSimulateEnd", res, us);
 }

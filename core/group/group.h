@@ -13,14 +13,22 @@
 int group_depth(void);
 ncclResult_t group_start(void);
 ncclResult_t group_end(void);
+/* ncclGroupSimulateEnd: closes one level as group_end does; at the outermost, deferred inits
+ * and jobs run, and the queued operations are priced by the cost model (*us: the slowest
+ * communicator's collectives, µs; -1 at an inner level) and dropped, never launched. res: an
+ * error the caller found (a bad ncclSimInfo_t): the group still closes, its operations
+ * dropped, and res returned. */
+ncclResult_t group_end_simulated(ncclResult_t res, double* us);
 /* Queue an init for the outermost End (takes a copy of id). */
 ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id);
-/* Queue a collective setup call (ncclCommWindowRegister's mapping) for the outermost End: the
- * jobs of every communicator run there concurrently, after the deferred inits and before the
- * operations, since each may wait for peers that are other jobs of the same group. End returns
- * the first job's error. */
+/* Queue a collective setup call (ncclCommWindowRegister's mapping, ncclCommSplit) for the
+ * outermost End: the jobs of every communicator run there concurrently, after the deferred
+ * inits and before the operations, since each may wait for peers that are other jobs of the
+ * same group. End returns the first job's error. */
 typedef ncclResult_t (*group_job_fn)(struct ncclComm* comm, void* arg);
 ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg);
+/* The same, and arg (malloc'ed) is freed once the job ran or was dropped. */
+ncclResult_t group_defer_job_owned(struct ncclComm* comm, group_job_fn fn, void* arg);
 
 /* Queue an operation (copied) on comm; outside a group, run it now. ncclInvalidArgument leaves
  * the group as it was; other errors are sticky and returned by the outermost End too. */

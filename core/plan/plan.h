@@ -94,6 +94,9 @@ ncclResult_t plan_local_run(struct ncclComm* comm, const weft_op* op);
 ncclResult_t plan_launch(struct ncclComm** comms, int n);
 /* Drop the queued ops of comm (a group that failed before launch). */
 void plan_discard(struct ncclComm* comm);
+/* The cost model's time (µs) for the ops queued on comm (collectives; Send/Recv are not
+ * priced), then drop them as plan_discard does and give back their sequence numbers. */
+double plan_simulate(struct ncclComm* comm);
 /* Wait (at most timeout_ms) until no launch runs on comm; 0 when one still does. */
 int plan_wait_idle(struct ncclComm* comm, int timeout_ms);
 

@@ -154,6 +154,28 @@ void plan_discard(struct ncclComm* comm) {
   p->npending = 0;
 }
 
+/* ncclGroupSimulateEnd: the cost model's time for the ops queued on comm, which are then
+ * dropped as if never called (the collective sequence goes back, so the next real group's
+ * collectives number alike on every rank, whether or not a rank simulated). */
+double plan_simulate(struct ncclComm* comm) {
+  struct weft_plan* p = comm->plan;
+  if (!p) return 0;
+  double us = 0;
+  uint64_t seqs = 0;
+  for (const weft_op* op = p->pending_head; op; op = op->next) {
+    if (op->seq) seqs++;
+    if (!is_coll(op->func) || op->nchannels == 0) continue;
+    size_t bytes = op->count * op->elem;
+    if (op->func == ncclFuncAllGather || op->func == ncclFuncReduceScatter)
+      bytes *= (size_t)comm->nranks;
+    us += tune_estimate_us(comm->tune, &p->mask, op->func, bytes, op->algo, op->proto,
+                           op->nchannels);
+  }
+  plan_discard(comm);
+  p->coll_seq -= seqs;
+  return us;
+}
+
 /* ---- launch ---- */
 
 typedef struct {

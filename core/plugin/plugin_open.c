@@ -16,6 +16,7 @@ const char* plugin_result_name(ncclResult_t r) {
     case ncclInvalidUsage: return "ncclInvalidUsage";
     case ncclRemoteError: return "ncclRemoteError";
     case ncclInProgress: return "ncclInProgress";
+    case ncclTimeout: return "ncclTimeout";
     default: return "unknown result";
   }
 }

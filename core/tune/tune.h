@@ -104,6 +104,12 @@ typedef struct {
  * as tune_decide counts them; p2p: the bytes of the transfer). t may be NULL (no model). */
 ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbytes,
                      weft_op_choice* out);
+/* The cost model's time (µs) for func of nbytes run as algo/proto on nchannels (what tune_op
+ * chose): where the model cannot price that cell (the device rule's choice outside the model's
+ * rows), the model's cheapest cell for func under mask. 0 for t NULL, a point-to-point func or
+ * nothing usable. ncclGroupSimulateEnd's estimate (group/). */
+double tune_estimate_us(const weft_tune* t, const weft_algo_proto_mask* mask, int func,
+                        size_t nbytes, int algo, int proto, int nchannels);
 /* Bytes of payload one step of proto carries in a FIFO slot of step_bytes (host_signature: the
  * host executor's first step leads with the op's signature): the chunk of every algorithm. */
 size_t tune_chunk_bytes(int proto, size_t step_bytes, int host_signature);

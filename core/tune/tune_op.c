@@ -209,6 +209,21 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
   return ncclSuccess;
 }
 
+double tune_estimate_us(const weft_tune* t, const weft_algo_proto_mask* mask, int func,
+                        size_t nbytes, int algo, int proto, int nchannels) {
+  if (t == NULL || func < ncclFuncBroadcast || func > ncclFuncAllReduce) return 0;
+  double us = -1;
+  if (algo >= 0 && algo < WEFT_NUM_ALGORITHMS && proto >= 0 && proto < NCCL_NUM_PROTOCOLS)
+    us = tune_model_time(&t->model, (ncclFunc_t)func, algo, proto, nbytes,
+                         nchannels < 1 ? 1 : nchannels, 1);
+  if (us >= 0) return us;
+  weft_choice c;
+  double best = 0;
+  if (tune_choose(&t->model, mask, &t->caps, (ncclFunc_t)func, nbytes, &c, &best) != ncclSuccess)
+    return 0;
+  return best;
+}
+
 size_t tune_chunk_bytes(int proto, size_t step_bytes, int host_signature) {
   size_t payload = proto == NCCL_PROTO_LL128 ? conn_payload_max_ll128(step_bytes)
                                              : conn_payload_max(step_bytes, proto == NCCL_PROTO_LL);

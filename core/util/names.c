@@ -71,6 +71,7 @@ const char* weft_result_str(ncclResult_t res) {
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
     case ncclInProgress: return "NCCL operation in progress";
+    case ncclTimeout: return "timeout";
     default: return "unknown result code";
   }
 }

@@ -1,5 +1,5 @@
-# ABI layout tests: weft's abi/ headers against the reference facts, against NVIDIA's installed
-# nccl.h, and compiled on their own in strict C11/C++ modes. Included by tests/CMakeLists.txt.
+# ABI layout tests: weft's abi/ headers against the reference facts, against NVIDIA's 2.30.7
+# nccl.h (its wheel, fetched at test time), and compiled on their own in strict C11/C++ modes. Included by tests/CMakeLists.txt.
 # The cmake -P scripts live in scripts/ so that the tests/*/*.cmake glob does not include them.
 
 set(WEFT_ABI_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -12,26 +12,18 @@ weft_add_test(NAME abi_headers_plain_c
   SOURCES ${WEFT_ABI_TEST_DIR}/abi_headers_plain_c.c
   LABELS unit)
 
-# weft's nccl.h against NVIDIA's, fact by fact. The NVIDIA side is its own object, built with the
-# CUDA include directory on that file only; it uses types and macros, so nothing links cudart.
-if(EXISTS "${WEFT_NVIDIA_NCCL_H}" AND EXISTS "${WEFT_NVIDIA_INCLUDE_DIR}/cuda_runtime.h")
-  weft_add_test(NAME abi_matches_nvidia_header
-    SOURCES ${WEFT_ABI_TEST_DIR}/abi_matches_nvidia_header.c
-            ${WEFT_ABI_TEST_DIR}/abi_table_nvidia.c
-            ${WEFT_ABI_TEST_DIR}/abi_table_weft.c
-    LABELS unit)
-  target_compile_definitions(abi_matches_nvidia_header PRIVATE
-    WEFT_NVIDIA_NCCL_H="${WEFT_NVIDIA_NCCL_H}")
-  set_source_files_properties(${WEFT_ABI_TEST_DIR}/abi_table_nvidia.c PROPERTIES
-    INCLUDE_DIRECTORIES "${WEFT_NVIDIA_INCLUDE_DIR}")
-else()
-  weft_add_test(NAME abi_matches_nvidia_header
-    SOURCES ${WEFT_ABI_TEST_DIR}/abi_matches_nvidia_header.c
-    LABELS unit)
-  target_compile_definitions(abi_matches_nvidia_header PRIVATE
-    WEFT_NO_NVIDIA_NCCL_H="${WEFT_NVIDIA_NCCL_H}")
-endif()
-target_include_directories(abi_matches_nvidia_header PRIVATE ${WEFT_ABI_TEST_DIR})
+# weft's nccl.h against NVIDIA's 2.30.7 nccl.h, fact by fact (abi_table.h). The header comes
+# from NVIDIA's PyPI wheel, fetched at test time into the build tree (cached there; a failed
+# fetch fails the test), and the comparison is compiled then (scripts/check_layout_wheel.cmake).
+# The installed CUDA toolkit's nccl.h (WEFT_NVIDIA_NCCL_H, 2.28) is no reference for the layout
+# any more: weft's ncclConfig_t is 2.30's 96 bytes.
+set(WEFT_NVIDIA_WHEEL_VERSION 2.30.7)
+add_test(NAME abi_matches_nvidia_header
+  COMMAND ${CMAKE_COMMAND} -DCC=${CMAKE_C_COMPILER} -DABI_DIR=${PROJECT_SOURCE_DIR}/abi
+    -DTEST_DIR=${WEFT_ABI_TEST_DIR} -DWORK=${WEFT_NCCL_WHEEL_DIR}
+    -DVERSION=${WEFT_NVIDIA_WHEEL_VERSION}
+    -P ${WEFT_ABI_TEST_DIR}/scripts/check_layout_wheel.cmake)
+set_tests_properties(abi_matches_nvidia_header PROPERTIES LABELS unit TIMEOUT 900)
 
 # Every function NCCL 2.28 exports or NVIDIA's headers declare is declared by weft's nccl.h.
 add_test(NAME abi_declares_every_nccl_function

@@ -49,8 +49,8 @@ SIZE_IS(ncclComm_t, 8);
 SIZE_IS(ncclWindow_t, 8);
 SIZE_IS(cudaStream_t, 8);
 
-SIZE_IS(ncclConfig_t, 80);
-SIZE_IS(struct ncclConfig_v22800, 80);
+SIZE_IS(ncclConfig_t, 96);
+SIZE_IS(struct ncclConfig_v23000, 96);
 OFF_IS(ncclConfig_t, size, 0);
 OFF_IS(ncclConfig_t, magic, 8);
 OFF_IS(ncclConfig_t, version, 12);
@@ -68,6 +68,10 @@ OFF_IS(ncclConfig_t, shrinkShare, 64);
 OFF_IS(ncclConfig_t, nvlsCTAs, 68);
 OFF_IS(ncclConfig_t, nChannelsPerNetPeer, 72);
 OFF_IS(ncclConfig_t, nvlinkCentricSched, 76);
+OFF_IS(ncclConfig_t, graphUsageMode, 80);
+OFF_IS(ncclConfig_t, numRmaCtx, 84);
+OFF_IS(ncclConfig_t, maxP2pPeers, 88);
+OFF_IS(ncclConfig_t, graphStreamOrdering, 92);
 
 SIZE_IS(ncclSimInfo_t, 24);
 OFF_IS(ncclSimInfo_t, size, 0);
@@ -90,7 +94,8 @@ VAL_IS(ncclInvalidArgument, 4);
 VAL_IS(ncclInvalidUsage, 5);
 VAL_IS(ncclRemoteError, 6);
 VAL_IS(ncclInProgress, 7);
-VAL_IS(ncclNumResults, 8);
+VAL_IS(ncclTimeout, 8);
+VAL_IS(ncclNumResults, 9);
 
 SIZE_IS(ncclDataType_t, 4);
 VAL_IS(ncclInt8, 0);
@@ -424,13 +429,15 @@ int main(void) {
 
   /* The initializers fill exactly the header fields and leave the rest unset. */
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-  EXPECT_EQ_INT(cfg.size, 80);
+  EXPECT_EQ_INT(cfg.size, 96);
   EXPECT_EQ_INT(cfg.magic, 0xcafebeef);
   EXPECT_EQ_INT(cfg.version, 22707);
   const int* ints[] = {&cfg.blocking,      &cfg.cgaClusterSize, &cfg.minCTAs,
                        &cfg.maxCTAs,       &cfg.splitShare,     &cfg.trafficClass,
                        &cfg.collnetEnable, &cfg.CTAPolicy,      &cfg.shrinkShare,
-                       &cfg.nvlsCTAs,      &cfg.nChannelsPerNetPeer, &cfg.nvlinkCentricSched};
+                       &cfg.nvlsCTAs,      &cfg.nChannelsPerNetPeer, &cfg.nvlinkCentricSched,
+                       &cfg.graphUsageMode, &cfg.numRmaCtx,   &cfg.maxP2pPeers,
+                       &cfg.graphStreamOrdering};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) EXPECT_EQ_INT(*ints[i], INT_MIN);
   EXPECT(cfg.netName == NULL);
   EXPECT(cfg.commName == NULL);

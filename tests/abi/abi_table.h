@@ -64,7 +64,12 @@ int ABI_TABLE_FN(struct abi_entry* out) {
   ABI_OFF(ncclConfig_t, nvlsCTAs);
   ABI_OFF(ncclConfig_t, nChannelsPerNetPeer);
   ABI_OFF(ncclConfig_t, nvlinkCentricSched);
-  ABI_SIZE(struct ncclConfig_v22800);
+  ABI_OFF(ncclConfig_t, graphUsageMode);
+  ABI_OFF(ncclConfig_t, numRmaCtx);
+  ABI_OFF(ncclConfig_t, maxP2pPeers);
+  ABI_OFF(ncclConfig_t, graphStreamOrdering);
+  ABI_SIZE(struct ncclConfig_v23000);
+  ABI_VAL(NCCL_API_MAGIC);
 
   /* What NCCL_CONFIG_INITIALIZER fills in (version differs on purpose; it must still be the
    * header's own NCCL_VERSION_CODE). */
@@ -85,6 +90,10 @@ int ABI_TABLE_FN(struct abi_entry* out) {
   ABI_VAL(cfg.nvlsCTAs);
   ABI_VAL(cfg.nChannelsPerNetPeer);
   ABI_VAL(cfg.nvlinkCentricSched);
+  ABI_VAL(cfg.graphUsageMode);
+  ABI_VAL(cfg.numRmaCtx);
+  ABI_VAL(cfg.maxP2pPeers);
+  ABI_VAL(cfg.graphStreamOrdering);
 
   ABI_SIZE(ncclSimInfo_t);
   ABI_OFF(ncclSimInfo_t, size);
@@ -114,6 +123,7 @@ int ABI_TABLE_FN(struct abi_entry* out) {
   ABI_VAL(ncclInvalidUsage);
   ABI_VAL(ncclRemoteError);
   ABI_VAL(ncclInProgress);
+  ABI_VAL(ncclTimeout);
   ABI_VAL(ncclNumResults);
 
   ABI_SIZE(ncclDataType_t);

@@ -12,8 +12,6 @@
 # WEFT_NCCL_WHEEL_DIR and kept there (a wheel already there is not fetched again); a failed
 # fetch fails the test. Scripts: devcomm_*_check.cmake, devcomm_header_compile.cmake.
 
-set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels CACHE PATH
-  "Where the device-API tests keep NVIDIA's nvidia-nccl-cu13 wheels (kept: not fetched again)")
 find_program(WEFT_DEVCOMM_PYTHON NAMES python3 python)
 find_program(WEFT_DEVCOMM_CXX NAMES c++ g++ clang++)
 find_program(WEFT_DEVCOMM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)

@@ -67,3 +67,7 @@ add_test(NAME policy_env_plugin_stock_nccl
           $<TARGET_FILE:nccl-net-weft-socket>)
 set_tests_properties(policy_env_plugin_stock_nccl PROPERTIES LABELS "gpu;policy" TIMEOUT 300
   SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu)
+# ncclParam* against weft-policy's schema and explain for one environment (issue 50).
+weft_add_test(NAME param_api_matches_weft_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/param_api.c
+  LABELS unit ARGS $<TARGET_FILE:weft-policy>)
+add_dependencies(param_api_matches_weft_policy weft-policy)

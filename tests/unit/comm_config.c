@@ -56,6 +56,41 @@ int main(void) {
   EXPECT_OK(comm_config_resolve(&shortc, "t", &out));
   EXPECT_EQ_INT(out.splitShare, 0);
 
+  /* NCCL 2.29-2.30's fields: read from a 96-byte struct, overridden by NCCL's variables. */
+  ncclConfig_t c30 = NCCL_CONFIG_INITIALIZER;
+  c30.graphUsageMode = 2;
+  c30.numRmaCtx = 3;
+  c30.graphStreamOrdering = 1;
+  EXPECT_OK(comm_config_resolve(&c30, "t", &out));
+  EXPECT_EQ_INT(out.graphUsageMode, 2);
+  EXPECT_EQ_INT(out.numRmaCtx, 3);
+  EXPECT_EQ_INT(out.maxP2pPeers, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ_INT(out.graphStreamOrdering, 1);
+  setenv("NCCL_GRAPH_MIXING_SUPPORT", "0", 1);
+  setenv("NCCL_NUM_RMA_CTX", "5", 1);
+  setenv("NCCL_P2P_MAX_PEERS", "6", 1);
+  setenv("NCCL_GRAPH_STREAM_ORDERING", "0", 1);
+  EXPECT_OK(comm_config_resolve(&c30, "t", &out));
+  EXPECT_EQ_INT(out.graphUsageMode, 0);
+  EXPECT_EQ_INT(out.numRmaCtx, 5);
+  EXPECT_EQ_INT(out.maxP2pPeers, 6);
+  EXPECT_EQ_INT(out.graphStreamOrdering, 0);
+  setenv("NCCL_GRAPH_MIXING_SUPPORT", "1", 1);
+  setenv("NCCL_P2P_MAX_PEERS", "0", 1); /* not > 0: the config's stands */
+  EXPECT_OK(comm_config_resolve(&c30, "t", &out));
+  EXPECT_EQ_INT(out.graphUsageMode, 2);
+  EXPECT_EQ_INT(out.maxP2pPeers, NCCL_CONFIG_UNDEF_INT);
+  unsetenv("NCCL_GRAPH_MIXING_SUPPORT");
+  unsetenv("NCCL_NUM_RMA_CTX");
+  unsetenv("NCCL_P2P_MAX_PEERS");
+  unsetenv("NCCL_GRAPH_STREAM_ORDERING");
+  ncclConfig_t c28 = c30; /* a 2.28 caller's size: the new fields are not read */
+  c28.size = offsetof(ncclConfig_t, graphUsageMode);
+  EXPECT_OK(comm_config_resolve(&c28, "t", &out));
+  EXPECT_EQ_INT(out.graphUsageMode, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ_INT(out.numRmaCtx, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ_INT(out.graphStreamOrdering, NCCL_CONFIG_UNDEF_INT);
+
   /* Bad inputs. */
   ncclConfig_t bad = NCCL_CONFIG_INITIALIZER;
   bad.magic = 0x1234;
@@ -75,6 +110,12 @@ int main(void) {
   EXPECT_RES(comm_config_resolve(&bad, "t", &out), ncclInvalidArgument);
   bad = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
   bad.CTAPolicy = 3;
+  EXPECT_RES(comm_config_resolve(&bad, "t", &out), ncclInvalidArgument);
+  bad = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
+  bad.graphUsageMode = 3;
+  EXPECT_RES(comm_config_resolve(&bad, "t", &out), ncclInvalidArgument);
+  bad = (ncclConfig_t)NCCL_CONFIG_INITIALIZER;
+  bad.maxP2pPeers = -2;
   EXPECT_RES(comm_config_resolve(&bad, "t", &out), ncclInvalidArgument);
   return 0;
 }
