@@ -13,6 +13,7 @@ if(NOT EXISTS "${CUDA_INCLUDE}/cuda.h")
 endif()
 
 # ---- the wheel: fetched once into WHEELS, shared with the abi and export tests ----------------
+file(MAKE_DIRECTORY "${WORK}")
 include(${CMAKE_CURRENT_LIST_DIR}/../abi/scripts/nvidia_wheel.cmake)
 nvidia_wheel("${WHEELS}" "${VERSION}" nv HEADERS_ONLY)
 set(nv_include "${nv}/include")
