@@ -17,6 +17,7 @@ typedef struct deferred_init {
   ncclUniqueId id;
   group_job_fn job; /* NULL: an init of comm with id */
   void* job_arg;
+  group_drop_fn drop; /* an after-call's: frees job_arg when it does not run */
   ncclResult_t job_result;
   pthread_t thread;
   int started;
@@ -26,6 +27,7 @@ typedef struct deferred_init {
 static __thread int depth;
 static __thread deferred_init* pending;
 static __thread deferred_init* pending_jobs;
+static __thread deferred_init* pending_after; /* group_defer_after's, in call order */
 static __thread ncclResult_t sticky;
 /* Communicators with operations queued in the open group, in first-use order. */
 static __thread struct ncclComm** op_comms;
@@ -55,7 +57,8 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+static ncclResult_t queue_job(deferred_init** list, struct ncclComm* comm, group_job_fn fn,
+                              void* arg, group_drop_fn drop) {
   deferred_init* d = calloc(1, sizeof *d);
   if (!d) {
     WARN("rank %d: out of memory queueing a call in a group", comm->rank);
@@ -64,10 +67,30 @@ ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) 
   d->comm = comm;
   d->job = fn;
   d->job_arg = arg;
-  deferred_init** tail = &pending_jobs; /* in call order: a comm's jobs run in that order */
+  d->drop = drop;
+  deferred_init** tail = list; /* in call order: a comm's jobs run in that order */
   while (*tail) tail = &(*tail)->next;
   *tail = d;
   return ncclSuccess;
+}
+
+ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
+  return queue_job(&pending_jobs, comm, fn, arg, NULL);
+}
+
+ncclResult_t group_defer_after(struct ncclComm* comm, group_job_fn fn, void* arg,
+                               group_drop_fn drop) {
+  return queue_job(&pending_after, comm, fn, arg, drop);
+}
+
+/* Free a list of jobs that will not run. */
+static void drop_jobs(deferred_init* list) {
+  while (list) {
+    deferred_init* d = list;
+    list = d->next;
+    if (d->drop) d->drop(d->job_arg);
+    free(d);
+  }
 }
 
 static void* run_init(void* arg) {
@@ -82,10 +105,10 @@ static void* run_init(void* arg) {
 }
 
 /* The queued jobs: one thread per communicator runs its jobs in call order. */
-static ncclResult_t run_jobs(void) {
+static ncclResult_t run_jobs(deferred_init** pending_list) {
   ncclResult_t res = ncclSuccess;
-  deferred_init* list = pending_jobs;
-  pending_jobs = NULL;
+  deferred_init* list = *pending_list;
+  *pending_list = NULL;
   for (deferred_init* d = list; d; d = d->next) {
     int first = 1;
     for (deferred_init* e = list; e != d; e = e->next)
@@ -95,7 +118,10 @@ static ncclResult_t run_jobs(void) {
     if (rc != 0) {
       WARN("rank %d: cannot start a group thread: %s", d->comm->rank, strerror(rc));
       for (deferred_init* e = d; e; e = e->next)
-        if (e->comm == d->comm) e->job_result = ncclSystemError;
+        if (e->comm == d->comm) {
+          e->job_result = ncclSystemError;
+          if (e->drop) e->drop(e->job_arg);
+        }
       continue;
     }
     d->started = 1; /* owns the thread */
@@ -266,6 +292,17 @@ void group_forget_comm(struct ncclComm* comm, const char* fn) {
     WARN("%s: rank %d: a window registration queued in the open group is dropped", fn,
          comm->rank);
   }
+  for (deferred_init** d = &pending_after; *d;) {
+    if ((*d)->comm != comm) {
+      d = &(*d)->next;
+      continue;
+    }
+    deferred_init* gone = *d;
+    *d = gone->next;
+    gone->next = NULL;
+    drop_jobs(gone);
+    WARN("%s: rank %d: a one-sided call queued in the open group is dropped", fn, comm->rank);
+  }
   for (int i = 0; i < n_op_comms; i++) {
     if (op_comms[i] != comm) continue;
     int nops = comm->plan ? comm->plan->npending : 0;
@@ -319,12 +356,20 @@ ncclResult_t group_end(void) {
   }
   if (--depth > 0) return ncclSuccess;
   ncclResult_t res = run_deferred();
-  ncclResult_t jobs = run_jobs();
+  ncclResult_t jobs = run_jobs(&pending_jobs);
   if (res == ncclSuccess) res = jobs;
   if (sticky != ncclSuccess) res = sticky;
   if (n_api_comms) api_comms_end(res);
   ncclResult_t ops = run_ops(res);
   if (res == ncclSuccess) res = ops;
+  if (res == ncclSuccess) {
+    ncclResult_t after = run_jobs(&pending_after);
+    if (res == ncclSuccess) res = after;
+  } else {
+    deferred_init* list = pending_after;
+    pending_after = NULL;
+    drop_jobs(list);
+  }
   sticky = ncclSuccess;
   return res;
 }

@@ -15,6 +15,7 @@
 #include "util/clock.h"
 #include "util/param.h"
 #include "util/names.h"
+#include "util/proc.h"
 
 #define CHECK_INTERVAL_MS 100
 /* w->blocked while an item waits for its turn on a connection (an earlier item holds it). */
@@ -43,24 +44,6 @@ struct weft_host {
   int caller_runs; /* WEFT_HOST_CALLER_RUNS */
   host_channel* ch;
 };
-
-/* ---- peer liveness ---- */
-
-/* 0 when the process is gone (or a zombie), 1 otherwise. */
-static int pid_alive(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char* close_paren = strrchr(buf, ')');
-  if (close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'))
-    return 0;
-  return 1;
-}
 
 /* ---- work items ---- */
 
@@ -139,7 +122,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     comm_hang_note_wait(w->comm, c->peer, c->channel, c->is_send, c->proto, c->step);
   }
   if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
-      !pid_alive(w->conns[w->blocked]->watch_pid)) {
+      !proc_alive(w->conns[w->blocked]->watch_pid)) {
     /* What it sent before it left is still in shared memory, and may have landed since this
      * item last looked (a peer that finished, destroyed its communicator and exited): look
      * again before calling the wait failed. */
@@ -150,7 +133,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
       return 0;
     }
     if (w->blocked < 0 || !w->conns[w->blocked] || !w->conns[w->blocked]->watch_pid ||
-        pid_alive(w->conns[w->blocked]->watch_pid))
+        proc_alive(w->conns[w->blocked]->watch_pid))
       return 0; /* it now waits on another peer, which is alive */
     describe_wait(w, what, sizeof what);
     WARN("rank %d: %s (seq %llu) was waiting for %s, and that rank's process (pid %d) has "

@@ -13,6 +13,7 @@
 #include "device/device_exec.h"
 #endif
 #include "host/host.h"
+#include "rma/rma.h"
 #include "plan/plan.h"
 #include "plugin/net.h"
 #include "proxy/proxy.h"
@@ -213,6 +214,7 @@ void comm_datapath_fini(struct ncclComm* comm) {
          (void*)comm);
   host_exec_destroy(comm->host);
   comm->host = NULL;
+  rma_fini(comm); /* its thread reads the one-sided FIFOs: stopped before they close */
 #ifdef WEFT_HAVE_CUDA
   /* Kernels may still use the connections (and wait on the proxy for net ones): they finish,
    * or stop after an abort, first; the executor is freed once the proxy, which may stop
