@@ -13,3 +13,25 @@ weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_D
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
 weft_add_test(NAME rma_bad_arguments_are_refused SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_bad_args.c
   LABELS mp fault)
+
+# docs/one-sided.md's example, taken from the page at configure time, compiled and run as is
+# (its main renamed, so that a driver checks first that weft's library is the one loaded).
+set(_doc ${PROJECT_SOURCE_DIR}/docs/one-sided.md)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_doc})
+file(READ ${_doc} _text)
+string(FIND "${_text}" "<!-- one-sided example" _at)
+if(_at EQUAL -1)
+  message(FATAL_ERROR "docs/one-sided.md lost its example marker")
+endif()
+string(SUBSTRING "${_text}" ${_at} -1 _text)
+string(FIND "${_text}" "```c\n" _begin)
+math(EXPR _begin "${_begin} + 5")
+string(SUBSTRING "${_text}" ${_begin} -1 _text)
+string(FIND "${_text}" "\n```" _end)
+string(SUBSTRING "${_text}" 0 ${_end} _code)
+file(WRITE ${PROJECT_BINARY_DIR}/tests/one_sided_example.c "${_code}\n")
+weft_add_test(NAME docs_one_sided_example
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_doc_example.c ${PROJECT_BINARY_DIR}/tests/one_sided_example.c
+  LABELS mp)
+set_source_files_properties(${PROJECT_BINARY_DIR}/tests/one_sided_example.c PROPERTIES
+  COMPILE_DEFINITIONS main=one_sided_example_main)
