@@ -434,7 +434,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
    * connects the one-sided FIFOs with every peer: collective, like the mapping below. */
   if (winFlags == NCCL_WIN_COLL_SYMMETRIC) {
     ncclResult_t res = rma_window_add(comm, r);
-    if (res == ncclSuccess && comm->mode == WEFT_MODE_HOST && !rma_connected(comm))
+    if (res == ncclSuccess && !rma_connected(comm))
       res = group_depth() > 0 ? group_defer_job(comm, rma_connect_job, NULL) : rma_connect(comm);
     if (res != ncclSuccess) {
       reg_remove(comm, fn, r, 1);

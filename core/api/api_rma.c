@@ -4,8 +4,8 @@
  * wait with opCnt > 0, a peer of comm, sigIdx and ctx 0. Then rma/ does the work. Inside a
  * group a call runs at the outermost ncclGroupEnd, after the group's collectives and
  * point-to-point operations, every communicator's calls at once (a wait may need a put of
- * another rank of the same group). Host mode only, for now: on a GPU communicator the calls
- * are refused with ncclInvalidUsage. */
+ * another rank of the same group). On a GPU communicator the work is enqueued on the stream
+ * (rma/rma_dev.c); in host mode the calling thread is the stream. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,7 @@ typedef struct {
   int n; /* wait: descriptors */
   int* peers;
   int* counts;
+  void* stream;
 } rma_call;
 
 static void call_free(void* arg) {
@@ -43,8 +44,9 @@ static void call_free(void* arg) {
 static ncclResult_t call_run(struct ncclComm* comm, void* arg) {
   rma_call* c = arg;
   __atomic_add_fetch(&comm->plan->inflight, 1, __ATOMIC_ACQ_REL);
-  ncclResult_t res = c->wait ? rma_wait(comm, c->n, c->peers, c->counts)
-                             : rma_put(comm, c->src, c->bytes, c->peer, c->win, c->offset);
+  ncclResult_t res = c->wait ? rma_wait(comm, c->n, c->peers, c->counts, c->stream)
+                             : rma_put(comm, c->src, c->bytes, c->peer, c->win, c->offset,
+                                       c->stream);
   __atomic_sub_fetch(&comm->plan->inflight, 1, __ATOMIC_ACQ_REL);
   call_free(c);
   return res;
@@ -64,12 +66,9 @@ static ncclResult_t check_zero(const char* fn, const char* what, long long v) {
   return ncclInvalidArgument;
 }
 
-/* What every one-sided call checks first: the communicator and its mode. */
+/* What every one-sided call checks first: the communicator. */
 static ncclResult_t check_comm(const char* fn, struct ncclComm* comm) {
-  WEFT_CHECK(comm_check(comm, fn));
-  if (comm->mode == WEFT_MODE_DEVICE)
-    return api_not_available(fn, "one-sided communication on a GPU communicator");
-  return ncclSuccess;
+  return comm_check(comm, fn);
 }
 
 /* The symmetric window of comm that holds [p, p + bytes), or NULL. */
@@ -94,7 +93,6 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
                            int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
                            int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclPutSignal";
-  (void)stream; /* host mode: the calling thread is the stream */
   WEFT_CHECK(check_comm(fn, comm));
   WEFT_CHECK(check_zero(fn, "ctx", ctx));
   WEFT_CHECK(check_zero(fn, "sigIdx", sigIdx));
@@ -134,7 +132,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
     WARN("%s: out of memory", fn);
     return ncclSystemError;
   }
-  *c = (rma_call){0, localbuff, bytes, peer, win, peerWinOffset, 0, NULL, NULL};
+  *c = (rma_call){0, localbuff, bytes, peer, win, peerWinOffset, 0, NULL, NULL, stream};
   return call_issue(comm, c);
 }
 
@@ -143,7 +141,6 @@ WEFT_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int f
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                         cudaStream_t stream) {
   const char* fn = "ncclSignal";
-  (void)stream;
   WEFT_CHECK(check_comm(fn, comm));
   WEFT_CHECK(check_zero(fn, "ctx", ctx));
   WEFT_CHECK(check_zero(fn, "sigIdx", sigIdx));
@@ -154,7 +151,7 @@ ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclC
     WARN("%s: out of memory", fn);
     return ncclSystemError;
   }
-  *c = (rma_call){0, NULL, 0, peer, NULL, 0, 0, NULL, NULL};
+  *c = (rma_call){0, NULL, 0, peer, NULL, 0, 0, NULL, NULL, stream};
   return call_issue(comm, c);
 }
 
@@ -163,7 +160,6 @@ WEFT_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDe
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
                             cudaStream_t stream) {
   const char* fn = "ncclWaitSignal";
-  (void)stream;
   WEFT_CHECK(check_comm(fn, comm));
   if (nDesc <= 0) {
     WARN("%s: nDesc = %d (at least one descriptor is needed)", fn, nDesc);
@@ -197,6 +193,6 @@ ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclCo
     peers[i] = signalDescs[i].peer;
     counts[i] = signalDescs[i].opCnt;
   }
-  *c = (rma_call){1, NULL, 0, -1, NULL, 0, nDesc, peers, counts};
+  *c = (rma_call){1, NULL, 0, -1, NULL, 0, nDesc, peers, counts, stream};
   return call_issue(comm, c);
 }

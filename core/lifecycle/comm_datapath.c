@@ -214,7 +214,6 @@ void comm_datapath_fini(struct ncclComm* comm) {
          (void*)comm);
   host_exec_destroy(comm->host);
   comm->host = NULL;
-  rma_fini(comm); /* its thread reads the one-sided FIFOs: stopped before they close */
 #ifdef WEFT_HAVE_CUDA
   /* Kernels may still use the connections (and wait on the proxy for net ones): they finish,
    * or stop after an abort, first; the executor is freed once the proxy, which may stop
@@ -222,6 +221,9 @@ void comm_datapath_fini(struct ncclComm* comm) {
   int aborting = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
   device_exec_wait_idle(comm, comm->device, aborting);
 #endif
+  /* After the kernels (a wait kernel reads its counters), before the connections close (the
+   * rma thread reads the one-sided FIFOs). */
+  rma_fini(comm);
   if (comm->proxy) {
     comm_datapath_quiesce(comm);
     proxy_stop(comm->proxy);

@@ -1,5 +1,5 @@
 /* One-sided communication: ncclPutSignal, ncclSignal and ncclWaitSignal on symmetric windows
- * (NCCL 2.30's semantics), host mode.
+ * (NCCL 2.30's semantics), in host mode (below) and device mode (rma_dev.c).
  *
  * Every NCCL_WIN_COLL_SYMMETRIC window of a communicator gets a number, its place in the
  * order the ranks registered their windows (a collective call, so the same on every rank): a
@@ -35,25 +35,29 @@ ncclResult_t rma_window_add(struct ncclComm* comm, const weft_mem_reg* reg);
  * peer, and that peer's waits fail). */
 void rma_window_remove(struct ncclComm* comm, const weft_mem_reg* reg);
 
-/* Host mode, collective (every rank, at its first symmetric window): connect the one-sided
- * FIFOs with every peer and start the rma thread. Idempotent. Bounded by WEFT_TIMEOUT_MS. */
+/* Collective (every rank, at its first symmetric window): host mode connects the one-sided
+ * FIFOs with every peer and starts the rma thread; device mode allocates this GPU's signal
+ * counters and maps every peer's (rma_dev.c). Idempotent. Bounded by WEFT_TIMEOUT_MS. */
 ncclResult_t rma_connect(struct ncclComm* comm);
 /* 1 once rma_connect has run on comm. */
 int rma_connected(const struct ncclComm* comm);
 
-/* Host mode: write bytes from src into peer's copy of window win at offset, then raise one
- * signal there (signal index 0). bytes 0 (win NULL) is ncclSignal. The arguments are checked
- * by the caller (api/); win is a symmetric window of comm. Blocks only while the FIFO to peer
- * is full (the peer's rma thread drains it), bounded by WEFT_TIMEOUT_MS; a dead peer or an
- * aborted communicator fails it (ncclRemoteError), naming the peer. */
+/* Write bytes from src into peer's copy of window win at offset, then raise one signal there
+ * (signal index 0). bytes 0 (win NULL) is ncclSignal. The arguments are checked by the caller
+ * (api/); win is a symmetric window of comm. Host mode: blocks only while the FIFO to peer is
+ * full (the peer's rma thread drains it), bounded by WEFT_TIMEOUT_MS; a dead peer or an
+ * aborted communicator fails it (ncclRemoteError), naming the peer. Device mode: enqueued on
+ * stream (a copy into the peer's mapped window, then the signal kernel). */
 ncclResult_t rma_put(struct ncclComm* comm, const void* src, size_t bytes, int peer,
-                     const weft_mem_reg* win, size_t offset);
+                     const weft_mem_reg* win, size_t offset, void* stream);
 
-/* Host mode: wait until counts[i] more signals arrived from peers[i] (i < n; a peer may
- * repeat, its counts add up) than earlier waits consumed, then consume them. Bounded by
- * WEFT_TIMEOUT_MS: the error names the peer, the signal index and the count; a dead peer fails
- * it as soon as what it sent before it died has been drained. */
-ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int* counts);
+/* Wait until counts[i] more signals arrived from peers[i] (i < n; a peer may repeat, its
+ * counts add up) than earlier waits consumed, then consume them. Host mode: bounded by
+ * WEFT_TIMEOUT_MS, the error names the peer, the signal index and the count; a dead peer fails
+ * it as soon as what it sent before it died has been drained. Device mode: a kernel on stream
+ * waits (bounded like every kernel wait), the host thread does not. */
+ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int* counts,
+                      void* stream);
 
 /* Stop the rma thread and free the state. Before transport_fini: the thread reads the FIFOs. */
 void rma_fini(struct ncclComm* comm);

@@ -48,6 +48,13 @@ struct weft_rma {
   int thread_live;
   volatile int stop;
   int timeout_ms;
+  /* device mode (rma_dev.c): this GPU's signal counters, one per source rank, written by the
+   * peers through sig_map; what waits consumed of them; NULL sig_map: peers cannot reach them
+   * (dev_why says why) */
+  uint64_t* dev_sig;
+  uint64_t* dev_consumed;
+  struct weft_window_map* sig_map;
+  char dev_why[160];
 };
 
 /* rma_service.c: drain what arrived from peer p (the caller holds its drain_lock). 1 when a
@@ -57,6 +64,16 @@ int rma_drain(struct weft_rma* r, int p);
 int rma_drain_try(struct weft_rma* r, int p);
 /* The rma thread: drains every peer's FIFO, backing off when nothing moves. */
 void* rma_service_main(void* arg);
+
+/* rma_dev.c (device mode): the counters, mapped by every rank (collective); a put on stream
+ * (copy, then the signal kernel); a wait kernel on stream. Without CUDA these are never called
+ * (no communicator is in device mode). */
+ncclResult_t rma_dev_connect(struct weft_rma* r);
+ncclResult_t rma_dev_put(struct weft_rma* r, const void* src, size_t bytes, int peer,
+                         const weft_mem_reg* win, size_t offset, void* stream);
+ncclResult_t rma_dev_wait(struct weft_rma* r, int n, const int* peers, const int* counts,
+                          void* stream);
+void rma_dev_fini(struct weft_rma* r);
 
 /* Mark the communicator failed with res (the first error stays), as a failed collective does. */
 void rma_comm_failed(struct ncclComm* comm, ncclResult_t res);

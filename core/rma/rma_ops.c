@@ -75,13 +75,14 @@ static ncclResult_t window_number(struct weft_rma* r, const weft_mem_reg* win, u
 }
 
 ncclResult_t rma_put(struct ncclComm* comm, const void* src, size_t bytes, int peer,
-                     const weft_mem_reg* win, size_t offset) {
+                     const weft_mem_reg* win, size_t offset, void* stream) {
   const char* fn = bytes ? "ncclPutSignal" : "ncclSignal";
   struct weft_rma* r = comm->rma;
   if (!rma_connected(comm)) {
     WARN("rank %d: %s: no symmetric window was registered on this communicator", comm->rank, fn);
     return ncclInvalidUsage;
   }
+  if (comm->mode == WEFT_MODE_DEVICE) return rma_dev_put(r, src, bytes, peer, win, offset, stream);
   uint64_t number = 0;
   if (bytes) WEFT_CHECK(window_number(r, win, &number));
   if (peer == comm->rank) { /* to itself: the copy, then the signal */
@@ -130,13 +131,15 @@ static const char* signals_gone(struct weft_rma* r, int p, uint64_t now, uint64_
   return gone;
 }
 
-ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int* counts) {
+ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int* counts,
+                      void* stream) {
   struct weft_rma* r = comm->rma;
-  if (!r || (!rma_connected(comm) && comm->nranks > 1)) {
+  if (!rma_connected(comm)) {
     WARN("rank %d: ncclWaitSignal: no symmetric window was registered on this communicator",
          comm->rank);
     return ncclInvalidUsage;
   }
+  if (comm->mode == WEFT_MODE_DEVICE) return rma_dev_wait(r, n, peers, counts, stream);
   uint64_t want_stack[16];
   uint64_t* want = n <= 16 ? want_stack : malloc((size_t)n * sizeof *want);
   if (!want) {

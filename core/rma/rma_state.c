@@ -79,6 +79,11 @@ ncclResult_t rma_connect(struct ncclComm* comm) {
   struct weft_rma* r;
   WEFT_CHECK(rma_state(comm, &r));
   if (r->connected) return ncclSuccess;
+  if (comm->mode == WEFT_MODE_DEVICE) {
+    WEFT_CHECK(rma_dev_connect(r));
+    __atomic_store_n(&r->connected, 1, __ATOMIC_RELEASE);
+    return ncclSuccess;
+  }
   int n = comm->nranks;
   if (n > 1) {
     weft_conn_key* keys = calloc(2 * (size_t)(n - 1), sizeof *keys);
@@ -140,6 +145,7 @@ void rma_fini(struct ncclComm* comm) {
     __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
     pthread_join(r->thread, NULL);
   }
+  rma_dev_fini(r);
   for (int p = 0; p < comm->nranks; p++) pthread_mutex_destroy(&r->peers[p].drain_lock);
   pthread_rwlock_destroy(&r->windows_lock);
   free(r->peers);

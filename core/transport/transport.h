@@ -130,6 +130,8 @@ ncclResult_t transport_window_map(struct ncclComm* comm, void* buff, size_t size
 void transport_window_unmap(struct ncclComm* comm, weft_window_map* m);
 /* The ranks' buffers as mapped here, in GPU memory (nranks entries, rank order). */
 char* const* transport_window_peers(const weft_window_map* m);
+/* Rank q's buffer as mapped in this process (host-side copy of that table). */
+char* transport_window_peer(const weft_window_map* m, int q);
 /* The bytes every rank registered at least. */
 size_t transport_window_bytes(const weft_window_map* m);
 

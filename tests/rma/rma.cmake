@@ -35,3 +35,26 @@ weft_add_test(NAME docs_one_sided_example
   LABELS mp)
 set_source_files_properties(${PROJECT_BINARY_DIR}/tests/one_sided_example.c PROPERTIES
   COMPILE_DEFINITIONS main=one_sided_example_main)
+
+# GPU communicators (label gpu; exit 77 without a usable GPU): puts, signals and waits on
+# cudaMalloc windows, rounds checked against a reference and a captured graph replayed, on 2 and
+# 4 ranks sharing the visible GPUs, in separate processes and in one (rma_gpu.c).
+if(WEFT_HAVE_CUDA)
+  add_executable(rma_gpu ${CMAKE_CURRENT_LIST_DIR}/rma_gpu.c
+    ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_world.c ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_same.c)
+  target_include_directories(rma_gpu PRIVATE ${PROJECT_SOURCE_DIR}/tests/gpu)
+  target_link_libraries(rma_gpu PRIVATE weft_testlib CUDA::cudart Threads::Threads)
+  set_target_properties(rma_gpu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  foreach(cfg "procs;2" "procs;4" "gpus;2" "gpus;4")
+    list(GET cfg 0 _m)
+    list(GET cfg 1 _n)
+    set(_labels gpu)
+    if(_m STREQUAL "procs")
+      list(APPEND _labels mp)
+    endif()
+    add_test(NAME rma_gpu_${_n}${_m}_shared COMMAND rma_gpu --${_m} ${_n} --share)
+    set_tests_properties(rma_gpu_${_n}${_m}_shared PROPERTIES LABELS "${_labels}" TIMEOUT 300
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+endif()
