@@ -54,7 +54,7 @@ struct weft_rma {
   uint64_t* dev_sig;
   uint64_t* dev_consumed;
   struct weft_window_map* sig_map;
-  char dev_why[160];
+  char dev_why[256];
 };
 
 /* rma_service.c: drain what arrived from peer p (the caller holds its drain_lock). 1 when a

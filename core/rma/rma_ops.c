@@ -127,7 +127,9 @@ static const char* signals_gone(struct weft_rma* r, int p, uint64_t now, uint64_
   const char* gone = conn_gone(pp->recv, now, next_check);
   if (!gone) return NULL;
   rma_drain_try(r, p);
-  if (__atomic_load_n(&pp->recv->ctrl->tail, __ATOMIC_ACQUIRE) > pp->recv->step) return NULL;
+  if (__atomic_load_n(&pp->recv->ctrl->tail, __ATOMIC_ACQUIRE) >
+      __atomic_load_n(&pp->recv->step, __ATOMIC_RELAXED))
+    return NULL;
   return gone;
 }
 

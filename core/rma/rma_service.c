@@ -72,7 +72,7 @@ int rma_drain(struct weft_rma* r, int p) {
     if (d < 0) return -1;
     if (d == 0) break;
     if (h.flags & RMA_STEP_SIGNAL) __atomic_add_fetch(&pp->signals, 1, __ATOMIC_RELEASE);
-    c->step++;
+    __atomic_store_n(&c->step, c->step + 1, __ATOMIC_RELAXED); /* a waiter reads it unlocked */
     __atomic_store_n(&c->ctrl->head, c->step, __ATOMIC_RELEASE);
     moved = 1;
   }

@@ -3,7 +3,7 @@
 foreach(tr shm net)
   foreach(n 2 4)
     weft_add_test(NAME rma_put_signal_wait_${n}_ranks_${tr}
-      SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_put_signal.c LABELS mp ARGS ${n} ${tr}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_put_signal.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c LABELS mp ARGS ${n} ${tr}
       ENV NCCL_BUFFSIZE=262144 TIMEOUT 120)
   endforeach()
   weft_add_test(NAME rma_wait_fails_fast_when_peer_killed_${tr}
@@ -40,7 +40,7 @@ set_source_files_properties(${PROJECT_BINARY_DIR}/tests/one_sided_example.c PROP
 # cudaMalloc windows, rounds checked against a reference and a captured graph replayed, on 2 and
 # 4 ranks sharing the visible GPUs, in separate processes and in one (rma_gpu.c).
 if(WEFT_HAVE_CUDA)
-  add_executable(rma_gpu ${CMAKE_CURRENT_LIST_DIR}/rma_gpu.c
+  add_executable(rma_gpu ${CMAKE_CURRENT_LIST_DIR}/rma_gpu.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c
     ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_world.c ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_same.c)
   target_include_directories(rma_gpu PRIVATE ${PROJECT_SOURCE_DIR}/tests/gpu)
   target_link_libraries(rma_gpu PRIVATE weft_testlib CUDA::cudart Threads::Threads)

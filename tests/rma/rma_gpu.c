@@ -15,19 +15,13 @@
 #include <string.h>
 
 #include "gpu_world.h"
+#include "rma_ref.h"
 #include "testutil.h"
 
 #define ROUNDS 3
 #define REPLAYS 4
-#define MAX_OPS 5
 #define SRC_BYTES (256 * 1024)
 #define REGION (160 * 1024)
-
-typedef struct {
-  int signal_only;
-  ncclDataType_t type;
-  size_t count, src_off, dst_off;
-} op;
 
 typedef struct {
   char* win;  /* device: nranks regions */
@@ -37,46 +31,6 @@ typedef struct {
   char* expect;
   int64_t* sync; /* device: the AllReduce between rounds */
 } rank_bufs;
-
-static const ncclDataType_t types[] = {ncclInt8, ncclFloat16, ncclFloat32, ncclFloat64};
-static size_t type_size(ncclDataType_t t) {
-  return t == ncclInt8 ? 1 : t == ncclFloat16 ? 2 : t == ncclFloat32 ? 4 : 8;
-}
-
-static uint64_t mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t s = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xbf58476d1ce4e5b9ull) ^
-               (c * 0x94d049bb133111ebull);
-  return s ? s : 1;
-}
-
-static void fill(void* p, size_t n, uint64_t st) {
-  unsigned char* b = p;
-  for (size_t i = 0; i < n; i++) {
-    if (i % 8 == 0) st = test_rand(&st);
-    b[i] = (unsigned char)(st >> (8 * (i % 8)));
-  }
-}
-
-static int plan_ops(uint64_t seed, int round, int s, int t, op* ops) {
-  uint64_t st = mix(seed, (uint64_t)round + 1, (uint64_t)s + 1, (uint64_t)t + 1);
-  int n = 1 + (int)(test_rand(&st) % MAX_OPS);
-  for (int i = 0; i < n; i++) {
-    op* o = &ops[i];
-    memset(o, 0, sizeof *o);
-    if (i > 0 && test_rand(&st) % 4 == 0) {
-      o->signal_only = 1;
-      continue;
-    }
-    o->type = types[test_rand(&st) % 4];
-    size_t es = type_size(o->type);
-    size_t bytes = test_rand(&st) % 2 ? test_rand(&st) % (REGION + 1) : test_rand(&st) % 2048;
-    o->count = bytes / es;
-    bytes = o->count * es;
-    o->src_off = (test_rand(&st) % (SRC_BYTES - bytes + 1)) / es * es;
-    o->dst_off = test_rand(&st) % (REGION - bytes + 1);
-  }
-  return n;
-}
 
 #define NCCL_CHECK(r, call)                                                                 \
   do {                                                                                      \
@@ -114,14 +68,15 @@ static int check_window(const gpu_rank* r, rank_bufs* b, int nranks, const char*
 
 static int rounds(gpu_world* w, rank_bufs* b) {
   int n = w->nranks;
-  op ops[MAX_OPS];
+  rma_ref_op ops[RMA_REF_MAX_OPS];
   char* ref = malloc(SRC_BYTES);
   ncclWaitSignalDesc_t* descs = calloc((size_t)n, sizeof *descs);
   if (!ref || !descs) return GPU_FAIL;
   for (int round = 0; round < ROUNDS; round++) {
     for (int i = 0; i < w->nlocal; i++) {
       gpu_rank* r = &w->loc[i];
-      fill(b[i].host, SRC_BYTES, mix(w->seed, 7, (uint64_t)r->rank + 1, (uint64_t)round + 1));
+      rma_ref_fill(b[i].host, SRC_BYTES,
+                   rma_ref_mix(w->seed, 7, (uint64_t)r->rank + 1, (uint64_t)round + 1));
       CUDA_OK(cudaSetDevice(r->dev));
       CUDA_OK(cudaMemcpy(b[i].src, b[i].host, SRC_BYTES, cudaMemcpyHostToDevice));
     }
@@ -131,7 +86,7 @@ static int rounds(gpu_world* w, rank_bufs* b) {
       CUDA_OK(cudaSetDevice(r->dev));
       for (int k = 0; k < n; k++) {
         int t = (r->rank + 1 + k) % n;
-        int nops = plan_ops(w->seed, round, r->rank, t, ops);
+        int nops = rma_ref_plan(w->seed, round, r->rank, t, REGION, SRC_BYTES, ops);
         for (int j = 0; j < nops; j++) {
           if (ops[j].signal_only)
             NCCL_CHECK(r, ncclSignal(t, 0, 0, 0, r->comm, r->stream));
@@ -142,13 +97,13 @@ static int rounds(gpu_world* w, rank_bufs* b) {
         }
       }
       for (int s = 0; s < n; s++) {
-        int nops = plan_ops(w->seed, round, s, r->rank, ops);
+        int nops = rma_ref_plan(w->seed, round, s, r->rank, REGION, SRC_BYTES, ops);
         descs[s] = (ncclWaitSignalDesc_t){nops, s, 0, 0};
-        fill(ref, SRC_BYTES, mix(w->seed, 7, (uint64_t)s + 1, (uint64_t)round + 1));
+        rma_ref_fill(ref, SRC_BYTES, rma_ref_mix(w->seed, 7, (uint64_t)s + 1, (uint64_t)round + 1));
         for (int j = 0; j < nops; j++)
           if (!ops[j].signal_only)
             memcpy(b[i].expect + (size_t)s * REGION + ops[j].dst_off, ref + ops[j].src_off,
-                   ops[j].count * type_size(ops[j].type));
+                   ops[j].count * rma_ref_type_size(ops[j].type));
       }
       NCCL_CHECK(r, ncclWaitSignal(n, descs, r->comm, r->stream));
     }
@@ -192,11 +147,12 @@ static int graph(gpu_world* w, rank_bufs* b) {
     for (int i = 0; i < w->nlocal; i++) {
       gpu_rank* r = &w->loc[i];
       int prev = (r->rank + n - 1) % n;
-      fill(b[i].host, GRAPH_BYTES, mix(w->seed, 11, (uint64_t)r->rank + 1, (uint64_t)rep + 1));
+      rma_ref_fill(b[i].host, GRAPH_BYTES,
+                   rma_ref_mix(w->seed, 11, (uint64_t)r->rank + 1, (uint64_t)rep + 1));
       CUDA_OK(cudaSetDevice(r->dev));
       CUDA_OK(cudaMemcpy(b[i].src, b[i].host, GRAPH_BYTES, cudaMemcpyHostToDevice));
-      fill(b[i].expect + (size_t)prev * REGION, GRAPH_BYTES,
-           mix(w->seed, 11, (uint64_t)prev + 1, (uint64_t)rep + 1));
+      rma_ref_fill(b[i].expect + (size_t)prev * REGION, GRAPH_BYTES,
+           rma_ref_mix(w->seed, 11, (uint64_t)prev + 1, (uint64_t)rep + 1));
     }
     for (int i = 0; i < w->nlocal; i++) {
       CUDA_OK(cudaSetDevice(w->loc[i].dev));
@@ -229,7 +185,7 @@ static int body(gpu_world* w, void* arg) {
     b[i].host = malloc(wbytes > SRC_BYTES ? wbytes : SRC_BYTES);
     b[i].expect = malloc(wbytes);
     if (!b[i].host || !b[i].expect) return GPU_FAIL;
-    fill(b[i].expect, wbytes, mix(w->seed, 99, (uint64_t)r->rank + 1, 0));
+    rma_ref_fill(b[i].expect, wbytes, rma_ref_mix(w->seed, 99, (uint64_t)r->rank + 1, 0));
     CUDA_OK(cudaMemcpy(b[i].win, b[i].expect, wbytes, cudaMemcpyHostToDevice));
     NCCL_CHECK(r, ncclCommWindowRegister(r->comm, b[i].win, wbytes, &b[i].win_h,
                                          NCCL_WIN_COLL_SYMMETRIC));

@@ -15,67 +15,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "rma_ref.h"
 #include "testutil.h"
 
 #define ROUNDS 4
-#define MAX_OPS 6
 #define SRC_BYTES (300 * 1024)
 
 typedef struct {
   uint64_t seed;
   size_t region; /* bytes of each source's region in a target's window (same on every rank) */
 } params;
-
-typedef struct {
-  int signal_only;
-  ncclDataType_t type;
-  size_t count, src_off, dst_off; /* offsets in bytes; dst_off within the source's region */
-} op;
-
-static const ncclDataType_t types[] = {ncclInt8, ncclFloat16, ncclFloat32, ncclFloat64,
-                                       ncclInt64};
-static size_t type_size(ncclDataType_t t) {
-  return t == ncclInt8 ? 1 : t == ncclFloat16 ? 2 : t == ncclFloat32 ? 4 : 8;
-}
-
-static uint64_t mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t s = seed ^ (a * 0x9e3779b97f4a7c15ull) ^ (b * 0xbf58476d1ce4e5b9ull) ^
-               (c * 0x94d049bb133111ebull);
-  return s ? s : 1;
-}
-
-static void fill(void* p, size_t n, uint64_t state) {
-  unsigned char* b = p;
-  for (size_t i = 0; i < n; i++) {
-    if (i % 8 == 0) state = test_rand(&state);
-    b[i] = (unsigned char)(state >> (8 * (i % 8)));
-  }
-}
-
-/* What source s does to target t in round: n ops, deterministic. */
-static int plan_ops(const params* pr, int round, int s, int t, op* ops) {
-  uint64_t st = mix(pr->seed, (uint64_t)round + 1, (uint64_t)s + 1, (uint64_t)t + 1);
-  int n = 1 + (int)(test_rand(&st) % MAX_OPS);
-  for (int i = 0; i < n; i++) {
-    op* o = &ops[i];
-    memset(o, 0, sizeof *o);
-    if (i > 0 && test_rand(&st) % 4 == 0) {
-      o->signal_only = 1;
-      continue;
-    }
-    o->type = types[test_rand(&st) % (sizeof types / sizeof types[0])];
-    size_t es = type_size(o->type);
-    size_t maxb = pr->region < SRC_BYTES ? pr->region : SRC_BYTES;
-    /* mostly small, sometimes up to the whole region, now and then empty */
-    size_t bytes = test_rand(&st) % 3 == 0 ? test_rand(&st) % (maxb + 1) : test_rand(&st) % 4096;
-    if (test_rand(&st) % 10 == 0) bytes = 0;
-    o->count = bytes / es;
-    bytes = o->count * es;
-    o->src_off = (test_rand(&st) % (SRC_BYTES - bytes + 1)) / es * es;
-    o->dst_off = test_rand(&st) % (pr->region - bytes + 1);
-  }
-  return n;
-}
 
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   const params* pr = arg;
@@ -87,7 +36,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   char* expect = malloc(wbytes);
   char* src_ref = malloc(SRC_BYTES);
   EXPECT(win_buf && src_buf && expect && src_ref);
-  fill(win_buf, wbytes, mix(pr->seed, 99, (uint64_t)rank + 1, 0));
+  rma_ref_fill(win_buf, wbytes, rma_ref_mix(pr->seed, 99, (uint64_t)rank + 1, 0));
   memcpy(expect, win_buf, wbytes);
   ncclWindow_t win, src_win;
   EXPECT_OK(ncclCommWindowRegister(comm, win_buf, wbytes, &win, NCCL_WIN_COLL_SYMMETRIC));
@@ -98,16 +47,17 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 
   enum { AR = 1024 };
   int64_t ar[AR];
-  op ops[MAX_OPS];
+  rma_ref_op ops[RMA_REF_MAX_OPS];
   ncclWaitSignalDesc_t* descs = calloc((size_t)nranks, sizeof *descs);
   for (int round = 0; round < ROUNDS; round++) {
-    fill(src_buf, SRC_BYTES, mix(pr->seed, 7, (uint64_t)rank + 1, (uint64_t)round + 1));
+    rma_ref_fill(src_buf, SRC_BYTES,
+                 rma_ref_mix(pr->seed, 7, (uint64_t)rank + 1, (uint64_t)round + 1));
     for (int i = 0; i < AR; i++) ar[i] = (int64_t)(rank + 1) * (i + round);
     int grouped = round % 2 == 1;
     if (grouped) EXPECT_OK(ncclGroupStart());
     for (int k = 0; k < nranks; k++) {
       int t = (rank + 1 + k) % nranks;
-      int n = plan_ops(pr, round, rank, t, ops);
+      int n = rma_ref_plan(pr->seed, round, rank, t, pr->region, SRC_BYTES, ops);
       for (int i = 0; i < n; i++) {
         if (ops[i].signal_only) {
           EXPECT_OK(ncclSignal(t, 0, 0, 0, comm, NULL));
@@ -122,13 +72,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
     if (grouped) EXPECT_OK(ncclGroupEnd());
     /* the reference: every source's ops on this rank, in order */
     for (int s = 0; s < nranks; s++) {
-      fill(src_ref, SRC_BYTES, mix(pr->seed, 7, (uint64_t)s + 1, (uint64_t)round + 1));
-      int n = plan_ops(pr, round, s, rank, ops);
+      rma_ref_fill(src_ref, SRC_BYTES,
+                   rma_ref_mix(pr->seed, 7, (uint64_t)s + 1, (uint64_t)round + 1));
+      int n = rma_ref_plan(pr->seed, round, s, rank, pr->region, SRC_BYTES, ops);
       descs[s] = (ncclWaitSignalDesc_t){n, s, 0, 0};
       for (int i = 0; i < n; i++)
         if (!ops[i].signal_only)
           memcpy(expect + (size_t)s * pr->region + ops[i].dst_off, src_ref + ops[i].src_off,
-                 ops[i].count * type_size(ops[i].type));
+                 ops[i].count * rma_ref_type_size(ops[i].type));
     }
     EXPECT_OK(ncclWaitSignal(nranks, descs, comm, NULL));
     for (int s = 0; s < nranks; s++) {
