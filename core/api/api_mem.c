@@ -363,7 +363,8 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
     return ncclInvalidArgument;
   }
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
-  if (found->window && found->win_flags == NCCL_WIN_COLL_SYMMETRIC) rma_window_remove(comm, found);
+  if (found->window && found->win_flags == NCCL_WIN_COLL_SYMMETRIC)
+    rma_window_remove(comm, found);
   transport_window_unmap(comm, found->zc);
   transport_reg_views_free(comm, found->views, 1);
   free(found);

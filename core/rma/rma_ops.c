@@ -177,9 +177,8 @@ ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int*
            "arrived, and no more can: %s",
            comm->rank, (unsigned long long)(want[i] - pp->consumed), peers[i],
            (unsigned long long)(got - pp->consumed), gone);
-      res = __atomic_load_n(&pp->error, __ATOMIC_ACQUIRE) != ncclSuccess
-                ? (ncclResult_t)pp->error
-                : ncclRemoteError;
+      int refused = __atomic_load_n(&pp->error, __ATOMIC_ACQUIRE);
+      res = refused != ncclSuccess ? (ncclResult_t)refused : ncclRemoteError;
     }
     if (res == ncclSuccess && __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
       WARN("rank %d: ncclWaitSignal: the communicator was aborted", comm->rank);

@@ -9,6 +9,7 @@
 #include "rma/rma_internal.h"
 #include "util/clock.h"
 #include "util/check.h"
+#include "util/tsan.h"
 
 /* Refuse the peer's stream: later waits on it fail with res (logged once, here). */
 static int refuse(struct weft_rma* r, int p, ncclResult_t res) {
@@ -27,6 +28,7 @@ static int deliver(struct weft_rma* r, int p, const rma_step_hdr* h, const char*
     return 0;
   }
   const rma_window* w = &r->windows[h->window];
+  WEFT_TSAN_ACQUIRE(comm); /* after the target's accesses before its last call (comm_check) */
   int ok = w->reg != NULL && h->offset <= w->size && h->bytes <= w->size - h->offset;
   if (ok) memcpy(w->buff + h->offset, data, h->bytes);
   size_t size = w->size;

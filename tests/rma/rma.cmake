@@ -3,14 +3,16 @@
 foreach(tr shm net)
   foreach(n 2 4)
     weft_add_test(NAME rma_put_signal_wait_${n}_ranks_${tr}
-      SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_put_signal.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c LABELS mp ARGS ${n} ${tr}
-      ENV NCCL_BUFFSIZE=262144 TIMEOUT 120)
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_put_signal.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c
+      LABELS mp ARGS ${n} ${tr} ENV NCCL_BUFFSIZE=262144 TIMEOUT 120)
   endforeach()
   weft_add_test(NAME rma_wait_fails_fast_when_peer_killed_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c LABELS mp fault ARGS killed ${tr} TIMEOUT 90)
 endforeach()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
+weft_add_test(NAME rma_one_thread_drives_every_rank_in_a_group
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_one_thread.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c LABELS mp)
 weft_add_test(NAME rma_bad_arguments_are_refused SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_bad_args.c
   LABELS mp fault)
 
@@ -31,7 +33,8 @@ string(FIND "${_text}" "\n```" _end)
 string(SUBSTRING "${_text}" 0 ${_end} _code)
 file(WRITE ${PROJECT_BINARY_DIR}/tests/one_sided_example.c "${_code}\n")
 weft_add_test(NAME docs_one_sided_example
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_doc_example.c ${PROJECT_BINARY_DIR}/tests/one_sided_example.c
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_doc_example.c
+    ${PROJECT_BINARY_DIR}/tests/one_sided_example.c
   LABELS mp)
 set_source_files_properties(${PROJECT_BINARY_DIR}/tests/one_sided_example.c PROPERTIES
   COMPILE_DEFINITIONS main=one_sided_example_main)
