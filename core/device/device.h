@@ -106,18 +106,6 @@ int weft_dev_copy(void* dst, const void* src, size_t bytes, void* stream);
  * scalar is the datatype's own bytes, or read from scalar_ptr on the GPU when it is not NULL. */
 int weft_dev_scale(int dtype, void* dst, const void* src, size_t count, uint64_t scalar,
                    const void* scalar_ptr, void* stream);
-/* kernel_rma.cu (one-sided calls, rma/): add one to a peer's signal counter for this rank (as
- * mapped here), after everything before it on stream; and wait until each peer[i]'s counter in
- * sig reaches consumed[peer[i]] + count[i] (peers distinct), then consume it. */
-#define WEFT_DEV_RMA_WAIT_MAX 32
-typedef struct {
-  int32_t n;
-  int32_t peer[WEFT_DEV_RMA_WAIT_MAX];
-  uint64_t count[WEFT_DEV_RMA_WAIT_MAX];
-} weft_dev_rma_wait_args;
-int weft_dev_rma_signal(uint64_t* slot, void* stream);
-int weft_dev_rma_wait(const weft_dev_comm* c, const uint64_t* sig, uint64_t* consumed,
-                      const weft_dev_rma_wait_args* a, void* stream);
 #ifdef __cplusplus
 }
 #endif

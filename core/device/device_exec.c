@@ -16,6 +16,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "device/device_prof.h"
+#include "device/device_rma.h"
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/clock.h"

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "device/dev_sync.cuh"
+#include "device/device_rma.h"
 
 static __device__ __forceinline__ void st_release_sys(uint64_t* p, uint64_t v) {
   asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
