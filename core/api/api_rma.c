@@ -66,11 +66,6 @@ static ncclResult_t check_zero(const char* fn, const char* what, long long v) {
   return ncclInvalidArgument;
 }
 
-/* What every one-sided call checks first: the communicator. */
-static ncclResult_t check_comm(const char* fn, struct ncclComm* comm) {
-  return comm_check(comm, fn);
-}
-
 /* The symmetric window of comm that holds [p, p + bytes), or NULL. */
 static const weft_mem_reg* window_holding(struct ncclComm* comm, const void* p, size_t bytes) {
   const weft_mem_reg* found = NULL;
@@ -93,7 +88,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
                            int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
                            int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream) {
   const char* fn = "ncclPutSignal";
-  WEFT_CHECK(check_comm(fn, comm));
+  WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(check_zero(fn, "ctx", ctx));
   WEFT_CHECK(check_zero(fn, "sigIdx", sigIdx));
   WEFT_CHECK(check_zero(fn, "flags", flags));
@@ -141,7 +136,7 @@ WEFT_API(ncclResult_t, ncclSignal, int peer, int sigIdx, int ctx, unsigned int f
 ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
                         cudaStream_t stream) {
   const char* fn = "ncclSignal";
-  WEFT_CHECK(check_comm(fn, comm));
+  WEFT_CHECK(comm_check(comm, fn));
   WEFT_CHECK(check_zero(fn, "ctx", ctx));
   WEFT_CHECK(check_zero(fn, "sigIdx", sigIdx));
   WEFT_CHECK(check_zero(fn, "flags", flags));
@@ -160,7 +155,7 @@ WEFT_API(ncclResult_t, ncclWaitSignal, int nDesc, ncclWaitSignalDesc_t* signalDe
 ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
                             cudaStream_t stream) {
   const char* fn = "ncclWaitSignal";
-  WEFT_CHECK(check_comm(fn, comm));
+  WEFT_CHECK(comm_check(comm, fn));
   if (nDesc <= 0) {
     WARN("%s: nDesc = %d (at least one descriptor is needed)", fn, nDesc);
     return ncclInvalidArgument;
