@@ -14,7 +14,8 @@
  * (NCCL_WIN_COLL_SYMMETRIC) is mapped by every rank at once (transport/transport_window.c);
  * ncclCommRegister's buffers, and other windows, are shared by this rank alone with each
  * peer's process at registration (transport/transport_regview.c). Host mode only records them:
- * the data path copies through its own connection buffers. */
+ * the data path copies through its own connection buffers. In both modes symmetric windows are
+ * numbered for one-sided calls, and the first one sets those up, collectively (rma/). */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
