@@ -394,6 +394,9 @@ ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, n
                                      int winFlags);
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
 ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win);
+/* The buffer a window was registered with (NCCL 2.30). */
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t pncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
 
 /* --- Custom reduction operators ------------------------------------------------------------ */
 
@@ -479,6 +482,35 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
                       ncclComm_t comm, cudaStream_t stream);
 ncclResult_t pncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream);
+
+/* --- One-sided communication (NCCL 2.30; docs/one-sided.md) -------------------------------- */
+
+/* Write count elements from localbuff (inside a symmetric window of comm) into peer's copy of
+ * the symmetric window peerWin at byte offset peerWinOffset, then raise signal sigIdx there;
+ * sigIdx, ctx and flags must be 0. Stream-ordered; inside a group it runs at ncclGroupEnd. */
+ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                           int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                           int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+ncclResult_t pncclPutSignal(const void* localbuff, size_t count, ncclDataType_t datatype,
+                            int peer, ncclWindow_t peerWin, size_t peerWinOffset, int sigIdx,
+                            int ctx, unsigned int flags, ncclComm_t comm, cudaStream_t stream);
+/* Raise signal sigIdx on peer, with no data. */
+ncclResult_t ncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                        cudaStream_t stream);
+ncclResult_t pncclSignal(int peer, int sigIdx, int ctx, unsigned int flags, ncclComm_t comm,
+                         cudaStream_t stream);
+/* Wait for opCnt signals (index sigIdx, context ctx) from peer. */
+typedef struct {
+  int opCnt;
+  int peer;
+  int sigIdx;
+  int ctx;
+} ncclWaitSignalDesc_t;
+/* Wait, on the stream, until every descriptor's signals arrived (counted from the last wait). */
+ncclResult_t ncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                            cudaStream_t stream);
+ncclResult_t pncclWaitSignal(int nDesc, ncclWaitSignalDesc_t* signalDescs, ncclComm_t comm,
+                             cudaStream_t stream);
 
 /* --- Groups -------------------------------------------------------------------------------- */
 

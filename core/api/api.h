@@ -26,4 +26,9 @@ ncclResult_t arg_check_root(const char* fn, const struct ncclComm* comm, const c
                             int root);
 ncclResult_t arg_check_buffer(const char* fn, const char* what, const void* ptr, size_t count);
 
+/* The window win of comm (api_mem.c): ncclInvalidArgument with a WARN naming fn and what when
+ * win is no window registered on comm (another communicator's, or one released already). */
+ncclResult_t api_window_find(struct ncclComm* comm, const char* fn, const char* what,
+                             ncclWindow_t win, const weft_mem_reg** out);
+
 #endif

@@ -14,7 +14,8 @@
  * (NCCL_WIN_COLL_SYMMETRIC) is mapped by every rank at once (transport/transport_window.c);
  * ncclCommRegister's buffers, and other windows, are shared by this rank alone with each
  * peer's process at registration (transport/transport_regview.c). Host mode only records them:
- * the data path copies through its own connection buffers. */
+ * the data path copies through its own connection buffers. In both modes symmetric windows are
+ * numbered for one-sided calls, and the first one sets those up, collectively (rma/). */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 
 #include "api/api.h"
 #include "group/group.h"
+#include "rma/rma.h"
 #include "transport/transport.h"
 #include "topo/cuda_entry.h"
 #include "topo/cuda_probe.h"
@@ -362,6 +364,8 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
     return ncclInvalidArgument;
   }
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
+  if (found->window && found->win_flags == NCCL_WIN_COLL_SYMMETRIC)
+    rma_window_remove(comm, found);
   transport_window_unmap(comm, found->zc);
   transport_reg_views_free(comm, found->views, 1);
   free(found);
@@ -391,6 +395,11 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   WEFT_CHECK(comm_check_handle(comm, fn));
   WEFT_ARG_NONNULL(fn, handle);
   return reg_remove(comm, fn, handle, 0);
+}
+
+static ncclResult_t rma_connect_job(struct ncclComm* comm, void* arg) {
+  (void)arg;
+  return rma_connect(comm);
 }
 
 /* Map a symmetric window on every rank (collective) and let plan/ see it. */
@@ -423,6 +432,17 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   }
   weft_mem_reg* r;
   WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
+  /* Symmetric windows are numbered for one-sided calls (rma/), and in host mode the first one
+   * connects the one-sided FIFOs with every peer: collective, like the mapping below. */
+  if (winFlags == NCCL_WIN_COLL_SYMMETRIC) {
+    ncclResult_t res = rma_window_add(comm, r);
+    if (res == ncclSuccess && !rma_connected(comm))
+      res = group_depth() > 0 ? group_defer_job(comm, rma_connect_job, NULL) : rma_connect(comm);
+    if (res != ncclSuccess) {
+      reg_remove(comm, fn, r, 1);
+      return res;
+    }
+  }
   /* A symmetric window on a device communicator is mapped by every peer (collectively), so
    * collectives on it read the peers' buffers in place; any other window is only recorded.
    * Inside a group (one thread registering for several ranks, as nccl-tests -R 2 does) the
@@ -445,6 +465,34 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   WEFT_CHECK(comm_check_handle(comm, fn));
   WEFT_ARG_NONNULL(fn, win);
   return reg_remove(comm, fn, (const void*)win, 1);
+}
+
+ncclResult_t api_window_find(struct ncclComm* comm, const char* fn, const char* what,
+                             ncclWindow_t win, const weft_mem_reg** out) {
+  const weft_mem_reg* found = NULL;
+  pthread_mutex_lock(&comm->lock);
+  for (const weft_mem_reg* r = comm->regs; r; r = r->next)
+    if ((const void*)r == (const void*)win && r->window) found = r;
+  pthread_mutex_unlock(&comm->lock);
+  if (!found) {
+    WARN("%s: %s %p is not a window of comm %p (another communicator's, or deregistered)", fn,
+         what, (void*)win, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  *out = found;
+  return ncclSuccess;
+}
+
+WEFT_API(ncclResult_t, ncclWinGetUserPtr, ncclComm_t comm, ncclWindow_t win, void** outUserPtr);
+ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUserPtr) {
+  const char* fn = "ncclWinGetUserPtr";
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  WEFT_ARG_NONNULL(fn, win);
+  WEFT_ARG_NONNULL(fn, outUserPtr);
+  const weft_mem_reg* r;
+  WEFT_CHECK(api_window_find(comm, fn, "win", win, &r));
+  *outUserPtr = r->buff;
+  return ncclSuccess;
 }
 
 /* ---- weft's typed allocation (abi/weft.h) ---- */

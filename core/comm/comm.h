@@ -101,6 +101,7 @@ struct ncclComm {
   struct weft_proxy* proxy;         /* net progress thread, started with the first net conn */
   struct weft_host* host;           /* host executor: channel workers */
   struct weft_device* device;       /* GPU executor: launches, abort/error words (device/) */
+  struct weft_rma* rma;             /* one-sided windows, FIFOs and thread (rma/), lazily */
   int proxy_always_on;              /* device mode: the proxy was activated for good */
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */

@@ -4,6 +4,7 @@
 #include "comm/comm.h"
 #include "util/check.h"
 #include "util/names.h"
+#include "util/tsan.h"
 
 ncclResult_t comm_check_handle(const struct ncclComm* comm, const char* fn) {
   if (comm == NULL) {
@@ -34,6 +35,10 @@ ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
          (void*)comm, comm->rank);
     return ncclInvalidUsage;
   }
+  /* What this thread did before a call on comm comes before whatever a peer does once it has
+   * heard from this call, such as a put the one-sided thread writes into a window here
+   * (rma_service.c acquires comm): an order through other processes, which TSan cannot see. */
+  WEFT_TSAN_RELEASE(comm);
   int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   switch (state) {
     case WEFT_COMM_READY: return ncclSuccess;

@@ -16,6 +16,7 @@
 #include "comm/comm.h"
 #include "device/device.h"
 #include "device/device_prof.h"
+#include "device/device_rma.h"
 #include "transport/transport.h"
 #include "util/check.h"
 #include "util/clock.h"
@@ -232,6 +233,47 @@ ncclResult_t device_exec_scale(struct ncclComm* comm, void* dst, const void* src
   CUDA_TRY(comm, (cudaError_t)weft_dev_scale((int)type, dst, src, count, scalar, scalar_ptr,
                                              stream),
            "the one-rank PreMulSum kernel launch");
+out:
+  guard_leave(&g);
+  return res;
+}
+
+ncclResult_t device_exec_rma_put(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
+                                 uint64_t* slot, void* stream) {
+  ncclResult_t res = ncclSuccess;
+  dev_guard g;
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  if (bytes)
+    CUDA_TRY(comm, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream),
+             "cudaMemcpyAsync (a one-sided put)");
+  CUDA_TRY(comm, (cudaError_t)weft_dev_rma_signal(slot, stream), "the signal kernel launch");
+out:
+  guard_leave(&g);
+  return res;
+}
+
+ncclResult_t device_exec_rma_wait(struct ncclComm* comm, const uint64_t* sig, uint64_t* consumed,
+                                  int n, const int* peers, const uint64_t* counts, void* stream) {
+  ncclResult_t res = ncclSuccess;
+  struct weft_device* d = comm->device;
+  dev_guard g;
+  weft_dev_comm c;
+  memset(&c, 0, sizeof c);
+  c.abort_flag = d->words_dev;
+  c.error = d->words_dev + 1;
+  c.timeout_ns = (uint64_t)param_int(WEFT_PARAM_TIMEOUT_MS) * 1000000ull;
+  CUDA_TRY(comm, guard_enter(&g, comm->cuda_dev), "cudaSetDevice");
+  for (int i = 0; i < n; i += WEFT_DEV_RMA_WAIT_MAX) {
+    weft_dev_rma_wait_args a;
+    memset(&a, 0, sizeof a);
+    a.n = n - i < WEFT_DEV_RMA_WAIT_MAX ? n - i : WEFT_DEV_RMA_WAIT_MAX;
+    for (int k = 0; k < a.n; k++) {
+      a.peer[k] = peers[i + k];
+      a.count[k] = counts[i + k];
+    }
+    CUDA_TRY(comm, (cudaError_t)weft_dev_rma_wait(&c, sig, consumed, &a, stream),
+             "the signal wait kernel launch");
+  }
 out:
   guard_leave(&g);
   return res;

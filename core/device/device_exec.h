@@ -38,6 +38,16 @@ ncclResult_t device_exec_copy(struct ncclComm* comm, void* dst, const void* src,
 ncclResult_t device_exec_scale(struct ncclComm* comm, void* dst, const void* src, size_t count,
                                ncclDataType_t type, uint64_t scalar, const void* scalar_ptr,
                                void* stream);
+/* One-sided calls (rma/): copy bytes from src to dst (a peer's window as mapped here; none when
+ * bytes is 0), then add one to slot (the peer's signal counter for this rank, as mapped here),
+ * on stream. */
+ncclResult_t device_exec_rma_put(struct ncclComm* comm, void* dst, const void* src, size_t bytes,
+                                 uint64_t* slot, void* stream);
+/* On stream, wait until sig[peers[i]] reaches consumed[peers[i]] + counts[i] for every i < n
+ * (peers distinct; sig and consumed device memory of this GPU), then consume those counts.
+ * Bounded like every kernel wait (abort, WEFT_TIMEOUT_MS: then device_exec_error says so). */
+ncclResult_t device_exec_rma_wait(struct ncclComm* comm, const uint64_t* sig, uint64_t* consumed,
+                                  int n, const int* peers, const uint64_t* counts, void* stream);
 /* What the kernels reported: ncclSuccess, or the error a wait ended with. */
 ncclResult_t device_exec_error(struct ncclComm* comm);
 

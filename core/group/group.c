@@ -17,7 +17,8 @@ typedef struct deferred_init {
   ncclUniqueId id;
   group_job_fn job; /* NULL: an init of comm with id */
   void* job_arg;
-  int owns_arg;     /* job_arg is freed once the job ran or was dropped */
+  int owns_arg;       /* job_arg is freed once the job ran or was dropped */
+  group_drop_fn drop; /* an after-call's: frees job_arg when it does not run */
   ncclResult_t job_result;
   pthread_t thread;
   int started;
@@ -27,6 +28,7 @@ typedef struct deferred_init {
 static __thread int depth;
 static __thread deferred_init* pending;
 static __thread deferred_init* pending_jobs;
+static __thread deferred_init* pending_after; /* group_defer_after's, in call order */
 static __thread ncclResult_t sticky;
 /* Communicators with operations queued in the open group, in first-use order. */
 static __thread struct ncclComm** op_comms;
@@ -56,7 +58,8 @@ ncclResult_t group_defer_init(struct ncclComm* comm, const ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-static ncclResult_t defer_job(struct ncclComm* comm, group_job_fn fn, void* arg, int owns) {
+static ncclResult_t queue_job(deferred_init** list, struct ncclComm* comm, group_job_fn fn,
+                              void* arg, int owns, group_drop_fn drop) {
   deferred_init* d = calloc(1, sizeof *d);
   if (!d) {
     WARN("rank %d: out of memory queueing a call in a group", comm->rank);
@@ -66,23 +69,39 @@ static ncclResult_t defer_job(struct ncclComm* comm, group_job_fn fn, void* arg,
   d->job = fn;
   d->job_arg = arg;
   d->owns_arg = owns;
-  deferred_init** tail = &pending_jobs; /* in call order: a comm's jobs run in that order */
+  d->drop = drop;
+  deferred_init** tail = list; /* in call order: a comm's jobs run in that order */
   while (*tail) tail = &(*tail)->next;
   *tail = d;
   return ncclSuccess;
 }
 
 ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg) {
-  return defer_job(comm, fn, arg, 0);
+  return queue_job(&pending_jobs, comm, fn, arg, 0, NULL);
 }
 
 ncclResult_t group_defer_job_owned(struct ncclComm* comm, group_job_fn fn, void* arg) {
-  return defer_job(comm, fn, arg, 1);
+  return queue_job(&pending_jobs, comm, fn, arg, 1, NULL);
+}
+
+ncclResult_t group_defer_after(struct ncclComm* comm, group_job_fn fn, void* arg,
+                               group_drop_fn drop) {
+  return queue_job(&pending_after, comm, fn, arg, 0, drop);
 }
 
 static void free_job(deferred_init* d) {
   if (d->owns_arg) free(d->job_arg);
   free(d);
+}
+
+/* Free a list of jobs that will not run. */
+static void drop_jobs(deferred_init* list) {
+  while (list) {
+    deferred_init* d = list;
+    list = d->next;
+    if (d->drop) d->drop(d->job_arg);
+    free_job(d);
+  }
 }
 
 static void* run_init(void* arg) {
@@ -97,10 +116,10 @@ static void* run_init(void* arg) {
 }
 
 /* The queued jobs: one thread per communicator runs its jobs in call order. */
-static ncclResult_t run_jobs(void) {
+static ncclResult_t run_jobs(deferred_init** pending_list) {
   ncclResult_t res = ncclSuccess;
-  deferred_init* list = pending_jobs;
-  pending_jobs = NULL;
+  deferred_init* list = *pending_list;
+  *pending_list = NULL;
   for (deferred_init* d = list; d; d = d->next) {
     int first = 1;
     for (deferred_init* e = list; e != d; e = e->next)
@@ -110,7 +129,10 @@ static ncclResult_t run_jobs(void) {
     if (rc != 0) {
       WARN("rank %d: cannot start a group thread: %s", d->comm->rank, strerror(rc));
       for (deferred_init* e = d; e; e = e->next)
-        if (e->comm == d->comm) e->job_result = ncclSystemError;
+        if (e->comm == d->comm) {
+          e->job_result = ncclSystemError;
+          if (e->drop) e->drop(e->job_arg);
+        }
       continue;
     }
     d->started = 1; /* owns the thread */
@@ -282,6 +304,17 @@ void group_forget_comm(struct ncclComm* comm, const char* fn) {
          "dropped",
          fn, comm->rank);
   }
+  for (deferred_init** d = &pending_after; *d;) {
+    if ((*d)->comm != comm) {
+      d = &(*d)->next;
+      continue;
+    }
+    deferred_init* gone = *d;
+    *d = gone->next;
+    gone->next = NULL;
+    drop_jobs(gone);
+    WARN("%s: rank %d: a one-sided call queued in the open group is dropped", fn, comm->rank);
+  }
   for (int i = 0; i < n_op_comms; i++) {
     if (op_comms[i] != comm) continue;
     int nops = comm->plan ? comm->plan->npending : 0;
@@ -346,19 +379,29 @@ static double simulate_ops(void) {
 
 /* The outermost End, real (sim_us NULL) or simulated. res: an error found before (a bad
  * ncclSimInfo_t), which launches nothing, as a sticky error does. Deferred inits and jobs run
- * either way; the group is closed whatever happens. */
+ * either way; the group is closed whatever happens. The calls deferred to after the operations
+ * (one-sided) run only after a real End whose operations succeeded; else they are dropped. */
 static ncclResult_t close_group(ncclResult_t res, double* sim_us) {
   ncclResult_t r = run_deferred();
-  ncclResult_t jobs = run_jobs();
+  ncclResult_t jobs = run_jobs(&pending_jobs);
   if (r == ncclSuccess) r = jobs;
   if (sticky != ncclSuccess) r = sticky;
   if (res == ncclSuccess) res = r;
   if (n_api_comms) api_comms_end(res == ncclSuccess && sim_us == NULL);
+  int run_after = 0;
   if (sim_us && res == ncclSuccess) {
     *sim_us = simulate_ops();
   } else {
     ncclResult_t ops = run_ops(res);
     if (res == ncclSuccess) res = ops;
+    run_after = sim_us == NULL && res == ncclSuccess;
+  }
+  if (run_after) {
+    res = run_jobs(&pending_after);
+  } else {
+    deferred_init* list = pending_after;
+    pending_after = NULL;
+    drop_jobs(list);
   }
   sticky = ncclSuccess;
   return res;

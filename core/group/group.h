@@ -30,6 +30,15 @@ ncclResult_t group_defer_job(struct ncclComm* comm, group_job_fn fn, void* arg);
 /* The same, and arg (malloc'ed) is freed once the job ran or was dropped. */
 ncclResult_t group_defer_job_owned(struct ncclComm* comm, group_job_fn fn, void* arg);
 
+/* Queue a call for after the group's operations at the outermost End (one-sided puts, signals
+ * and waits, api/): a communicator's run in call order on one thread, every communicator's at
+ * once (a wait may need another's put of the same group). drop frees arg when the call does not
+ * run (an error in the group, or the communicator destroyed meanwhile); fn frees it when it does.
+ * End returns the first call's error. */
+typedef void (*group_drop_fn)(void* arg);
+ncclResult_t group_defer_after(struct ncclComm* comm, group_job_fn fn, void* arg,
+                               group_drop_fn drop);
+
 /* Queue an operation (copied) on comm; outside a group, run it now. ncclInvalidArgument leaves
  * the group as it was; other errors are sticky and returned by the outermost End too. */
 /* comm is being destroyed or aborted by this thread: it leaves the thread's open group (its

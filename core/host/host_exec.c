@@ -16,6 +16,7 @@
 #include "util/clock.h"
 #include "util/param.h"
 #include "util/names.h"
+#include "util/proc.h"
 
 #define CHECK_INTERVAL_MS 100
 /* w->blocked while an item waits for its turn on a connection (an earlier item holds it). */
@@ -67,24 +68,6 @@ static void scratch_unmap(weft_host* h, host_channel* c) {
   if (c->scratch_mem) munmap(c->scratch_mem, h->scratch_bytes);
   c->scratch_mem = NULL;
   for (int b = 0; b < SCRATCH_BUFS; b++) c->scratch[b] = NULL;
-}
-
-/* ---- peer liveness ---- */
-
-/* 0 when the process is gone (or a zombie), 1 otherwise. */
-static int pid_alive(int pid) {
-  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = fopen(path, "r");
-  if (!f) return 1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  const char* close_paren = strrchr(buf, ')');
-  if (close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'))
-    return 0;
-  return 1;
 }
 
 /* ---- work items ---- */
@@ -160,7 +143,7 @@ static int work_step(host_channel* ch, weft_work* w, ncclResult_t* res) {
 static int stream_waits_on_dead(host_channel* ch, weft_work* w, ncclResult_t* res) {
   int any_dead = 0;
   for (int i = 0; i < WEFT_WORK_MAX_CONNS && !any_dead; i++)
-    if (w->conns[i] && w->conns[i]->watch_pid && !pid_alive(w->conns[i]->watch_pid)) any_dead = 1;
+    if (w->conns[i] && w->conns[i]->watch_pid && !proc_alive(w->conns[i]->watch_pid)) any_dead = 1;
   if (!any_dead) return 0;
   for (int s = 0; s < w->nstreams; s++) {
     if (w->pc[s] >= w->npc[s]) continue;
@@ -174,7 +157,7 @@ static int stream_waits_on_dead(host_channel* ch, weft_work* w, ncclResult_t* re
       return 0;
     }
     if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
-        !pid_alive(w->conns[w->blocked]->watch_pid))
+        !proc_alive(w->conns[w->blocked]->watch_pid))
       return 1;
   }
   return 0;
@@ -205,7 +188,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
     comm_hang_note_wait(w->comm, c->peer, c->channel, c->is_send, c->proto, c->step);
   }
   if (w->blocked >= 0 && w->conns[w->blocked] && w->conns[w->blocked]->watch_pid &&
-      !pid_alive(w->conns[w->blocked]->watch_pid)) {
+      !proc_alive(w->conns[w->blocked]->watch_pid)) {
     /* What it sent before it left is still in shared memory, and may have landed since this
      * item last looked (a peer that finished, destroyed its communicator and exited): look
      * again before calling the wait failed. */
@@ -216,7 +199,7 @@ static int work_check(host_channel* ch, weft_work* w, uint64_t now, ncclResult_t
       return 0;
     }
     if (w->blocked < 0 || !w->conns[w->blocked] || !w->conns[w->blocked]->watch_pid ||
-        pid_alive(w->conns[w->blocked]->watch_pid))
+        proc_alive(w->conns[w->blocked]->watch_pid))
       return 0; /* it now waits on another peer, which is alive */
     return fail_dead_peer(w, res);
   }

@@ -13,6 +13,7 @@
 #include "device/device_exec.h"
 #endif
 #include "host/host.h"
+#include "rma/rma.h"
 #include "plan/plan.h"
 #include "plugin/net.h"
 #include "proxy/proxy.h"
@@ -220,6 +221,9 @@ void comm_datapath_fini(struct ncclComm* comm) {
   int aborting = __atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE) != 0;
   device_exec_wait_idle(comm, comm->device, aborting);
 #endif
+  /* After the kernels (a wait kernel reads its counters), before the connections close (the
+   * rma thread reads the one-sided FIFOs). */
+  rma_fini(comm);
   if (comm->proxy) {
     comm_datapath_quiesce(comm);
     proxy_stop(comm->proxy);

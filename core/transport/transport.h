@@ -28,8 +28,10 @@
 struct ncclComm;
 
 /* Connections of collectives (ring, tree) and of send/recv are separate FIFOs: collectives run
- * in the same order on every rank, point-to-point transfers only match per peer. */
-enum { WEFT_CONN_COLL = 0, WEFT_CONN_P2P = 1, WEFT_CONN_NKINDS = 2 };
+ * in the same order on every rank, point-to-point transfers only match per peer. One-sided
+ * puts and signals (rma/, host mode) have FIFOs of their own, drained by the target's rma
+ * thread whatever the target's caller is doing. */
+enum { WEFT_CONN_COLL = 0, WEFT_CONN_P2P = 1, WEFT_CONN_RMA = 2, WEFT_CONN_NKINDS = 3 };
 enum { WEFT_TRANSPORT_SHM = 1, WEFT_TRANSPORT_NET = 2, WEFT_TRANSPORT_P2P = 3 };
 
 #define WEFT_MAX_CHANNELS 64
@@ -75,6 +77,9 @@ size_t transport_capacity(struct ncclComm* comm);
  * bounded by WEFT_TIMEOUT_MS, polls the abort flag; errors name the peer and the key. Only one
  * thread may call this for a communicator at a time (it uses the bootstrap). */
 ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys, int n);
+
+/* "coll", "p2p" or "one-sided", for messages. */
+const char* transport_kind_name(int kind);
 
 /* The connection for key, or NULL when it is not connected. */
 weft_conn* transport_find(struct ncclComm* comm, const weft_conn_key* key);
@@ -125,6 +130,8 @@ ncclResult_t transport_window_map(struct ncclComm* comm, void* buff, size_t size
 void transport_window_unmap(struct ncclComm* comm, weft_window_map* m);
 /* The ranks' buffers as mapped here, in GPU memory (nranks entries, rank order). */
 char* const* transport_window_peers(const weft_window_map* m);
+/* Rank q's buffer as mapped in this process (host-side copy of that table). */
+char* transport_window_peer(const weft_window_map* m, int q);
 /* The bytes every rank registered at least. */
 size_t transport_window_bytes(const weft_window_map* m);
 

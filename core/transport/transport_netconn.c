@@ -188,7 +188,7 @@ static int spawn_locked(netconn_run* r) {
 }
 
 static void describe_item(const netconn_item* it, char* buf, size_t len) {
-  snprintf(buf, len, "%s channel %d %s rank %d", it->kind == WEFT_CONN_P2P ? "p2p" : "coll",
+  snprintf(buf, len, "%s channel %d %s rank %d", transport_kind_name(it->kind),
            it->channel,
            it->is_send ? "to" : "from", it->peer);
 }

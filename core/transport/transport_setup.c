@@ -39,7 +39,9 @@ static int conn_tag(const weft_conn_key* k) {
   return CONN_TAG_BASE | (k->kind << 8) | (proto_slot(k->proto) << 6) | k->channel;
 }
 
-static const char* kind_name(int kind) { return kind == WEFT_CONN_P2P ? "p2p" : "coll"; }
+const char* transport_kind_name(int kind) {
+  return kind == WEFT_CONN_P2P ? "p2p" : kind == WEFT_CONN_RMA ? "one-sided" : "coll";
+}
 static const char* proto_name(int proto) {
   return proto == NCCL_PROTO_LL ? "LL" : proto == NCCL_PROTO_LL128 ? "LL128" : "Simple";
 }
@@ -198,7 +200,7 @@ static void tconn_close(struct ncclComm* comm, tconn* c) {
 }
 
 static void describe(const tconn* c, char* buf, size_t len) {
-  snprintf(buf, len, "%s %s channel %d %s rank %d", kind_name(c->key.kind),
+  snprintf(buf, len, "%s %s channel %d %s rank %d", transport_kind_name(c->key.kind),
            proto_name(c->key.proto), c->key.channel, c->conn.is_send ? "to" : "from",
            c->key.peer);
 }

@@ -294,3 +294,5 @@ void transport_window_unmap(struct ncclComm* comm, weft_window_map* m) { (void)c
 char* const* transport_window_peers(const weft_window_map* m) { return m->dev_peers; }
 
 size_t transport_window_bytes(const weft_window_map* m) { return m->bytes; }
+
+char* transport_window_peer(const weft_window_map* m, int q) { return m->host_peers[q]; }

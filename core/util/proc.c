@@ -1,0 +1,23 @@
+/* Process liveness from kill(pid, 0) and /proc/<pid>/stat (a zombie counts as gone). */
+#include "util/proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+
+int proc_alive(int pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  char path[64], buf[256];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE* f = fopen(path, "r");
+  if (!f) return 1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  if (close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'))
+    return 0;
+  return 1;
+}

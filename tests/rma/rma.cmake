@@ -1,0 +1,63 @@
+# One-sided puts, signals and waits (core/rma/), host mode: forked ranks over shm and over the
+# socket net. Small FIFO steps (NCCL_BUFFSIZE) make puts span steps and fill the FIFO.
+foreach(tr shm net)
+  foreach(n 2 4)
+    weft_add_test(NAME rma_put_signal_wait_${n}_ranks_${tr}
+      SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_put_signal.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c
+      LABELS mp ARGS ${n} ${tr} ENV NCCL_BUFFSIZE=262144 TIMEOUT 120)
+  endforeach()
+  weft_add_test(NAME rma_wait_fails_fast_when_peer_killed_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c LABELS mp fault ARGS killed ${tr} TIMEOUT 90)
+endforeach()
+weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
+  LABELS mp fault ARGS timeout shm TIMEOUT 90)
+weft_add_test(NAME rma_one_thread_drives_every_rank_in_a_group
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_one_thread.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c LABELS mp)
+weft_add_test(NAME rma_bad_arguments_are_refused SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_bad_args.c
+  LABELS mp fault)
+
+# docs/one-sided.md's example, taken from the page at configure time, compiled and run as is
+# (its main renamed, so that a driver checks first that weft's library is the one loaded).
+set(_doc ${PROJECT_SOURCE_DIR}/docs/one-sided.md)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_doc})
+file(READ ${_doc} _text)
+string(FIND "${_text}" "<!-- one-sided example" _at)
+if(_at EQUAL -1)
+  message(FATAL_ERROR "docs/one-sided.md lost its example marker")
+endif()
+string(SUBSTRING "${_text}" ${_at} -1 _text)
+string(FIND "${_text}" "```c\n" _begin)
+math(EXPR _begin "${_begin} + 5")
+string(SUBSTRING "${_text}" ${_begin} -1 _text)
+string(FIND "${_text}" "\n```" _end)
+string(SUBSTRING "${_text}" 0 ${_end} _code)
+file(WRITE ${PROJECT_BINARY_DIR}/tests/one_sided_example.c "${_code}\n")
+weft_add_test(NAME docs_one_sided_example
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_doc_example.c
+    ${PROJECT_BINARY_DIR}/tests/one_sided_example.c
+  LABELS mp)
+set_source_files_properties(${PROJECT_BINARY_DIR}/tests/one_sided_example.c PROPERTIES
+  COMPILE_DEFINITIONS main=one_sided_example_main)
+
+# GPU communicators (label gpu; exit 77 without a usable GPU): puts, signals and waits on
+# cudaMalloc windows, rounds checked against a reference and a captured graph replayed, on 2 and
+# 4 ranks sharing the visible GPUs, in separate processes and in one (rma_gpu.c).
+if(WEFT_HAVE_CUDA)
+  add_executable(rma_gpu ${CMAKE_CURRENT_LIST_DIR}/rma_gpu.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c
+    ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_world.c ${PROJECT_SOURCE_DIR}/tests/gpu/gpu_same.c)
+  target_include_directories(rma_gpu PRIVATE ${PROJECT_SOURCE_DIR}/tests/gpu)
+  target_link_libraries(rma_gpu PRIVATE weft_testlib CUDA::cudart Threads::Threads)
+  set_target_properties(rma_gpu PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  foreach(cfg "procs;2" "procs;4" "gpus;2" "gpus;4")
+    list(GET cfg 0 _m)
+    list(GET cfg 1 _n)
+    set(_labels gpu)
+    if(_m STREQUAL "procs")
+      list(APPEND _labels mp)
+    endif()
+    add_test(NAME rma_gpu_${_n}${_m}_shared COMMAND rma_gpu --${_m} ${_n} --share)
+    set_tests_properties(rma_gpu_${_n}${_m}_shared PROPERTIES LABELS "${_labels}" TIMEOUT 300
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+endif()

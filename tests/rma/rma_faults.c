@@ -1,0 +1,133 @@
+/* A wait for signals that never come ends with an error naming the peer, the signal index and
+ * the count:
+ *  timeout: rank 1 sends one signal where rank 0 waits for two; rank 0's wait ends at
+ *           WEFT_TIMEOUT_MS (2 s here) with ncclRemoteError, and the WARN says so;
+ *  killed:  rank 2 puts once; rank 0 waits for it, checks the data and signals back; rank 2
+ *           then dies by SIGKILL, and rank 0's wait for one more signal from it fails within
+ *           seconds (not WEFT_TIMEOUT_MS, 60 s here).
+ * Usage: rma_faults timeout|killed shm|net */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define WBYTES 65536
+#define DETECT_MS 8000
+
+static int killed_mode;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
+  (void)arg;
+  ncclComm_t comm;
+  EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+  char* wbuf = calloc(1, WBYTES);
+  ncclWindow_t win;
+  EXPECT_OK(ncclCommWindowRegister(comm, wbuf, WBYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  int from = killed_mode ? 2 : 1;
+  if (rank == from) {
+    for (int i = 0; i < 64; i++) wbuf[i] = (char)(i + 3);
+    EXPECT_OK(ncclPutSignal(wbuf, 64, ncclInt8, 0, win, 1000, 0, 0, 0, comm, NULL));
+    if (killed_mode) { /* once rank 0 has the put (its signal back says so) */
+      ncclWaitSignalDesc_t back = {1, 0, 0, 0};
+      EXPECT_OK(ncclWaitSignal(1, &back, comm, NULL));
+      raise(SIGKILL);
+    }
+    usleep(4000 * 1000); /* past rank 0's timeout, alive all along */
+    EXPECT_OK(ncclCommDestroy(comm));
+    free(wbuf);
+    return 0;
+  }
+  if (rank != 0) { /* killed mode's bystander */
+    usleep(killed_mode ? 500 * 1000 : 0);
+    EXPECT_OK(ncclCommAbort(comm));
+    free(wbuf);
+    return 0;
+  }
+  ncclWaitSignalDesc_t d = {2, from, 0, 0};
+  if (killed_mode) { /* the put first, then tell rank 2 to die; then wait for one more */
+    ncclWaitSignalDesc_t first = {1, from, 0, 0};
+    EXPECT_OK(ncclWaitSignal(1, &first, comm, NULL));
+    for (int i = 0; i < 64; i++) EXPECT_EQ_INT(wbuf[1000 + i], i + 3);
+    EXPECT_OK(ncclSignal(from, 0, 0, 0, comm, NULL));
+    d.opCnt = 1;
+  }
+  double t0 = now_ms();
+  ncclResult_t res = ncclWaitSignal(1, &d, comm, NULL);
+  double took = now_ms() - t0;
+  const char* e = ncclGetLastError(comm);
+  printf("rank 0: wait for 2 signals from rank %d: %s after %.0f ms: %s\n", from,
+         ncclGetErrorString(res), took, e ? e : "");
+  EXPECT_RES(res, ncclRemoteError);
+  char want[64];
+  snprintf(want, sizeof want, "%d signal(s) from rank %d (sigIdx 0)", d.opCnt, from);
+  EXPECT(e && strstr(e, want));
+  if (killed_mode) {
+    EXPECT(took < DETECT_MS);
+  } else {
+    EXPECT(strstr(e, "timed out"));
+    EXPECT(took >= 2000);
+  }
+  ncclResult_t async = ncclSuccess;
+  EXPECT_OK(ncclCommGetAsyncError(comm, &async));
+  EXPECT(async != ncclSuccess);
+  EXPECT_OK(ncclCommAbort(comm));
+  free(wbuf);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  test_require_weft_lib();
+  killed_mode = argc > 1 && strcmp(argv[1], "killed") == 0;
+  if (argc > 2 && strcmp(argv[2], "net") == 0) setenv("NCCL_SHM_DISABLE", "1", 1);
+  setenv("WEFT_TIMEOUT_MS", killed_mode ? "60000" : "2000", 1);
+  if (!killed_mode) return test_fork_ranks(2, rank_main, NULL, 60);
+  /* rank 2 dies by SIGKILL on purpose: the ranks are forked here, where that is expected */
+  enum { N = 3 };
+  int fds[2];
+  EXPECT(pipe(fds) == 0);
+  pid_t pids[N];
+  fflush(NULL);
+  for (int r = 0; r < N; r++) {
+    pids[r] = fork();
+    EXPECT(pids[r] >= 0);
+    if (pids[r] == 0) {
+      alarm(60);
+      ncclUniqueId id;
+      if (r == 0) {
+        EXPECT_OK(ncclGetUniqueId(&id));
+        for (int k = 1; k < N; k++) EXPECT(write(fds[1], &id, sizeof id) == (ssize_t)sizeof id);
+      } else {
+        EXPECT(test_read_full(fds[0], &id, sizeof id) == sizeof id);
+      }
+      close(fds[0]);
+      close(fds[1]);
+      int rc = rank_main(r, N, &id, NULL);
+      fflush(NULL);
+      _exit(rc);
+    }
+  }
+  close(fds[0]);
+  close(fds[1]);
+  int failed = 0;
+  for (int r = 0; r < N; r++) {
+    int st;
+    waitpid(pids[r], &st, 0);
+    if (r == 2 ? !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
+               : !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+      fprintf(stderr, "rank %d ended with status 0x%x\n", r, st);
+      failed = 1;
+    }
+  }
+  return failed;
+}
