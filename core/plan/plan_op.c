@@ -142,6 +142,31 @@ int plan_wait_idle(struct ncclComm* comm, int timeout_ms) {
   return 1;
 }
 
+int plan_close(struct ncclComm* comm) {
+  struct weft_plan* p = comm->plan;
+  if (!p) return 1;
+  __atomic_store_n(&p->closing, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST) == 0) return 1;
+  __atomic_store_n(&p->closing, 0, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Counts a launch on comms[0..n) in (plan_close's other side); ncclInvalidUsage, with nothing
+ * left counted, when one of them is being destroyed by another thread. */
+static ncclResult_t enter_launch(struct ncclComm** comms, int n) {
+  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_SEQ_CST);
+  for (int i = 0; i < n; i++) {
+    if (!__atomic_load_n(&comms[i]->plan->closing, __ATOMIC_SEQ_CST)) continue;
+    WARN("rank %d: comm %p is being destroyed by another thread: its operations are not run",
+         comms[i]->rank, (void*)comms[i]);
+    for (int k = 0; k < n; k++) plan_discard(comms[k]);
+    /* The last touch: the destroy waits in plan_wait_idle for these. */
+    for (int k = 0; k < n; k++) __atomic_sub_fetch(&comms[k]->plan->inflight, 1, __ATOMIC_SEQ_CST);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 void plan_discard(struct ncclComm* comm) {
   struct weft_plan* p = comm->plan;
   if (!p) return;
@@ -404,7 +429,7 @@ static void free_launch(comm_launch* cl) {
  * collectives ran at enqueue), so there is nothing but copies to do. */
 static ncclResult_t launch_one_rank(struct ncclComm* comm) {
   struct weft_plan* p = comm->plan;
-  __atomic_add_fetch(&p->inflight, 1, __ATOMIC_ACQ_REL);
+  WEFT_CHECK(enter_launch(&comm, 1));
   weft_op* ops = p->pending_head;
   p->pending_head = p->pending_tail = NULL;
   p->npending = 0;
@@ -449,13 +474,17 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     for (int i = 0; i < n; i++) plan_discard(comms[i]);
     return ncclSystemError;
   }
+  res = enter_launch(comms, n);
+  if (res != ncclSuccess) {
+    free(cls);
+    return res;
+  }
   weft_launch L;
   pthread_mutex_init(&L.lock, NULL);
   pthread_cond_init(&L.cond, NULL);
   L.remaining = 0;
   L.result = ncclSuccess;
 
-  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_ACQ_REL);
   for (int i = 0; i < n; i++) {
     cls[i].comm = comms[i];
     cls[i].res = build(&cls[i], &L);

@@ -39,6 +39,9 @@ foreach(tr shm net)
   weft_add_test(NAME host_abort_with_call_in_flight_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
     ARGS abort ${tr})
+  weft_add_test(NAME host_destroy_with_call_in_flight_refused_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
+    ARGS destroy ${tr})
 endforeach()
 weft_add_test(NAME host_unknown_algo_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
   LABELS mp ARGS NCCL_ALGO Ring,Bogus)
@@ -73,3 +76,9 @@ foreach(t api signal)
 endforeach()
 weft_add_test(NAME host_hang_report_missing_checked SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_hang_report.c
   LABELS mp fault TIMEOUT 90 ARGS missing timer ENV WEFT_CHECK_COLLECTIVES=1)
+# The hang report's board in a hostile /dev/shm: full (a 64 KiB tmpfs), or its file made first
+# by another user (issue 42). Each mounts a private tmpfs (unshare -m): skipped where not allowed.
+foreach(c full foreign)
+  weft_add_test(NAME host_hang_board_shm_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_shm_hostile.c
+    LABELS mp fault TIMEOUT 90 ARGS ${c})
+endforeach()
