@@ -56,6 +56,11 @@ int bootstrap_rank(const weft_bootstrap* b);
 int bootstrap_nranks(const weft_bootstrap* b);
 /* Set the bound on later waits (init uses the init timeout; afterwards the op timeout). */
 void bootstrap_set_timeout(weft_bootstrap* b, int timeout_ms);
+/* Without blocking: 1 (and *how) when peer has closed its bootstrap or exited (our connection
+ * to it reads EOF, or its listener refuses a probe; probes are spaced out); 0 when it looks
+ * alive or cannot be told. For waits outside the bootstrap that depend on peer (net connection
+ * setup). Same thread rules as bootstrap_recv. */
+int bootstrap_peer_gone(weft_bootstrap* b, int peer, const char** how);
 
 /* Make every wait in progress or to come return promptly with an error (from any thread). */
 void bootstrap_abort(weft_bootstrap* b);

@@ -183,6 +183,18 @@ static int peer_gone(weft_bootstrap* b, bs_peer* p, int peer, const char** how) 
 
 static int peer_alloc_ok(weft_bootstrap* b, int peer) { return bs_peer_get(b, peer) != NULL; }
 
+int bootstrap_peer_gone(weft_bootstrap* b, int peer, const char** how) {
+  if (!b || !b->addrs || peer < 0 || peer >= b->nranks || peer == b->rank || bs_is_aborted(b))
+    return 0;
+  bs_peer* p = bs_peer_get(b, peer);
+  if (!p) return 0;
+  if (p->recv_fd < 0 && p->rx_state == BS_RX_CLOSED) {
+    *how = "it closed its bootstrap connection";
+    return 1;
+  }
+  return peer_gone(b, p, peer, how);
+}
+
 static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
   bs_want* w = ctx;
   *ok = 0;

@@ -78,6 +78,7 @@ struct ncclComm {
   volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
   volatile int state;       /* weft_comm_state */
   int split_count;          /* splits done from this comm (tags bootstrap messages) */
+  int split_child;          /* made by ncclCommSplit: its init is bounded by WEFT_TIMEOUT_MS too */
 
   /* Non-blocking init/split run on this thread; joined by GetAsyncError, destroy or abort. */
   pthread_t init_thread;

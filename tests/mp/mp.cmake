@@ -31,7 +31,17 @@ foreach(m init split)
       ARGS ${m} ${tr})
   endforeach()
 endforeach()
+# Four ranks: a survivor that only accepts from the dead rank (issue 42).
+weft_add_test(NAME comm_peer_gone_before_first_op_init_net_4r
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_peer_gone_at_setup.c LABELS mp fault TIMEOUT 90
+  ARGS init net 4)
 foreach(c claim secret)
   weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
     LABELS mp fault ARGS ${c})
+endforeach()
+# A rank SIGKILLed at a seeded moment of a Split/AllReduce/Destroy loop: the survivors' calls
+# return within WEFT_TIMEOUT_MS, not the init timeout (issue 42).
+foreach(tr shm net)
+  weft_add_test(NAME comm_split_kill_bounded_by_timeout_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_kill.c LABELS mp fault TIMEOUT 120 ARGS ${tr})
 endforeach()
