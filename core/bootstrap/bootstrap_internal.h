@@ -175,6 +175,8 @@ typedef struct {
   void* buf;
   size_t size;
   int done;
+  bootstrap_give_up_fn give_up; /* bootstrap_recv_unless: asked while nothing matched */
+  void* give_up_ctx;
 } bs_want;
 
 struct weft_bootstrap {

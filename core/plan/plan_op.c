@@ -189,6 +189,8 @@ typedef struct {
   weft_work* works;
   int nworks;
   weft_conn_key* keys;
+  weft_conn_why* whys; /* what needs each key */
+  int setup_failed;    /* transport_connect failed */
   int nkeys;
   int needs_prep;
   int uses_net;
@@ -293,7 +295,8 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
   cl->colls = calloc((size_t)nops + 1, sizeof *cl->colls);
   cl->works = calloc((size_t)nworks + 1, sizeof *cl->works);
   cl->keys = calloc((size_t)nworks * WEFT_WORK_MAX_CONNS * 2 + 1, sizeof *cl->keys);
-  if (!cl->colls || !cl->works || !cl->keys) {
+  cl->whys = calloc((size_t)nworks * WEFT_WORK_MAX_CONNS * 2 + 1, sizeof *cl->whys);
+  if (!cl->colls || !cl->works || !cl->keys || !cl->whys) {
     WARN("rank %d: out of memory launching %d ops", comm->rank, nops);
     return ncclSystemError;
   }
@@ -310,8 +313,13 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
       if (w->part_count == 0) continue;
       WEFT_CHECK(plan_work_setup(w));
       cl->nworks++;
+      weft_conn_why why = {.func = op->func, .dtype = (int32_t)op->dtype, .root = op->root,
+                           .peer = op->func == ncclFuncSend || op->func == ncclFuncRecv ? op->root
+                                                                                       : -1,
+                           .count = (uint64_t)op->count, .seq = op->seq};
       for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
         if (w->keys[k].peer < 0) continue;
+        cl->whys[cl->nkeys] = why;
         cl->keys[cl->nkeys++] = w->keys[k];
         if (transport_find(comm, &w->keys[k]) == NULL) cl->needs_prep = 1;
         /* A pair's point-to-point FIFOs are set up both ways at once: two ranks that each send
@@ -319,6 +327,7 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
         if (w->keys[k].kind == WEFT_CONN_P2P) {
           weft_conn_key mirror = w->keys[k];
           mirror.send = !mirror.send;
+          cl->whys[cl->nkeys] = why;
           cl->keys[cl->nkeys++] = mirror;
           if (transport_find(comm, &mirror) == NULL) cl->needs_prep = 1;
         }
@@ -341,7 +350,10 @@ static ncclResult_t prepare(comm_launch* cl) {
       return res;
     }
   }
-  return transport_connect(comm, cl->keys, cl->nkeys);
+  ncclResult_t res = transport_connect(comm, cl->keys, cl->whys, cl->nkeys);
+  /* Connections half made, details of others queued: unlike a refused check, not retryable. */
+  cl->setup_failed = res != ncclSuccess;
+  return res;
 }
 
 static void* prepare_thread(void* arg) {
@@ -423,6 +435,7 @@ static void free_launch(comm_launch* cl) {
   free(cl->colls);
   free(cl->works);
   free(cl->keys);
+  free(cl->whys);
 }
 
 /* A one-rank communicator alone in its group: only sends/receives to self reach here (its
@@ -509,7 +522,8 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].thread_live) pthread_join(cls[i].thread, NULL);
     if (cls[i].res != ncclSuccess) {
       if (res == ncclSuccess) res = cls[i].res;
-      if (cls[i].res != ncclInvalidUsage) mark_failed(cls[i].comm, cls[i].res);
+      if (cls[i].res != ncclInvalidUsage || cls[i].setup_failed)
+        mark_failed(cls[i].comm, cls[i].res);
     }
   }
   if (res != ncclSuccess) goto done;

@@ -48,7 +48,7 @@ weft_add_test(NAME host_unknown_algo_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR
 weft_add_test(NAME host_unknown_proto_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
   LABELS mp ARGS NCCL_PROTO ^LL9)
 # Mismatched arguments without WEFT_CHECK_COLLECTIVES: errors naming both sides (issue 18).
-foreach(c p2p_small p2p_short p2p_large coll_count coll_dtype coll_op)
+foreach(c p2p_small p2p_short p2p_large p2p_setup coll_count coll_dtype coll_op coll_root)
   foreach(tr shm net)
     # Over the net a protocol's receives are posted only for an operation that expects them,
     # so a send on the other protocol is not seen until then (see host_sig.c).
