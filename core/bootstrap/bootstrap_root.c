@@ -80,7 +80,7 @@ static void send_verdict(root_state* s, int rank, int rank_nranks, const weft_so
   if (socket_send_all(fd, buf, len, ROOT_CONNECT_MS) != ncclSuccess)
     WARN("%s: sending the init verdict to rank %d at %s failed", s->name, rank,
          socket_addr_str(to, a, sizeof a));
-  close(fd);
+  socket_close(fd);
 }
 
 static void reject(root_state* s, const bs_hello* h, uint32_t status) {

@@ -374,3 +374,13 @@ ncclResult_t socket_send_all(int fd, const void* buf, size_t len, int timeout_ms
 ncclResult_t socket_recv_all(int fd, void* buf, size_t len, int timeout_ms) {
   return transfer_all(fd, 0, buf, len, timeout_ms);
 }
+
+void socket_close(int fd) {
+  if (fd < 0) return;
+  struct pollfd q = {.fd = fd, .events = POLLIN | POLLRDHUP};
+  if (poll(&q, 1, 0) == 1 && (q.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l); /* a failure: a normal close */
+  }
+  close(fd);
+}

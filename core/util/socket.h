@@ -61,5 +61,15 @@ ncclResult_t socket_progress(int fd, int send, void* buf, size_t len, size_t* do
 
 ncclResult_t socket_set_nonblocking(int fd, int on);
 void socket_set_nodelay(int fd);
+/* Close a connected socket without leaving a TIME_WAIT entry (which holds a local port for a
+ * minute: a loop of communicators used to run a host out of ephemeral ports) where that loses
+ * nothing: when the peer has closed already (its FIN is here), this end answers with a reset
+ * (SO_LINGER 0), which also ends the peer's FIN_WAIT2 at once, so neither end waits. A peer
+ * that closed reads nothing more, and what it sent before its FIN is in this end's queue. When
+ * the peer has not closed, a normal close: this end sends the FIN first and its TIME_WAIT ends
+ * when the peer, closing the same way, resets. Old segments of a connection ended this way
+ * cannot reach a later one of the same ports unnoticed: TCP timestamps (PAWS) drop them, and
+ * weft's handshakes (bootstrap secret, net plugin magic) refuse strangers. -1 is ignored. */
+void socket_close(int fd);
 
 #endif

@@ -45,3 +45,9 @@ foreach(tr shm net)
   weft_add_test(NAME comm_split_kill_bounded_by_timeout_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_kill.c LABELS mp fault TIMEOUT 120 ARGS ${tr})
 endforeach()
+# Split/Destroy cycles in a network namespace with few ephemeral ports: none may run out
+# (issue 42). Root only (label netns; skipped otherwise).
+foreach(tr shm net)
+  weft_add_test(NAME comm_split_cycles_keep_ports_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_ports.c LABELS netns TIMEOUT 600 ARGS ${tr})
+endforeach()
