@@ -51,3 +51,10 @@ foreach(tr shm net)
   weft_add_test(NAME comm_split_cycles_keep_ports_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_ports.c LABELS netns TIMEOUT 600 ARGS ${tr})
 endforeach()
+# A rank with another nranks: every rank's init fails soon, naming both counts (issue 42).
+foreach(o odd-first odd-last)
+  weft_add_test(NAME comm_nranks_mismatch_fails_all_${o}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_nranks_mismatch.c LABELS mp fault TIMEOUT 90 ARGS ${o})
+endforeach()
+weft_add_test(NAME comm_init_root_gone_fails_fast SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_root_gone.c
+  LABELS mp fault TIMEOUT 60)
