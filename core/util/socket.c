@@ -384,3 +384,11 @@ void socket_close(int fd) {
   }
   close(fd);
 }
+
+int socket_addr_is_loopback(const weft_sockaddr* a) {
+  if (a->sa.sa_family == AF_INET) return (ntohl(a->sin.sin_addr.s_addr) >> 24) == 127;
+  if (a->sa.sa_family != AF_INET6) return 0;
+  const struct in6_addr* x = &a->sin6.sin6_addr;
+  if (IN6_IS_ADDR_LOOPBACK(x)) return 1;
+  return IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127;
+}

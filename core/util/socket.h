@@ -26,6 +26,8 @@ ncclResult_t socket_parse_hostport(const char* text, weft_sockaddr* out);
 const char* socket_addr_str(const weft_sockaddr* a, char* buf, size_t len);
 socklen_t socket_addr_len(const weft_sockaddr* a);
 int socket_addr_port(const weft_sockaddr* a);
+/* 1 for 127.0.0.0/8 and ::1 (and ::ffff:127.x): reachable from this host only. */
+int socket_addr_is_loopback(const weft_sockaddr* a);
 void socket_addr_set_port(weft_sockaddr* a, int port);
 /* Same family, address and port. */
 int socket_addr_equal(const weft_sockaddr* a, const weft_sockaddr* b);

@@ -58,3 +58,5 @@ foreach(o odd-first odd-last)
 endforeach()
 weft_add_test(NAME comm_init_root_gone_fails_fast SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_root_gone.c
   LABELS mp fault TIMEOUT 60)
+weft_add_test(NAME comm_id_require_secret_refuses_unsecured
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_require_secret.c LABELS mp fault)
