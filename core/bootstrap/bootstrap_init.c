@@ -210,9 +210,16 @@ ncclResult_t bootstrap_init(const ncclUniqueId* uid, int rank, int nranks, int t
   b->in_init = 1;
   ncclResult_t res = ncclSuccess;
   b->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (b->wake_fd < 0) {
+    char e[160];
+    WARN("bootstrap rank %d/%d: eventfd failed: %s", rank, nranks,
+         weft_sys_error(errno, e, sizeof e));
+    res = ncclSystemError;
+    goto fail;
+  }
   b->peers = calloc((size_t)nranks, sizeof *b->peers);
   b->addrs = calloc((size_t)nranks, sizeof *b->addrs);
-  if (b->wake_fd < 0 || !b->peers || !b->addrs) {
+  if (!b->peers || !b->addrs) {
     WARN("bootstrap rank %d/%d: cannot allocate its state for %d ranks", rank, nranks, nranks);
     res = ncclSystemError;
     goto fail;

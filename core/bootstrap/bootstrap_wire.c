@@ -124,7 +124,8 @@ void bs_pending_accept(bs_pending_set* s, int listen_fd, const char* who) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       /* Out of fds or memory: the connection stays in the backlog and poll would report it
        * again at once, so pause instead of spinning. */
-      INFO(NCCL_BOOTSTRAP, "%s: accept failed: %s", who, strerror(errno));
+      char e[160];
+      WARN_ONCE("%s: accept failed: %s", who, weft_sys_error(errno, e, sizeof e));
       struct timespec ts = {0, 10 * 1000000L};
       nanosleep(&ts, NULL);
       return;

@@ -156,7 +156,8 @@ ncclResult_t socket_find_interfaces(char (*names)[IF_NAMESIZE], weft_sockaddr* a
                                     int* count) {
   struct ifaddrs* list = NULL;
   if (getifaddrs(&list) != 0) {
-    WARN("getifaddrs failed: %s", strerror(errno));
+    char e[160];
+    WARN("getifaddrs failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   const char* spec = param_is_set(WEFT_PARAM_SOCKET_IFNAME) ? param_str(WEFT_PARAM_SOCKET_IFNAME)
@@ -215,7 +216,8 @@ ncclResult_t socket_listen(const weft_sockaddr* addr, int* fd_out, weft_sockaddr
   /* Non-blocking: a connection reset between poll and accept must not block accept. */
   int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    WARN("socket() failed: %s", strerror(errno));
+    char e[160];
+    WARN("socket() failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   int one = 1;
@@ -240,7 +242,8 @@ ncclResult_t socket_listen(const weft_sockaddr* addr, int* fd_out, weft_sockaddr
 ncclResult_t socket_connect_start(const weft_sockaddr* addr, int* fd_out) {
   int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    WARN("socket() failed: %s", strerror(errno));
+    char e[160];
+    WARN("socket() failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   socket_set_nodelay(fd);
@@ -324,7 +327,8 @@ ncclResult_t socket_accept(int listen_fd, int timeout_ms, int* fd_out) {
   int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
   if (fd < 0) {
     if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return ncclSuccess;
-    WARN("accept failed: %s", strerror(errno));
+    char e[160];
+    WARN("accept failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   socket_set_nodelay(fd);

@@ -60,3 +60,5 @@ weft_add_test(NAME comm_init_root_gone_fails_fast SOURCES ${CMAKE_CURRENT_LIST_D
   LABELS mp fault TIMEOUT 60)
 weft_add_test(NAME comm_id_require_secret_refuses_unsecured
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_require_secret.c LABELS mp fault)
+weft_add_test(NAME comm_fd_limit_named SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_fd_limit.c
+  LABELS mp fault)
