@@ -51,11 +51,26 @@ ncclResult_t bootstrap_barrier(weft_bootstrap* b);
  * arrive meanwhile are queued. */
 ncclResult_t bootstrap_send(weft_bootstrap* b, int peer, int tag, const void* data, size_t size);
 ncclResult_t bootstrap_recv(weft_bootstrap* b, int peer, int tag, void* data, size_t size);
+/* bootstrap_recv that also ends early when give_up(b, ctx) returns anything but ncclSuccess
+ * (asked each time the wait looks and nothing matched; it must not wait or call the bootstrap
+ * but for bootstrap_queued_tags, and it logs why): for a wait that can tell from what else the
+ * peer sent that this message will not come. */
+typedef ncclResult_t (*bootstrap_give_up_fn)(weft_bootstrap* b, void* ctx);
+ncclResult_t bootstrap_recv_unless(weft_bootstrap* b, int peer, int tag, void* data, size_t size,
+                                   bootstrap_give_up_fn give_up, void* ctx);
+/* The tags in [lo, hi] of messages from peer that arrived and wait for their receive, oldest
+ * first, at most max of them into tags; returns how many were written. */
+int bootstrap_queued_tags(const weft_bootstrap* b, int peer, int lo, int hi, int* tags, int max);
 
 int bootstrap_rank(const weft_bootstrap* b);
 int bootstrap_nranks(const weft_bootstrap* b);
 /* Set the bound on later waits (init uses the init timeout; afterwards the op timeout). */
 void bootstrap_set_timeout(weft_bootstrap* b, int timeout_ms);
+/* Without blocking: 1 (and *how) when peer has closed its bootstrap or exited (our connection
+ * to it reads EOF, or its listener refuses a probe; probes are spaced out); 0 when it looks
+ * alive or cannot be told. For waits outside the bootstrap that depend on peer (net connection
+ * setup). Same thread rules as bootstrap_recv. */
+int bootstrap_peer_gone(weft_bootstrap* b, int peer, const char** how);
 
 /* Make every wait in progress or to come return promptly with an error (from any thread). */
 void bootstrap_abort(weft_bootstrap* b);

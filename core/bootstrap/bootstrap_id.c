@@ -89,6 +89,13 @@ ncclResult_t bootstrap_id_from_env(int rank, ncclUniqueId* out) {
   }
   id.magic = WEFT_COMM_ID_MAGIC;
   const char* shared = param_str(WEFT_PARAM_COMM_SECRET);
+  if ((!shared || !*shared) && param_int(WEFT_PARAM_COMM_ID_REQUIRE_SECRET) &&
+      !socket_addr_is_loopback(&id.addr)) {
+    WARN("bootstrap: NCCL_COMM_ID='%s' is not a loopback address and WEFT_COMM_SECRET is not "
+         "set: refused (WEFT_COMM_ID_REQUIRE_SECRET=1); give every rank the same secret",
+         text);
+    return ncclInvalidUsage;
+  }
   if (!shared || !*shared) {
     shared = "";
     WARN_ONCE("bootstrap: the NCCL_COMM_ID rendezvous at %s is not authenticated: anyone who "

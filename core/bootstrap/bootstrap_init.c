@@ -2,6 +2,7 @@
  * deadline: listen (this rank's own listener) -> check in with the root -> wait for its verdict
  * (the address of rank+1, or why the init failed) -> connect the ring and allgather every
  * rank's listener address. Each phase that times out says what it was waiting for. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,12 @@ static ncclResult_t check_in(weft_bootstrap* b, uint64_t deadline, int timeout_m
   bs_hello h;
   bs_hello_init(&h, &b->id, BS_KIND_CHECKIN, b->rank, b->nranks);
   h.addr = b->listen_addr;
+  /* A random id's root is up before the id exists: a refusal means its process is gone. An
+   * NCCL_COMM_ID root starts with rank 0, which may come later: a refusal is retried. */
   bs_xfer x = {.kind = BS_X_CONNECT, .peer = -1, .fd = -1, .addr = &b->id.addr, .buf = &h,
-               .len = sizeof h, .hello_deadline = deadline};
+               .len = sizeof h, .hello_deadline = deadline,
+               .give_up_at = clock_ms() + BS_GIVE_UP_MS,
+               .refused_waits = b->id.magic == WEFT_COMM_ID_MAGIC};
   ncclResult_t r = bs_run(b, &x, 1, NULL, NULL, deadline, "check-in with the root");
   bs_close_fd(&x.fd); /* the root keeps nothing open per rank; it will connect back */
   if (r != ncclSuccess && b->timed_out)
@@ -50,9 +55,43 @@ static ncclResult_t check_in(weft_bootstrap* b, uint64_t deadline, int timeout_m
   return r;
 }
 
+/* While this rank waits for its verdict, the root (another process, often a rank whose own
+ * init has failed and which has exited) is probed now and then: a refused probe means no
+ * verdict will come. */
+typedef struct {
+  int fd;
+  uint64_t next;
+} root_probe;
+
 static ncclResult_t verdict_arrived(weft_bootstrap* b, void* ctx, int* ok) {
-  (void)ctx;
+  root_probe* p = ctx;
   *ok = b->verdict_got;
+  if (*ok) return ncclSuccess;
+  uint64_t now = clock_ms();
+  int refused = 0, done = 0;
+  if (p->fd < 0 && now >= p->next) {
+    p->next = now + BS_PROBE_MS;
+    errno = 0;
+    if (socket_connect_start(&b->id.addr, &p->fd) != ncclSuccess) {
+      refused = errno == ECONNREFUSED;
+      p->fd = -1;
+    }
+  } else if (p->fd >= 0) {
+    if (socket_connect_poll(p->fd, &done) != ncclSuccess) {
+      refused = errno == ECONNREFUSED;
+      bs_close_fd(&p->fd);
+    } else if (done) {
+      bs_close_fd(&p->fd); /* it listens: alive (it drops the probe as a stray client) */
+    }
+  }
+  if (refused) {
+    char a[WEFT_SOCKADDR_STRLEN];
+    WARN("bootstrap rank %d/%d: the bootstrap root at %s is gone (it refuses connections) "
+         "before it gave this rank a verdict: the process that ran it has exited (its own init "
+         "failed?)",
+         b->rank, b->nranks, socket_addr_str(&b->id.addr, a, sizeof a));
+    return ncclRemoteError;
+  }
   return ncclSuccess;
 }
 
@@ -60,7 +99,9 @@ static ncclResult_t await_verdict(weft_bootstrap* b, uint64_t deadline, int time
                                   uint64_t checked_in_after) {
   char a[WEFT_SOCKADDR_STRLEN], list[512];
   const char* root = socket_addr_str(&b->id.addr, a, sizeof a);
-  ncclResult_t r = bs_run(b, NULL, 0, verdict_arrived, NULL, deadline, "waiting for the root");
+  root_probe probe = {.fd = -1, .next = clock_ms() + BS_PROBE_MS};
+  ncclResult_t r = bs_run(b, NULL, 0, verdict_arrived, &probe, deadline, "waiting for the root");
+  bs_close_fd(&probe.fd);
   if (r != ncclSuccess) {
     if (b->timed_out)
       WARN("bootstrap rank %d/%d: init timed out after %d ms: the bootstrap root at %s never "
@@ -97,9 +138,10 @@ static ncclResult_t await_verdict(weft_bootstrap* b, uint64_t deadline, int time
       return ncclInvalidUsage;
     }
     case BS_VERDICT_NRANKS:
-      WARN("bootstrap rank %d/%d: the root at %s rejected this rank: nranks %d here, %d in the "
-           "first rank to check in",
-           b->rank, b->nranks, root, b->nranks, v->root_nranks);
+      WARN("bootstrap rank %d/%d: init failed: the ranks disagree on nranks: the first rank to "
+           "check in with the root at %s said %d, rank %d said %d (this rank: %d); every rank "
+           "must pass the same nranks",
+           b->rank, b->nranks, root, v->root_nranks, v->odd_rank, v->odd_nranks, b->nranks);
       return ncclInvalidUsage;
     default:
       WARN("bootstrap rank %d/%d: the root at %s sent an unknown verdict %u", b->rank, b->nranks,
@@ -168,9 +210,16 @@ ncclResult_t bootstrap_init(const ncclUniqueId* uid, int rank, int nranks, int t
   b->in_init = 1;
   ncclResult_t res = ncclSuccess;
   b->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (b->wake_fd < 0) {
+    char e[160];
+    WARN("bootstrap rank %d/%d: eventfd failed: %s", rank, nranks,
+         weft_sys_error(errno, e, sizeof e));
+    res = ncclSystemError;
+    goto fail;
+  }
   b->peers = calloc((size_t)nranks, sizeof *b->peers);
   b->addrs = calloc((size_t)nranks, sizeof *b->addrs);
-  if (b->wake_fd < 0 || !b->peers || !b->addrs) {
+  if (!b->peers || !b->addrs) {
     WARN("bootstrap rank %d/%d: cannot allocate its state for %d ranks", rank, nranks, nranks);
     res = ncclSystemError;
     goto fail;

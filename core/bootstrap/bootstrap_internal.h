@@ -23,6 +23,7 @@
 #define BS_MAX_RANGES 64               /* missing-rank ranges carried by a timeout verdict */
 #define BS_MAX_QUEUED_BYTES (64u << 20) /* unexpected p2p bytes held per bootstrap */
 #define BS_POLL_SLICE_MS 20            /* how often an external abort flag is looked at */
+#define BS_GIVE_UP_MS 2000             /* retries of a refused/unroutable root before failing */
 
 enum { BS_KIND_CHECKIN = 1, BS_KIND_VERDICT = 2, BS_KIND_RING = 3, BS_KIND_P2P = 4 };
 
@@ -44,7 +45,8 @@ enum {
   BS_VERDICT_OK = 1,            /* next = the listener of rank+1 */
   BS_VERDICT_TIMEOUT = 2,       /* ranges list the ranks that never checked in */
   BS_VERDICT_DUPLICATE = 3,     /* this rank had already checked in */
-  BS_VERDICT_NRANKS = 4,        /* nranks differs from the first check-in (root_nranks) */
+  BS_VERDICT_NRANKS = 4,        /* ranks disagree on nranks: root_nranks (the first check-in)
+                                 * against odd_nranks (odd_rank's); every rank gets it */
   BS_VERDICT_CLAIMED = 5        /* two parties claimed one rank (a bs_claim in the ranges) */
 };
 
@@ -54,9 +56,9 @@ typedef struct {
   uint32_t nranges;    /* TIMEOUT: bs_range entries that follow (<= BS_MAX_RANGES) */
   uint32_t waited_ms;  /* TIMEOUT: how long the root waited after the first check-in */
   int32_t root_nranks; /* the nranks the root took from the first check-in */
-  uint32_t reserved;
+  int32_t odd_nranks;  /* NRANKS: the other nranks, odd_rank's */
   weft_sockaddr next;  /* OK */
-  uint32_t pad;
+  int32_t odd_rank;    /* NRANKS: the first rank that checked in with another nranks */
 } bs_verdict;
 _Static_assert(sizeof(bs_verdict) == 56, "bs_verdict is a fixed wire format");
 
@@ -175,6 +177,8 @@ typedef struct {
   void* buf;
   size_t size;
   int done;
+  bootstrap_give_up_fn give_up; /* bootstrap_recv_unless: asked while nothing matched */
+  void* give_up_ctx;
 } bs_want;
 
 struct weft_bootstrap {
@@ -224,6 +228,11 @@ typedef struct {
   int state;                 /* CONNECT: 0 idle, 1 connecting, 2 sending */
   uint64_t retry_at;
   int refused_fatal; /* CONNECT to a listener known to be up: a refusal means it is gone */
+  /* CONNECT: past this time (0: never) a refused or unroutable address ends the transfer
+   * instead of being retried until the deadline; refused_waits keeps retrying a refusal (an
+   * NCCL_COMM_ID root that starts with rank 0, maybe later). */
+  uint64_t give_up_at;
+  int refused_waits;
   int complete;
 } bs_xfer;
 

@@ -24,7 +24,7 @@ int bs_is_aborted(const weft_bootstrap* b) {
 }
 
 void bs_close_fd(int* fd) {
-  if (*fd >= 0) close(*fd);
+  socket_close(*fd); /* a connection's (no TIME_WAIT where safe); plain fds close alike */
   *fd = -1;
 }
 
@@ -228,6 +228,24 @@ static ncclResult_t connect_refused(weft_bootstrap* b, const bs_xfer* x, const c
   return ncclRemoteError;
 }
 
+/* A failed connect (err) that is not worth retrying any more (bs_xfer's give_up_at): logged. */
+static int connect_gives_up(weft_bootstrap* b, const bs_xfer* x, int err, uint64_t now,
+                            const char* what) {
+  if (!x->give_up_at || now < x->give_up_at) return 0;
+  int refused = err == ECONNREFUSED && !x->refused_waits;
+  int unroutable = err == EHOSTUNREACH || err == ENETUNREACH;
+  if (!refused && !unroutable) return 0;
+  char who[32], a[WEFT_SOCKADDR_STRLEN];
+  WARN("bootstrap rank %d/%d: %s: %s at %s: %s, still after %llu ms of retries (%s)", b->rank,
+       b->nranks, what, peer_name(x->peer, who, sizeof who),
+       socket_addr_str(x->addr, a, sizeof a), strerror(err),
+       (unsigned long long)(now - (x->give_up_at - BS_GIVE_UP_MS)),
+       refused ? "nothing listens there: the process that made the unique id has exited or "
+                 "the id is stale"
+               : "no route to that address: is it this job's, and is the network up?");
+  return 1;
+}
+
 static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const char* what) {
   if (x->kind == BS_X_CONNECT && x->state < 2) {
     if (x->state == 0) {
@@ -235,6 +253,7 @@ static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const
       ncclResult_t r = socket_connect_start(x->addr, &x->fd);
       if (r == ncclRemoteError && x->refused_fatal && errno == ECONNREFUSED)
         return connect_refused(b, x, what);
+      if (r == ncclRemoteError && connect_gives_up(b, x, errno, now, what)) return r;
       if (r == ncclRemoteError) { /* refused at once: the listener is not up yet */
         x->retry_at = now + CONNECT_RETRY_MS;
         return ncclSuccess;
@@ -247,6 +266,7 @@ static ncclResult_t xfer_step(weft_bootstrap* b, bs_xfer* x, uint64_t now, const
       int err = errno;
       bs_close_fd(&x->fd);
       if (x->refused_fatal && err == ECONNREFUSED) return connect_refused(b, x, what);
+      if (connect_gives_up(b, x, err, now, what)) return ncclRemoteError;
       x->state = 0;
       x->retry_at = now + CONNECT_RETRY_MS;
       return ncclSuccess;

@@ -183,6 +183,18 @@ static int peer_gone(weft_bootstrap* b, bs_peer* p, int peer, const char** how) 
 
 static int peer_alloc_ok(weft_bootstrap* b, int peer) { return bs_peer_get(b, peer) != NULL; }
 
+int bootstrap_peer_gone(weft_bootstrap* b, int peer, const char** how) {
+  if (!b || !b->addrs || peer < 0 || peer >= b->nranks || peer == b->rank || bs_is_aborted(b))
+    return 0;
+  bs_peer* p = bs_peer_get(b, peer);
+  if (!p) return 0;
+  if (p->recv_fd < 0 && p->rx_state == BS_RX_CLOSED) {
+    *how = "it closed its bootstrap connection";
+    return 1;
+  }
+  return peer_gone(b, p, peer, how);
+}
+
 static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
   bs_want* w = ctx;
   *ok = 0;
@@ -210,6 +222,10 @@ static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
          w->tag);
     return ncclInvalidUsage;
   }
+  if (w->give_up) {
+    ncclResult_t r = w->give_up(b, w->give_up_ctx);
+    if (r != ncclSuccess) return r;
+  }
   /* A peer that closed at a message boundary has closed its bootstrap: nothing more will come.
    * After a break mid-message it may still connect again (its next send does), so wait. */
   bs_peer* p = b->peers[w->peer];
@@ -229,10 +245,23 @@ static ncclResult_t recv_until(weft_bootstrap* b, void* ctx, int* ok) {
   return ncclSuccess;
 }
 
+int bootstrap_queued_tags(const weft_bootstrap* b, int peer, int lo, int hi, int* tags, int max) {
+  int n = 0;
+  for (const bs_msg* m = b->q_head; m && n < max; m = m->next)
+    if (m->peer == peer && m->tag >= lo && m->tag <= hi) tags[n++] = m->tag;
+  return n;
+}
+
 ncclResult_t bootstrap_recv(weft_bootstrap* b, int peer, int tag, void* data, size_t size) {
+  return bootstrap_recv_unless(b, peer, tag, data, size, NULL, NULL);
+}
+
+ncclResult_t bootstrap_recv_unless(weft_bootstrap* b, int peer, int tag, void* data, size_t size,
+                                   bootstrap_give_up_fn give_up, void* ctx) {
   WEFT_CHECK(check_peer(b, "recv", peer, data, size));
   if (bs_is_aborted(b)) return ncclRemoteError;
-  bs_want w = {.peer = peer, .tag = tag, .buf = data, .size = size};
+  bs_want w = {.peer = peer, .tag = tag, .buf = data, .size = size, .give_up = give_up,
+               .give_up_ctx = ctx};
   if (peer != b->rank && b->peers[peer]) b->peers[peer]->probe_at = 0; /* probe after a grace */
   char what[96];
   snprintf(what, sizeof what, "recv from rank %d (tag %d, %zu bytes)", peer, tag, size);

@@ -39,6 +39,7 @@ typedef struct root_state {
   unsigned char* present;
   weft_sockaddr* addrs;
   int claimed;    /* two parties claimed one rank: every check-in gets the CLAIMED verdict */
+  int odd_rank, odd_nranks; /* odd_nranks > 0: a rank disagreed on nranks; all get NRANKS */
   bs_claim claim;
   struct root_state* next;
 } root_state;
@@ -80,15 +81,17 @@ static void send_verdict(root_state* s, int rank, int rank_nranks, const weft_so
   if (socket_send_all(fd, buf, len, ROOT_CONNECT_MS) != ncclSuccess)
     WARN("%s: sending the init verdict to rank %d at %s failed", s->name, rank,
          socket_addr_str(to, a, sizeof a));
-  close(fd);
+  socket_close(fd);
 }
 
-static void reject(root_state* s, const bs_hello* h, uint32_t status) {
+static void send_nranks(root_state* s, int rank, int rank_nranks, const weft_sockaddr* to) {
   bs_verdict v;
   memset(&v, 0, sizeof v);
-  v.status = status;
+  v.status = BS_VERDICT_NRANKS;
   v.root_nranks = s->nranks;
-  send_verdict(s, h->rank, h->nranks, &h->addr, &v, NULL, ROOT_CONNECT_MS);
+  v.odd_rank = s->odd_rank;
+  v.odd_nranks = s->odd_nranks;
+  send_verdict(s, rank, rank_nranks, to, &v, NULL, ROOT_CONNECT_MS);
 }
 
 static void send_claimed(root_state* s, int rank, const weft_sockaddr* to) {
@@ -128,10 +131,20 @@ static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr*
     s->nranks = h->nranks;
     s->first_ms = now;
     s->deadline = UINT64_MAX;
-  } else if (h->nranks != s->nranks) {
-    WARN("%s: rank %d checked in with nranks %d, but the first check-in said %d: rejected",
-         s->name, h->rank, h->nranks, s->nranks);
-    reject(s, h, BS_VERDICT_NRANKS);
+  } else if (h->nranks != s->nranks || s->odd_nranks > 0) {
+    /* No init can succeed: which nranks is right is not the root's to know, so every rank,
+     * those already here and those still to come, hears it now (not at the timeout). */
+    if (s->odd_nranks == 0) {
+      s->odd_rank = h->rank;
+      s->odd_nranks = h->nranks;
+      WARN("%s: rank %d checked in with nranks %d, but the first check-in said %d: the init "
+           "fails for every rank", s->name, h->rank, h->nranks, s->nranks);
+      send_nranks(s, h->rank, h->nranks, &h->addr); /* first: the others may exit at once */
+      for (int r = 0; r < s->nranks; r++)
+        if (s->present[r]) send_nranks(s, r, s->nranks, &s->addrs[r]);
+      return 0;
+    }
+    send_nranks(s, h->rank, h->nranks, &h->addr);
     return 0;
   }
   if (s->present[h->rank] && !s->claimed) {
@@ -276,6 +289,9 @@ static void root_finish(root_state* s) {
   if (s->claimed)
     INFO(NCCL_BOOTSTRAP, "%s: closing after the double claim of rank %d", s->name,
          s->claim.rank);
+  else if (s->odd_nranks > 0)
+    INFO(NCCL_BOOTSTRAP, "%s: closing after ranks disagreed on nranks (%d, %d)", s->name,
+         s->nranks, s->odd_nranks);
   else if (s->nranks > 0 && s->count == s->nranks)
     deliver_ok(s);
   else if (s->nranks > 0)

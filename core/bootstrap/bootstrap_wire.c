@@ -100,7 +100,7 @@ static void pending_drop(bs_pending_set* s, int i, const char* who, const char* 
   char a[WEFT_SOCKADDR_STRLEN];
   INFO(NCCL_BOOTSTRAP, "%s: dropped connection from %s: %s", who,
        socket_addr_str(&s->v[i].from, a, sizeof a), why);
-  close(s->v[i].fd);
+  socket_close(s->v[i].fd);
   s->v[i].fd = -1;
 }
 
@@ -124,7 +124,8 @@ void bs_pending_accept(bs_pending_set* s, int listen_fd, const char* who) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       /* Out of fds or memory: the connection stays in the backlog and poll would report it
        * again at once, so pause instead of spinning. */
-      INFO(NCCL_BOOTSTRAP, "%s: accept failed: %s", who, strerror(errno));
+      char e[160];
+      WARN_ONCE("%s: accept failed: %s", who, weft_sys_error(errno, e, sizeof e));
       struct timespec ts = {0, 10 * 1000000L};
       nanosleep(&ts, NULL);
       return;
@@ -171,7 +172,7 @@ void bs_pending_advance(bs_pending_set* s, const struct pollfd* pfd, uint64_t ma
         }
         int fd = p->fd;
         p->fd = -1; /* handed over (or closed below) */
-        if (!fn(ctx, fd, &p->hello, &p->from)) close(fd);
+        if (!fn(ctx, fd, &p->hello, &p->from)) socket_close(fd);
         continue;
       }
     }
@@ -190,6 +191,6 @@ uint64_t bs_pending_next_deadline(const bs_pending_set* s) {
 
 void bs_pending_close_all(bs_pending_set* s) {
   for (int i = 0; i < s->n; i++)
-    if (s->v[i].fd >= 0) close(s->v[i].fd);
+    socket_close(s->v[i].fd);
   s->n = 0;
 }

@@ -78,6 +78,7 @@ struct ncclComm {
   volatile int async_error; /* ncclResult_t; ncclInProgress while a non-blocking init runs */
   volatile int state;       /* weft_comm_state */
   int split_count;          /* splits and shrinks done from this comm (tags bootstrap messages) */
+  int split_child;          /* made by ncclCommSplit: its init is bounded by WEFT_TIMEOUT_MS too */
   /* ncclCommRevoke (lifecycle/comm_revoke.c): set once, never cleared; operations are refused
    * from then on and launches already in flight fail (the abort flag, raised until they left). */
   volatile int revoked;

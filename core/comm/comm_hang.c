@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "comm/comm.h"
@@ -75,6 +76,53 @@ static void board_name(const struct ncclComm* comm, char* buf, size_t len) {
            (unsigned long long)comm->comm_hash, comm->nranks);
 }
 
+/* Map the board segment name, which every local rank of the comm opens, or NULL after a WARN
+ * saying why it cannot be used. Two things would make a store to the mapping a SIGBUS later,
+ * and both are ruled out here, before it is mapped:
+ *  - a full /dev/shm: the file's blocks are allocated now (posix_fallocate), so no room is an
+ *    ENOSPC here, and the file this rank made is removed;
+ *  - a file someone else controls: the name is predictable (an NCCL_COMM_ID job without
+ *    WEFT_COMM_SECRET has a predictable hash), so another user may have created it first and
+ *    could truncate it under the mapping. It is used only when this user owns it, nobody else
+ *    may open it (mode 0600), it is not a link (O_NOFOLLOW) and its size is 0 (new) or the
+ *    board's; otherwise it is left alone (it is not this user's to remove). */
+static void* board_map(const struct ncclComm* comm, const char* name, size_t bytes) {
+  int fd = shm_open(name, O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) { /* no /dev/shm here, say: not worth a warning */
+    INFO(NCCL_INIT, "rank %d: cannot open /dev/shm%s for the hang report: %s", comm->rank, name,
+         strerror(errno));
+    return NULL;
+  }
+  void* p = NULL;
+  struct stat st;
+  int rc = 0;
+  if (fstat(fd, &st) != 0) {
+    WARN("rank %d: cannot stat /dev/shm%s: %s", comm->rank, name, strerror(errno));
+  } else if (st.st_uid != geteuid() || (st.st_mode & 077) != 0 || !S_ISREG(st.st_mode)) {
+    WARN("rank %d: /dev/shm%s belongs to uid %u with mode 0%o, not to this user (uid %u) "
+         "alone: not used for the hang report (another user may have made it first)",
+         comm->rank, name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+         (unsigned)geteuid());
+  } else if (st.st_size != 0 && (size_t)st.st_size != bytes) {
+    WARN("rank %d: /dev/shm%s has %lld bytes, not the board's %zu: not used for the hang "
+         "report", comm->rank, name, (long long)st.st_size, bytes);
+  } else if ((rc = ftruncate(fd, (off_t)bytes) != 0 ? errno : 0) != 0 ||
+             (rc = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+    WARN("rank %d: cannot allocate %zu bytes of /dev/shm%s for the hang report: %s", comm->rank,
+         bytes, name, strerror(rc));
+    shm_unlink(name); /* this user's: checked above */
+  } else {
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      WARN("rank %d: cannot map /dev/shm%s: %s", comm->rank, name, strerror(errno));
+      shm_unlink(name);
+      p = NULL;
+    }
+  }
+  close(fd);
+  return p;
+}
+
 ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   struct weft_hang* h = calloc(1, sizeof *h);
   if (!h) {
@@ -83,17 +131,10 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   }
   h->bytes = sizeof(hang_board) + (size_t)comm->nranks * sizeof(hang_slot);
   board_name(comm, h->name, sizeof h->name);
-  int fd = shm_open(h->name, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-  void* p = MAP_FAILED;
-  if (fd >= 0) {
-    if (ftruncate(fd, (off_t)h->bytes) == 0)
-      p = mmap(NULL, h->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-  }
-  if (p == MAP_FAILED) {
-    INFO(NCCL_INIT, "rank %d: no shared status board for the hang report (%s: %s); it reports "
-         "this rank only", comm->rank, h->name, strerror(errno));
-    if (fd >= 0) shm_unlink(h->name);
+  void* p = board_map(comm, h->name, h->bytes);
+  if (p == NULL) {
+    INFO(NCCL_INIT, "rank %d: no shared status board for the hang report; it reports this rank "
+         "only", comm->rank);
     p = calloc(1, h->bytes);
     if (!p) {
       free(h);

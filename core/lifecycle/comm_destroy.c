@@ -4,6 +4,7 @@
 
 #include "comm/comm.h"
 #include "lifecycle/lifecycle.h"
+#include "plan/plan.h"
 #include "util/check.h"
 #include "util/names.h"
 
@@ -37,8 +38,17 @@ ncclResult_t comm_finalize(struct ncclComm* comm) {
   return ncclSuccess;
 }
 
+/* Destroy never frees under another thread's operation: while one runs on comm (another
+ * thread blocked in a collective, say) it refuses, and the comm stays usable; ncclCommAbort is
+ * the call that stops such an operation and frees the comm. */
 ncclResult_t comm_destroy(struct ncclComm* comm) {
   comm_join_init(comm);
+  if (!plan_close(comm)) {
+    WARN("ncclCommDestroy: comm %p (rank %d): another thread has an operation in flight on it; "
+         "not destroyed (let that call return first, or stop it with ncclCommAbort)",
+         (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
   /* A revoked comm's connections are out of step: close them as an abort does, without
    * flushing or waiting for peers. */
   if (__atomic_load_n(&comm->revoked, __ATOMIC_ACQUIRE))

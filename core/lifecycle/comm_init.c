@@ -106,7 +106,12 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   comm_print_banner();
   comm->comm_hash = hash_bytes(id, sizeof *id, 0xcbf29ce484222325ull);
   policy_comm_begin(comm); /* before anything below reads a setting */
+  /* WEFT_INIT_TIMEOUT_MS allows for ranks that start late. A split child's ranks are all in the
+   * split already (its parent's allgather saw them): one that does not arrive has failed, and
+   * the wait is an operation's, bounded by WEFT_TIMEOUT_MS as well. */
   int timeout = (int)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
+  int op_timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
+  if (comm->split_child && op_timeout < timeout) timeout = op_timeout;
   WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
                                  &comm->bootstrap),
                   res, fail);

@@ -64,6 +64,7 @@ ncclResult_t comm_split(struct ncclComm* parent, int color, int key, const ncclC
 
   struct ncclComm* child = NULL;
   WEFT_CHECK_GOTO(comm_alloc(m, my_new_rank, config, parent->cuda_dev, &child), res, done);
+  child->split_child = 1;
   if (parent->net) { /* the child uses its parent's net context (as NCCL does) */
     net_retain(parent->net);
     child->net = parent->net;

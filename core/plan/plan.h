@@ -59,6 +59,7 @@ struct weft_plan {
   int npending;
   int in_group;         /* listed in the thread's group */
   int inflight;         /* launches running on this comm (atomic); abort waits for 0 */
+  int closing;          /* destroy has begun (atomic): a launch that sees it backs out */
   /* user reduction ops (plan_redop.c), guarded by comm->lock */
   weft_user_op* uops;
   int nuops;
@@ -99,6 +100,11 @@ void plan_discard(struct ncclComm* comm);
 double plan_simulate(struct ncclComm* comm);
 /* Wait (at most timeout_ms) until no launch runs on comm; 0 when one still does. */
 int plan_wait_idle(struct ncclComm* comm, int timeout_ms);
+/* Destroy's claim on comm: 1 when no launch runs on it, and from then on a launch that starts
+ * backs out (ncclInvalidUsage) instead of running; 0 (and nothing changed) while another
+ * thread's launch is inside it. Pairs with the check at the top of plan_launch: each side
+ * publishes its own flag before it reads the other's, so one of them always sees the other. */
+int plan_close(struct ncclComm* comm);
 
 /* ---- user reduction ops (plan_redop.c) ---- */
 ncclResult_t plan_redop_create(struct ncclComm* comm, const weft_redop* op,

@@ -142,6 +142,31 @@ int plan_wait_idle(struct ncclComm* comm, int timeout_ms) {
   return 1;
 }
 
+int plan_close(struct ncclComm* comm) {
+  struct weft_plan* p = comm->plan;
+  if (!p) return 1;
+  __atomic_store_n(&p->closing, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&p->inflight, __ATOMIC_SEQ_CST) == 0) return 1;
+  __atomic_store_n(&p->closing, 0, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Counts a launch on comms[0..n) in (plan_close's other side); ncclInvalidUsage, with nothing
+ * left counted, when one of them is being destroyed by another thread. */
+static ncclResult_t enter_launch(struct ncclComm** comms, int n) {
+  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_SEQ_CST);
+  for (int i = 0; i < n; i++) {
+    if (!__atomic_load_n(&comms[i]->plan->closing, __ATOMIC_SEQ_CST)) continue;
+    WARN("rank %d: comm %p is being destroyed by another thread: its operations are not run",
+         comms[i]->rank, (void*)comms[i]);
+    for (int k = 0; k < n; k++) plan_discard(comms[k]);
+    /* The last touch: the destroy waits in plan_wait_idle for these. */
+    for (int k = 0; k < n; k++) __atomic_sub_fetch(&comms[k]->plan->inflight, 1, __ATOMIC_SEQ_CST);
+    return ncclInvalidUsage;
+  }
+  return ncclSuccess;
+}
+
 void plan_discard(struct ncclComm* comm) {
   struct weft_plan* p = comm->plan;
   if (!p) return;
@@ -186,6 +211,8 @@ typedef struct {
   weft_work* works;
   int nworks;
   weft_conn_key* keys;
+  weft_conn_why* whys; /* what needs each key */
+  int setup_failed;    /* transport_connect failed */
   int nkeys;
   int needs_prep;
   int uses_net;
@@ -290,7 +317,8 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
   cl->colls = calloc((size_t)nops + 1, sizeof *cl->colls);
   cl->works = calloc((size_t)nworks + 1, sizeof *cl->works);
   cl->keys = calloc((size_t)nworks * WEFT_WORK_MAX_CONNS * 2 + 1, sizeof *cl->keys);
-  if (!cl->colls || !cl->works || !cl->keys) {
+  cl->whys = calloc((size_t)nworks * WEFT_WORK_MAX_CONNS * 2 + 1, sizeof *cl->whys);
+  if (!cl->colls || !cl->works || !cl->keys || !cl->whys) {
     WARN("rank %d: out of memory launching %d ops", comm->rank, nops);
     return ncclSystemError;
   }
@@ -307,8 +335,13 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
       if (w->part_count == 0) continue;
       WEFT_CHECK(plan_work_setup(w));
       cl->nworks++;
+      weft_conn_why why = {.func = op->func, .dtype = (int32_t)op->dtype, .root = op->root,
+                           .peer = op->func == ncclFuncSend || op->func == ncclFuncRecv ? op->root
+                                                                                       : -1,
+                           .count = (uint64_t)op->count, .seq = op->seq};
       for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
         if (w->keys[k].peer < 0) continue;
+        cl->whys[cl->nkeys] = why;
         cl->keys[cl->nkeys++] = w->keys[k];
         if (transport_find(comm, &w->keys[k]) == NULL) cl->needs_prep = 1;
         /* A pair's point-to-point FIFOs are set up both ways at once: two ranks that each send
@@ -316,6 +349,7 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
         if (w->keys[k].kind == WEFT_CONN_P2P) {
           weft_conn_key mirror = w->keys[k];
           mirror.send = !mirror.send;
+          cl->whys[cl->nkeys] = why;
           cl->keys[cl->nkeys++] = mirror;
           if (transport_find(comm, &mirror) == NULL) cl->needs_prep = 1;
         }
@@ -338,7 +372,10 @@ static ncclResult_t prepare(comm_launch* cl) {
       return res;
     }
   }
-  return transport_connect(comm, cl->keys, cl->nkeys);
+  ncclResult_t res = transport_connect(comm, cl->keys, cl->whys, cl->nkeys);
+  /* Connections half made, details of others queued: unlike a refused check, not retryable. */
+  cl->setup_failed = res != ncclSuccess;
+  return res;
 }
 
 static void* prepare_thread(void* arg) {
@@ -420,13 +457,14 @@ static void free_launch(comm_launch* cl) {
   free(cl->colls);
   free(cl->works);
   free(cl->keys);
+  free(cl->whys);
 }
 
 /* A one-rank communicator alone in its group: only sends/receives to self reach here (its
  * collectives ran at enqueue), so there is nothing but copies to do. */
 static ncclResult_t launch_one_rank(struct ncclComm* comm) {
   struct weft_plan* p = comm->plan;
-  __atomic_add_fetch(&p->inflight, 1, __ATOMIC_ACQ_REL);
+  WEFT_CHECK(enter_launch(&comm, 1));
   weft_op* ops = p->pending_head;
   p->pending_head = p->pending_tail = NULL;
   p->npending = 0;
@@ -471,16 +509,20 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     for (int i = 0; i < n; i++) plan_discard(comms[i]);
     return ncclSystemError;
   }
+  res = enter_launch(comms, n);
+  if (res != ncclSuccess) {
+    free(cls);
+    return res;
+  }
   weft_launch L;
   pthread_mutex_init(&L.lock, NULL);
   pthread_cond_init(&L.cond, NULL);
   L.remaining = 0;
   L.result = ncclSuccess;
 
-  for (int i = 0; i < n; i++) __atomic_add_fetch(&comms[i]->plan->inflight, 1, __ATOMIC_SEQ_CST);
-  /* After the count is up: a revoke either sees this launch in flight and waits for it (its
-   * abort flag fails the items), or this launch sees the revoke (lifecycle/comm_revoke.c); a
-   * suspend likewise refuses itself or is seen here (lifecycle/comm_suspend.c). */
+  /* enter_launch counted this launch in flight first: a revoke either sees it and waits for it
+   * (its abort flag fails the items), or this launch sees the revoke (lifecycle/comm_revoke.c);
+   * a suspend likewise refuses itself or is seen here (lifecycle/comm_suspend.c). */
   for (int i = 0; i < n; i++) {
     cls[i].comm = comms[i];
     int revoked = __atomic_load_n(&comms[i]->revoked, __ATOMIC_SEQ_CST);
@@ -517,7 +559,8 @@ ncclResult_t plan_launch(struct ncclComm** comms, int n) {
     if (cls[i].thread_live) pthread_join(cls[i].thread, NULL);
     if (cls[i].res != ncclSuccess) {
       if (res == ncclSuccess) res = cls[i].res;
-      if (cls[i].res != ncclInvalidUsage) mark_failed(cls[i].comm, cls[i].res);
+      if (cls[i].res != ncclInvalidUsage || cls[i].setup_failed)
+        mark_failed(cls[i].comm, cls[i].res);
     }
   }
   if (res != ncclSuccess) goto done;

@@ -73,10 +73,21 @@ ncclResult_t transport_init(struct ncclComm* comm, const weft_transport_params* 
 /* The most connections the table can hold (what the proxy must be sized for). */
 size_t transport_capacity(struct ncclComm* comm);
 
+/* The operation a connection is made for, told to the peer with the connection's details: when
+ * the two ranks' setups do not meet (their operations differ: a root, a send/receive size that
+ * picks another protocol), the error names both sides' operations. */
+typedef struct {
+  int32_t func, dtype, root, peer; /* peer: of a Send/Recv; -1 otherwise */
+  uint64_t count, seq;
+} weft_conn_why;
+
 /* Connect every key not connected yet (duplicates and connected keys are skipped). Blocking,
- * bounded by WEFT_TIMEOUT_MS, polls the abort flag; errors name the peer and the key. Only one
- * thread may call this for a communicator at a time (it uses the bootstrap). */
-ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys, int n);
+ * bounded by WEFT_TIMEOUT_MS, polls the abort flag; errors name the peer and the key. A peer
+ * found setting up a connection this rank's batch does not expect (its operation differs) is
+ * an ncclInvalidUsage at once, naming both operations (whys[i]: what needs keys[i]; may be
+ * NULL). Only one thread may call this for a communicator at a time (it uses the bootstrap). */
+ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
+                               const weft_conn_why* whys, int n);
 
 /* "coll", "p2p" or "one-sided", for messages. */
 const char* transport_kind_name(int kind);

@@ -15,6 +15,7 @@
 typedef struct tconn {
   weft_conn conn; /* first: the executor's view */
   weft_conn_key key;
+  weft_conn_why why; /* the operation of this rank it was made for */
   size_t slot; /* index in the table (and in the device table) */
   int transport;
   /* shm */
@@ -80,6 +81,7 @@ typedef struct {
   uint64_t p2p_bytes;
   uint64_t p2p_ptr; /* P2P_VIA_PTR: the device address */
   unsigned char p2p_handle[WEFT_IPC_HANDLE_BYTES]; /* P2P_VIA_IPC: cudaIpcMemHandle_t */
+  weft_conn_why why; /* the receiver's operation that needs it */
 } conn_info;
 enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2 };
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "plugin/net.h"
 #include "transport/transport_internal.h"
@@ -31,6 +32,7 @@
 #define NETCONN_REPORT_MS 5000 /* a connection pending this long is reported once */
 #define NETCONN_GROW_MS 20     /* all workers inside a call this long: start another */
 #define NETCONN_REPORT_MAX 8   /* connections named in one report; the rest are counted */
+#define NETCONN_PEER_CHECK_MS 100 /* how often the peers of pending connections are looked at */
 
 typedef struct {
   tconn* c;          /* NULL once the caller has left (the run is abandoned) */
@@ -206,8 +208,11 @@ static void report_pending_locked(netconn_run* r, uint64_t now, int final, int t
     char what[96];
     describe_item(it, what, sizeof what);
     const char* name = r->net->name;
+    /* A plugin that polls returns at once with no comm and is called again: being in a call
+     * then says nothing (it began 0 ms ago); only a call that has run a while is blocking. */
+    int blocked = it->in_call && now - it->call_start_ms >= NETCONN_GROW_MS;
     if (final) {
-      if (it->in_call)
+      if (blocked)
         WARN("rank %d: net %s: connection %s not established after %d ms (WEFT_TIMEOUT_MS): "
              "the plugin's %s has not returned for %llu ms",
              r->rank, name, what, timeout_ms, call_name(it),
@@ -216,13 +221,13 @@ static void report_pending_locked(netconn_run* r, uint64_t now, int final, int t
         WARN("rank %d: net %s: connection %s not established after %d ms (WEFT_TIMEOUT_MS): "
              "the plugin's %s returned no comm in %u calls",
              r->rank, name, what, timeout_ms, call_name(it), it->calls);
-    } else if (it->in_call) {
+    } else if (blocked) {
       WARN("rank %d: net %s: connection %s still pending after %d ms: the plugin's %s has not "
            "returned for %llu ms (a net plugin's connect/accept must not block; weft keeps "
            "driving the other connections, up to WEFT_TIMEOUT_MS)",
            r->rank, name, what, NETCONN_REPORT_MS, call_name(it),
            (unsigned long long)(now - it->call_start_ms));
-    } else if (it->calls == 0) {
+    } else if (it->calls == 0 && !it->in_call) {
       INFO(NCCL_INIT | NCCL_NET,
            "rank %d: net %s: connection %s still pending after %d ms: its %s has not been called "
            "yet (every worker is inside another plugin call)",
@@ -271,6 +276,24 @@ static void run_leave_locked(netconn_run* r) {
   run_unref_locked(r);
 }
 
+/* A pending connection whose peer is gone (it exited, or failed and closed its communicator:
+ * its bootstrap says so) will never be made: 1 after a WARN naming it. An accept learns of it
+ * no other way (a connect is refused). */
+static int pending_peer_gone_locked(struct ncclComm* comm, netconn_run* r) {
+  if (!comm->bootstrap) return 0;
+  for (int i = 0; i < r->n; i++) {
+    const netconn_item* it = &r->items[i];
+    const char* how = NULL;
+    if (it->done || !bootstrap_peer_gone(comm->bootstrap, it->peer, &how)) continue;
+    char what[96];
+    describe_item(it, what, sizeof what);
+    WARN("rank %d: net %s: connection %s cannot be made: rank %d is gone (%s)", r->rank,
+         r->net->name, what, it->peer, how);
+    return 1;
+  }
+  return 0;
+}
+
 static void timed_wait_ms(netconn_run* r, int ms) {
   struct timespec ts = clock_deadline(CLOCK_REALTIME, ms);
   pthread_cond_timedwait(&r->cv, &r->lock, &ts);
@@ -310,7 +333,7 @@ ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) {
   r->pending = r->n;
 
   int timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
-  uint64_t start = clock_ms();
+  uint64_t start = clock_ms(), next_peer_check = start + NETCONN_PEER_CHECK_MS;
   int reported = 0;
   ncclResult_t res = ncclSuccess;
   pthread_mutex_lock(&r->lock);
@@ -327,6 +350,13 @@ ncclResult_t net_connect_all(struct ncclComm* comm, tconn** todo, int m) {
       WARN("rank %d: connection setup aborted", comm->rank);
       res = ncclRemoteError;
       goto leave;
+    }
+    if (now >= next_peer_check && r->pending > 0) {
+      next_peer_check = now + NETCONN_PEER_CHECK_MS;
+      if (pending_peer_gone_locked(comm, r)) {
+        res = ncclRemoteError;
+        goto leave;
+      }
     }
     if (!reported && now - start >= NETCONN_REPORT_MS && r->pending > 0) {
       reported = 1;

@@ -19,12 +19,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "plugin/net.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/param.h"
+#include "util/names.h"
 
 #define CONN_TAG_BASE 0x57540000
 _Static_assert(WEFT_MAX_CHANNELS <= 64, "conn_tag keeps the channel in 6 bits");
@@ -215,6 +217,7 @@ static ncclResult_t recv_side(struct ncclComm* comm, tconn* c) {
   info.proto = c->key.proto;
   info.pid = (int32_t)getpid();
   info.step_bytes = c->conn.step_bytes;
+  info.why = c->why;
   if (c->transport == WEFT_TRANSPORT_P2P) {
     WEFT_CHECK(p2p_recv_setup(comm, c, &info));
   } else if (c->transport == WEFT_TRANSPORT_SHM) {
@@ -226,9 +229,87 @@ static ncclResult_t recv_side(struct ncclComm* comm, tconn* c) {
   return bootstrap_send(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info, sizeof info);
 }
 
-static ncclResult_t send_side(struct ncclComm* comm, tconn* c) {
+static void describe_why(const weft_conn_why* w, char* buf, size_t len) {
+  ncclDataType_t t = (ncclDataType_t)w->dtype;
+  if (w->func == ncclFuncSend || w->func == ncclFuncRecv)
+    snprintf(buf, len, "%s %s rank %d of %llu x %s (%llu bytes)",
+             w->func == ncclFuncSend ? "ncclSend" : "ncclRecv",
+             w->func == ncclFuncSend ? "to" : "from", w->peer, (unsigned long long)w->count,
+             dtype_name(t), (unsigned long long)(w->count * dtype_size(t)));
+  else if (w->func == ncclFuncBroadcast || w->func == ncclFuncReduce)
+    snprintf(buf, len, "%s #%llu (count %llu, %s, root %d)", weft_func_name(w->func),
+             (unsigned long long)w->seq, (unsigned long long)w->count, dtype_name(t), w->root);
+  else
+    snprintf(buf, len, "%s #%llu (count %llu, %s)", weft_func_name(w->func),
+             (unsigned long long)w->seq, (unsigned long long)w->count, dtype_name(t));
+}
+
+/* The batch a send side waits in: a connection's details from the peer that no connection of
+ * the batch expects means the peer set up for another operation; the one this rank waits for
+ * will not come (the peer sends all of a batch's details before it waits for any). */
+typedef struct {
+  tconn** todo;
+  int m;
+  int peer, stray_tag;
+} setup_wait;
+
+static ncclResult_t stray_setup(weft_bootstrap* b, void* ctx) {
+  setup_wait* sw = ctx;
+  int tags[16];
+  int n = bootstrap_queued_tags(b, sw->peer, CONN_TAG_BASE, CONN_TAG_BASE | 0xffff, tags, 16);
+  for (int i = 0; i < n; i++) {
+    int expected = 0;
+    for (int k = 0; k < sw->m && !expected; k++) {
+      const tconn* o = sw->todo[k];
+      expected = o->conn.is_send && o->key.peer == sw->peer && conn_tag(&o->key) == tags[i];
+    }
+    if (!expected) {
+      sw->stray_tag = tags[i];
+      return ncclInvalidUsage;
+    }
+  }
+  return ncclSuccess;
+}
+
+/* The peer's details for another connection than c (the operations differ): WARN naming both
+ * sides' operations. */
+static ncclResult_t report_stray(struct ncclComm* comm, const tconn* c, int tag) {
+  conn_info other;
+  memset(&other, 0, sizeof other);
+  ncclResult_t r = bootstrap_recv(comm->bootstrap, c->key.peer, tag, &other, sizeof other);
+  char mine[128], theirs[128], want[96];
+  describe(c, want, sizeof want);
+  describe_why(&c->why, mine, sizeof mine);
+  if (r != ncclSuccess || other.magic != CONN_INFO_MAGIC) {
+    WARN("rank %d: %s needs connection %s, and rank %d set up another one: the ranks' "
+         "operations differ", comm->rank, mine, want, c->key.peer);
+    return ncclInvalidUsage;
+  }
+  describe_why(&other.why, theirs, sizeof theirs);
+  WARN("rank %d: %s needs connection %s, while rank %d set up %s %s channel %d for its %s: "
+       "the ranks' operations differ (every rank must call the same collectives with the same "
+       "root, and a send's size must match its receive's)",
+       comm->rank, mine, want, c->key.peer, kind_name(other.kind), proto_name(other.proto),
+       other.channel, theirs);
+  return ncclInvalidUsage;
+}
+
+static ncclResult_t send_side(struct ncclComm* comm, tconn* c, tconn** todo, int m) {
   conn_info info;
-  WEFT_CHECK(bootstrap_recv(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info, sizeof info));
+  setup_wait sw = {todo, m, c->key.peer, 0};
+  ncclResult_t r = bootstrap_recv_unless(comm->bootstrap, c->key.peer, conn_tag(&c->key), &info,
+                                         sizeof info, stray_setup, &sw);
+  if (r == ncclInvalidUsage && sw.stray_tag) return report_stray(comm, c, sw.stray_tag);
+  if (r != ncclSuccess) {
+    char what[96], mine[128];
+    describe(c, what, sizeof what);
+    describe_why(&c->why, mine, sizeof mine);
+    WARN("rank %d: %s needs connection %s, and rank %d did not set up its end: it is not in the "
+         "same operation (a collective or root that differs: WEFT_CHECK_COLLECTIVES=1 names it), "
+         "or it failed or is stuck (%s)",
+         comm->rank, mine, what, c->key.peer, weft_result_str(r));
+    return r;
+  }
   if (info.magic != CONN_INFO_MAGIC || info.kind != c->key.kind ||
       info.channel != c->key.channel || info.proto != c->key.proto ||
       info.step_bytes != c->conn.step_bytes || info.transport != c->transport) {
@@ -249,19 +330,22 @@ static ncclResult_t send_side(struct ncclComm* comm, tconn* c) {
   return net_send_setup(comm, c, &info);
 }
 
-static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys, int n);
+static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys,
+                                  const weft_conn_why* whys, int n);
 
-ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys, int n) {
+ncclResult_t transport_connect(struct ncclComm* comm, const weft_conn_key* keys,
+                               const weft_conn_why* whys, int n) {
   if (n == 0) return ncclSuccess;
-  if (!comm->transport->device) return connect_batch(comm, keys, n);
+  if (!comm->transport->device) return connect_batch(comm, keys, whys, n);
   int saved;
   WEFT_CHECK(devmem_enter(comm, &saved));
-  ncclResult_t res = connect_batch(comm, keys, n);
+  ncclResult_t res = connect_batch(comm, keys, whys, n);
   devmem_leave(comm, saved);
   return res;
 }
 
-static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys, int n) {
+static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* keys,
+                                  const weft_conn_why* whys, int n) {
   struct weft_transport* t = comm->transport;
   ncclResult_t res = ncclSuccess;
   tconn** todo = calloc((size_t)n, sizeof *todo);
@@ -282,6 +366,7 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
     }
     c->key = keys[i];
     c->key.send = keys[i].send ? 1 : 0;
+    if (whys) c->why = whys[i];
     c->slot = idx;
     c->transport = choose_transport(comm, c->key.peer);
     if (c->key.proto == NCCL_PROTO_LL128 && c->transport != WEFT_TRANSPORT_P2P) {
@@ -318,7 +403,7 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
   for (int i = 0; i < m; i++)
     if (!todo[i]->conn.is_send) WEFT_CHECK_GOTO(recv_side(comm, todo[i]), res, fail);
   for (int i = 0; i < m; i++)
-    if (todo[i]->conn.is_send) WEFT_CHECK_GOTO(send_side(comm, todo[i]), res, fail);
+    if (todo[i]->conn.is_send) WEFT_CHECK_GOTO(send_side(comm, todo[i], todo, m), res, fail);
   WEFT_CHECK_GOTO(net_connect_all(comm, todo, m), res, fail);
   for (int i = 0; i < m; i++)
     if (todo[i]->transport == WEFT_TRANSPORT_NET)

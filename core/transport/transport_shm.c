@@ -54,8 +54,9 @@ ncclResult_t shm_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
            (unsigned)(comm->comm_hash & 0xffffffffu), n);
   int fd = shm_open(c->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) {
+    char e[160];
     WARN("rank %d: shm_open(%s) for a connection from rank %d failed: %s", comm->rank,
-         c->shm_name, c->key.peer, strerror(errno));
+         c->shm_name, c->key.peer, weft_sys_error(errno, e, sizeof e));
     c->shm_name[0] = '\0';
     return ncclSystemError;
   }

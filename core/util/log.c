@@ -3,12 +3,14 @@
  * from several threads do not interleave. The last WARN is kept for ncclGetLastError. */
 #include "util/log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -217,4 +219,27 @@ void weft_log_report(const char* file, int line, const char* fmt, ...) {
   fwrite(out, 1, (size_t)n, f);
   fflush(f);
   pthread_mutex_unlock(&log_lock);
+}
+
+const char* weft_sys_error(int err, char* buf, size_t len) {
+  if (err == EMFILE) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+      snprintf(buf, len, "%s (EMFILE: this process may have %llu open files, RLIMIT_NOFILE; "
+               "raise it with ulimit -n)", strerror(err), (unsigned long long)rl.rlim_cur);
+    else
+      snprintf(buf, len, "%s (EMFILE: this process's RLIMIT_NOFILE)", strerror(err));
+  } else if (err == ENFILE) {
+    long long max = -1;
+    FILE* f = fopen("/proc/sys/fs/file-max", "r");
+    if (f) {
+      if (fscanf(f, "%lld", &max) != 1) max = -1;
+      fclose(f);
+    }
+    snprintf(buf, len, "%s (ENFILE: the system's open-file table is full, fs.file-max %lld)",
+             strerror(err), max);
+  } else {
+    snprintf(buf, len, "%s (errno %d)", strerror(err), err);
+  }
+  return buf;
 }

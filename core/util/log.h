@@ -20,6 +20,10 @@ void weft_log_reset(void);
 void weft_log_set_thread_rank(int rank, int dev);
 /* Record the last WARN text (ncclGetLastError reads it). Returns a copy in buf. */
 void weft_log_last_error(char* buf, size_t len);
+/* strerror(err) for a failed system call, with the errno's name and, for running out of file
+ * descriptors, the limit that was hit: EMFILE names this process's RLIMIT_NOFILE (ulimit -n),
+ * ENFILE the system's fs.file-max. Returns buf. */
+const char* weft_sys_error(int err, char* buf, size_t len);
 
 #define WARN(...) weft_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
 #define INFO(subsys, ...)                                                              \

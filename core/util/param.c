@@ -4,11 +4,14 @@
 #include "util/param.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/log.h"
 
@@ -98,41 +101,86 @@ static char* trim(char* s) {
   return s;
 }
 
-/* KEY=VALUE lines, '#' comments. A name already in the environment is left alone. */
-static void load_conf_file(const char* path, weft_param_source src) {
-  FILE* f = fopen(path, "r");
-  if (!f) return;
-  char line[MAX_LINE];
-  long total = 0;
-  int lineno = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    total += (long)strlen(line);
-    if (total > MAX_CONF_BYTES) {
-      WARN("%s: larger than %d bytes, ignoring the rest", path, MAX_CONF_BYTES);
-      break;
-    }
-    char* hash = strchr(line, '#');
-    if (hash) *hash = '\0';
-    char* s = trim(line);
-    if (*s == '\0') continue;
-    char* eq = strchr(s, '=');
-    if (!eq) {
-      WARN("%s:%d: expected KEY=VALUE, ignoring '%s'", path, lineno, s);
-      continue;
-    }
-    *eq = '\0';
-    char* key = trim(s);
-    char* value = trim(eq + 1);
-    if (*key == '\0') continue;
-    pthread_mutex_lock(&reg_lock);
-    if (getenv(key) == NULL) {
-      setenv(key, value, 0);
-      remember_locked(key, src);
-    }
-    pthread_mutex_unlock(&reg_lock);
+/* One KEY=VALUE line (no newline); '#' starts a comment. A name already in the environment is
+ * left alone. */
+static void conf_line(const char* path, int lineno, char* line, weft_param_source src) {
+  char* hash = strchr(line, '#');
+  if (hash) *hash = '\0';
+  char* s = trim(line);
+  if (*s == '\0') return;
+  char* eq = strchr(s, '=');
+  if (!eq) {
+    WARN("%s:%d: expected KEY=VALUE, ignoring '%s'", path, lineno, s);
+    return;
   }
-  fclose(f);
+  *eq = '\0';
+  char* key = trim(s);
+  char* value = trim(eq + 1);
+  if (*key == '\0') return;
+  pthread_mutex_lock(&reg_lock);
+  if (getenv(key) == NULL) {
+    setenv(key, value, 0);
+    remember_locked(key, src);
+  }
+  pthread_mutex_unlock(&reg_lock);
+}
+
+/* The file's bytes (NUL-terminated) when it is a regular file of at most MAX_CONF_BYTES, else
+ * NULL with a WARN: a device (/dev/zero never ends), a FIFO (its open would wait for a writer:
+ * O_NONBLOCK) or a directory is refused before anything is read from it. Silent when the file
+ * does not exist. */
+static char* conf_read(const char* path, size_t* bytes) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno != ENOENT) WARN("%s: cannot open: %s; ignored", path, strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  char* buf = NULL;
+  if (fstat(fd, &st) != 0) {
+    WARN("%s: cannot stat: %s; ignored", path, strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    WARN("%s: not a regular file (mode 0%o); ignored", path, (unsigned)st.st_mode);
+  } else if (st.st_size > MAX_CONF_BYTES) {
+    WARN("%s: %lld bytes, more than the %d a conf file may have; ignored", path,
+         (long long)st.st_size, MAX_CONF_BYTES);
+  } else if ((buf = malloc((size_t)st.st_size + 1)) != NULL) {
+    size_t n = 0; /* a file that grows while it is read is cut at its size when opened */
+    while (n < (size_t)st.st_size) {
+      ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      n += (size_t)r;
+    }
+    buf[n] = '\0';
+    *bytes = n;
+  }
+  close(fd);
+  return buf;
+}
+
+/* KEY=VALUE lines, '#' comments. A line longer than MAX_LINE is ignored whole (never split
+ * into pieces read as lines of their own); a NUL byte ends the text (not a text file past it). */
+static void load_conf_file(const char* path, weft_param_source src) {
+  size_t bytes = 0;
+  char* text = conf_read(path, &bytes);
+  if (!text) return;
+  size_t len = strlen(text);
+  if (len < bytes)
+    WARN("%s: a NUL byte at offset %zu; the rest of the file is ignored", path, len);
+  int lineno = 0;
+  for (char* line = text; line < text + len;) {
+    lineno++;
+    char* nl = memchr(line, '\n', (size_t)(text + len - line));
+    size_t n = nl ? (size_t)(nl - line) : (size_t)(text + len - line);
+    if (nl) *nl = '\0';
+    if (n >= MAX_LINE)
+      WARN("%s:%d: line of %zu bytes, longer than %d; ignored", path, lineno, n, MAX_LINE - 1);
+    else
+      conf_line(path, lineno, line, src);
+    line += n + 1;
+  }
+  free(text);
 }
 
 static void load_conf_once(void) {

@@ -156,7 +156,8 @@ ncclResult_t socket_find_interfaces(char (*names)[IF_NAMESIZE], weft_sockaddr* a
                                     int* count) {
   struct ifaddrs* list = NULL;
   if (getifaddrs(&list) != 0) {
-    WARN("getifaddrs failed: %s", strerror(errno));
+    char e[160];
+    WARN("getifaddrs failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   const char* spec = param_is_set(WEFT_PARAM_SOCKET_IFNAME) ? param_str(WEFT_PARAM_SOCKET_IFNAME)
@@ -215,7 +216,8 @@ ncclResult_t socket_listen(const weft_sockaddr* addr, int* fd_out, weft_sockaddr
   /* Non-blocking: a connection reset between poll and accept must not block accept. */
   int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    WARN("socket() failed: %s", strerror(errno));
+    char e[160];
+    WARN("socket() failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   int one = 1;
@@ -240,7 +242,8 @@ ncclResult_t socket_listen(const weft_sockaddr* addr, int* fd_out, weft_sockaddr
 ncclResult_t socket_connect_start(const weft_sockaddr* addr, int* fd_out) {
   int fd = socket(addr->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
-    WARN("socket() failed: %s", strerror(errno));
+    char e[160];
+    WARN("socket() failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   socket_set_nodelay(fd);
@@ -324,7 +327,8 @@ ncclResult_t socket_accept(int listen_fd, int timeout_ms, int* fd_out) {
   int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
   if (fd < 0) {
     if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return ncclSuccess;
-    WARN("accept failed: %s", strerror(errno));
+    char e[160];
+    WARN("accept failed: %s", weft_sys_error(errno, e, sizeof e));
     return ncclSystemError;
   }
   socket_set_nodelay(fd);
@@ -373,4 +377,22 @@ ncclResult_t socket_send_all(int fd, const void* buf, size_t len, int timeout_ms
 
 ncclResult_t socket_recv_all(int fd, void* buf, size_t len, int timeout_ms) {
   return transfer_all(fd, 0, buf, len, timeout_ms);
+}
+
+void socket_close(int fd) {
+  if (fd < 0) return;
+  struct pollfd q = {.fd = fd, .events = POLLIN | POLLRDHUP};
+  if (poll(&q, 1, 0) == 1 && (q.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l); /* a failure: a normal close */
+  }
+  close(fd);
+}
+
+int socket_addr_is_loopback(const weft_sockaddr* a) {
+  if (a->sa.sa_family == AF_INET) return (ntohl(a->sin.sin_addr.s_addr) >> 24) == 127;
+  if (a->sa.sa_family != AF_INET6) return 0;
+  const struct in6_addr* x = &a->sin6.sin6_addr;
+  if (IN6_IS_ADDR_LOOPBACK(x)) return 1;
+  return IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127;
 }

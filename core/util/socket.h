@@ -26,6 +26,8 @@ ncclResult_t socket_parse_hostport(const char* text, weft_sockaddr* out);
 const char* socket_addr_str(const weft_sockaddr* a, char* buf, size_t len);
 socklen_t socket_addr_len(const weft_sockaddr* a);
 int socket_addr_port(const weft_sockaddr* a);
+/* 1 for 127.0.0.0/8 and ::1 (and ::ffff:127.x): reachable from this host only. */
+int socket_addr_is_loopback(const weft_sockaddr* a);
 void socket_addr_set_port(weft_sockaddr* a, int port);
 /* Same family, address and port. */
 int socket_addr_equal(const weft_sockaddr* a, const weft_sockaddr* b);
@@ -61,5 +63,15 @@ ncclResult_t socket_progress(int fd, int send, void* buf, size_t len, size_t* do
 
 ncclResult_t socket_set_nonblocking(int fd, int on);
 void socket_set_nodelay(int fd);
+/* Close a connected socket without leaving a TIME_WAIT entry (which holds a local port for a
+ * minute: a loop of communicators used to run a host out of ephemeral ports) where that loses
+ * nothing: when the peer has closed already (its FIN is here), this end answers with a reset
+ * (SO_LINGER 0), which also ends the peer's FIN_WAIT2 at once, so neither end waits. A peer
+ * that closed reads nothing more, and what it sent before its FIN is in this end's queue. When
+ * the peer has not closed, a normal close: this end sends the FIN first and its TIME_WAIT ends
+ * when the peer, closing the same way, resets. Old segments of a connection ended this way
+ * cannot reach a later one of the same ports unnoticed: TCP timestamps (PAWS) drop them, and
+ * weft's handshakes (bootstrap secret, net plugin magic) refuse strangers. -1 is ignored. */
+void socket_close(int fd);
 
 #endif

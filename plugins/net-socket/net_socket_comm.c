@@ -78,9 +78,8 @@ ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* d
 void net_socket_comm_destroy(ns_comm* c) {
   net_socket_threads_stop(c); /* also stops the events of data-socket tasks left open */
   net_socket_prof_stop(c, &c->ctrl_ev);
-  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
-  for (int i = 0; i < c->nsocks; i++)
-    if (c->socks[i].fd >= 0) close(c->socks[i].fd);
+  socket_close(c->ctrl_fd); /* no TIME_WAIT where safe (util/socket.h) */
+  for (int i = 0; i < c->nsocks; i++) socket_close(c->socks[i].fd);
   free(c->socks);
   free(c->reqs);
   free(c->free_ids);

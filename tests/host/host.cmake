@@ -39,13 +39,16 @@ foreach(tr shm net)
   weft_add_test(NAME host_abort_with_call_in_flight_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
     ARGS abort ${tr})
+  weft_add_test(NAME host_destroy_with_call_in_flight_refused_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_peer_death.c LABELS mp fault TIMEOUT 60
+    ARGS destroy ${tr})
 endforeach()
 weft_add_test(NAME host_unknown_algo_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
   LABELS mp ARGS NCCL_ALGO Ring,Bogus)
 weft_add_test(NAME host_unknown_proto_fails_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_bad_env.c
   LABELS mp ARGS NCCL_PROTO ^LL9)
 # Mismatched arguments without WEFT_CHECK_COLLECTIVES: errors naming both sides (issue 18).
-foreach(c p2p_small p2p_short p2p_large coll_count coll_dtype coll_op)
+foreach(c p2p_small p2p_short p2p_large p2p_setup coll_count coll_dtype coll_op coll_root)
   foreach(tr shm net)
     # Over the net a protocol's receives are posted only for an operation that expects them,
     # so a send on the other protocol is not seen until then (see host_sig.c).
@@ -73,3 +76,9 @@ foreach(t api signal)
 endforeach()
 weft_add_test(NAME host_hang_report_missing_checked SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_hang_report.c
   LABELS mp fault TIMEOUT 90 ARGS missing timer ENV WEFT_CHECK_COLLECTIVES=1)
+# The hang report's board in a hostile /dev/shm: full (a 64 KiB tmpfs), or its file made first
+# by another user (issue 42). Each mounts a private tmpfs (unshare -m): skipped where not allowed.
+foreach(c full foreign)
+  weft_add_test(NAME host_hang_board_shm_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/host_shm_hostile.c
+    LABELS mp fault TIMEOUT 90 ARGS ${c})
+endforeach()

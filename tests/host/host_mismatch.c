@@ -8,6 +8,11 @@
  *   coll_count AllReduce, rank 1 passes count + 1
  *   coll_dtype AllReduce, rank 1 passes int32 instead of float
  *   coll_op    AllReduce, rank 1 passes ncclMax instead of ncclSum
+ *   coll_root  Broadcast of 1M floats, rank 1 passes root 1, the others root 0 (issue 42): a
+ *              rank that receives from the wrong root names both roots
+ *   p2p_setup  send 1M floats (4 MiB), receive 1024, the p2p connections not made yet: the two
+ *              sizes pick different protocols, whose connection setups do not meet (issue 42:
+ *              it waited for the timeout and blamed the bootstrap)
  * A rank whose call failed aborts (as an application does), which fails its peers' next call
  * at once (finding 2). Each rank's stderr goes to a file; the parent greps the WARNs.
  *
@@ -65,6 +70,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   if (strncmp(mcase, "p2p_", 4) == 0) {
     size_t send = 4096, recv = 1024;
     if (!strcmp(mcase, "p2p_short")) send = 1024, recv = 4096;
+    if (!strcmp(mcase, "p2p_setup")) send = big, recv = 1024;
     if (!strcmp(mcase, "p2p_large")) {
       /* Both protocols' connections exist already (as in any application after warm-up);
        * connection setup for a protocol only one side uses waits for the timeout instead. */
@@ -87,6 +93,11 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
       res = ncclRecv(b, recv, ncclFloat, 0, comm, NULL);
       for (size_t i = recv; i < big; i++) EXPECT(b[i] == 0.0f); /* nothing past the buffer */
     }
+  } else if (!strcmp(mcase, "coll_root")) {
+    res = ncclBroadcast(a, b, big, ncclFloat, rank == 1 ? 1 : 0, comm, NULL);
+    /* A rank that believes it is the root only sends, which may complete; the others' failure
+     * (they abort) then fails its next call. */
+    if (res == ncclSuccess) res = ncclAllReduce(a, b, 64, ncclFloat, ncclSum, comm, NULL);
   } else {
     size_t count = 3000;
     ncclDataType_t t = ncclFloat;
@@ -152,6 +163,10 @@ int main(int argc, char** argv) {
   else if (!strcmp(mcase, "p2p_large"))
     want = "ncclRecv from rank 0 of 1000 x float32 (4000 bytes) meets an ncclSend of 1048576 x "
            "float32 (4194304 bytes)";
+  else if (!strcmp(mcase, "p2p_setup"))
+    want = "ncclSend to rank 1 of 1048576 x float32 (4194304 bytes)";
+  else if (!strcmp(mcase, "coll_root"))
+    want = "root 1";
   else if (!strcmp(mcase, "coll_count"))
     want = "(count 3001, float32, sum";
   else if (!strcmp(mcase, "coll_dtype"))
@@ -160,6 +175,15 @@ int main(int argc, char** argv) {
     want = "(count 3000, float32, max";
   if (rc == 0 && want && !log_has(nranks, want)) {
     fprintf(stderr, "no WARN contains \"%s\"\n", want);
+    rc = 1;
+  }
+  if (rc == 0 && !strcmp(mcase, "p2p_setup") &&
+      !log_has(nranks, "ncclRecv from rank 0 of 1024 x float32 (4096 bytes)")) {
+    fprintf(stderr, "no WARN names the receive\n");
+    rc = 1;
+  }
+  if (rc == 0 && !strcmp(mcase, "coll_root") && !log_has(nranks, "root 0")) {
+    fprintf(stderr, "no WARN names root 0\n");
     rc = 1;
   }
   if (rc == 0 && strncmp(mcase, "coll_", 5) == 0 &&

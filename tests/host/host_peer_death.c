@@ -5,6 +5,9 @@
  * rank is left in /dev/shm.
  * Mode "abort": the peer hangs, and each survivor calls ncclCommAbort from its main thread
  * while another thread is blocked inside an AllReduce: both return promptly.
+ * Mode "destroy": as "abort", but each survivor first calls ncclCommDestroy while the other
+ * thread is blocked: destroy refuses (ncclInvalidUsage) at once, nothing is freed under the
+ * blocked call (issue 42: it was a use-after-free), and the abort that follows stops it.
  *
  * Usage: host_peer_death kill|stop|abort shm|net */
 #include <dirent.h>
@@ -23,6 +26,7 @@
 #define VICTIM 2
 #define TIMEOUT_MS 3000
 #define COUNT (1 << 20)
+#define DESTROY_SETTLE_MS 700
 
 static double now_ms(void) {
   struct timespec t;
@@ -45,7 +49,7 @@ static void check_resources(int rank, int fds0, int threads0) {
   }
 }
 
-static int stop_mode, abort_mode;
+static int stop_mode, abort_mode, destroy_mode;
 
 static void* victim_thread(void* arg) {
   (void)arg;
@@ -75,6 +79,17 @@ static int abort_in_flight(int rank, ncclComm_t comm, float* s, float* r, int fd
   pthread_t t;
   EXPECT(pthread_create(&t, NULL, blocked_thread, &b) == 0);
   usleep(500 * 1000);
+  if (destroy_mode) {
+    double d0 = now_ms();
+    ncclResult_t d = ncclCommDestroy(comm);
+    double destroy_ms = now_ms() - d0;
+    printf("rank %d: destroy with a call in flight returned %s after %.0f ms\n", rank,
+           ncclGetErrorString(d), destroy_ms);
+    EXPECT_RES(d, ncclInvalidUsage);
+    EXPECT(destroy_ms < 1000);
+    /* The other survivor's destroy too must meet its call in flight: no abort before it. */
+    usleep(DESTROY_SETTLE_MS * 1000);
+  }
   double t0 = now_ms();
   EXPECT_OK(ncclCommAbort(comm));
   double abort_ms = now_ms() - t0;
@@ -83,7 +98,7 @@ static int abort_in_flight(int rank, ncclComm_t comm, float* s, float* r, int fd
          rank, abort_ms, ncclGetErrorString(b.res), b.took);
   EXPECT(abort_ms < 2000);
   EXPECT(b.res != ncclSuccess);
-  EXPECT(b.took < 500 + 2000);
+  EXPECT(b.took < 500 + (destroy_mode ? DESTROY_SETTLE_MS : 0) + 2000);
   check_resources(rank, fds0, threads0);
   free(s);
   free(r);
@@ -163,11 +178,12 @@ static int leftover_segments(const pid_t* pids, int n) {
 int main(int argc, char** argv) {
   test_require_weft_lib();
   if (argc < 3) {
-    fprintf(stderr, "usage: %s kill|stop|abort shm|net\n", argv[0]);
+    fprintf(stderr, "usage: %s kill|stop|abort|destroy shm|net\n", argv[0]);
     return 2;
   }
   stop_mode = strcmp(argv[1], "stop") == 0;
-  abort_mode = strcmp(argv[1], "abort") == 0;
+  destroy_mode = strcmp(argv[1], "destroy") == 0;
+  abort_mode = destroy_mode || strcmp(argv[1], "abort") == 0;
   setenv("NCCL_SHM_DISABLE", strcmp(argv[2], "net") == 0 ? "1" : "0", 1);
   char tmo[16];
   snprintf(tmo, sizeof tmo, "%d", TIMEOUT_MS);

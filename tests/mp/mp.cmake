@@ -37,6 +37,10 @@ foreach(m init split)
       ARGS ${m} ${tr})
   endforeach()
 endforeach()
+# Four ranks: a survivor that only accepts from the dead rank (issue 42).
+weft_add_test(NAME comm_peer_gone_before_first_op_init_net_4r
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_peer_gone_at_setup.c LABELS mp fault TIMEOUT 90
+  ARGS init net 4)
 foreach(c claim secret)
   weft_add_test(NAME comm_id_rendezvous_${c} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_secret.c
     LABELS mp fault ARGS ${c})
@@ -75,3 +79,26 @@ foreach(n 2 3 8)
 endforeach()
 weft_add_test(NAME comm_config_2_28_and_2_30_sizes
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config_sizes.c LABELS mp ARGS 3)
+# A rank SIGKILLed at a seeded moment of a Split/AllReduce/Destroy loop: the survivors' calls
+# return within WEFT_TIMEOUT_MS, not the init timeout (issue 42).
+foreach(tr shm net)
+  weft_add_test(NAME comm_split_kill_bounded_by_timeout_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_kill.c LABELS mp fault TIMEOUT 120 ARGS ${tr})
+endforeach()
+# Split/Destroy cycles in a network namespace with few ephemeral ports: none may run out
+# (issue 42). Root only (label netns; skipped otherwise).
+foreach(tr shm net)
+  weft_add_test(NAME comm_split_cycles_keep_ports_${tr}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_split_ports.c LABELS netns TIMEOUT 600 ARGS ${tr})
+endforeach()
+# A rank with another nranks: every rank's init fails soon, naming both counts (issue 42).
+foreach(o odd-first odd-last)
+  weft_add_test(NAME comm_nranks_mismatch_fails_all_${o}
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_nranks_mismatch.c LABELS mp fault TIMEOUT 90 ARGS ${o})
+endforeach()
+weft_add_test(NAME comm_init_root_gone_fails_fast SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_root_gone.c
+  LABELS mp fault TIMEOUT 60)
+weft_add_test(NAME comm_id_require_secret_refuses_unsecured
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_id_require_secret.c LABELS mp fault)
+weft_add_test(NAME comm_fd_limit_named SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_fd_limit.c
+  LABELS mp fault)
