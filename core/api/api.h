@@ -26,4 +26,11 @@ ncclResult_t arg_check_root(const char* fn, const struct ncclComm* comm, const c
                             int root);
 ncclResult_t arg_check_buffer(const char* fn, const char* what, const void* ptr, size_t count);
 
+/* The communicator, buffer, size and LSA flat mapping (NULL: none) of window `win`, a handle
+ * ncclCommWindowRegister gave out and that is still registered (api_mem.c);
+ * ncclInvalidArgument with a WARN naming fn otherwise. The window may be released by another thread right after: as in NCCL, using a
+ * window while releasing it is the caller's error. */
+ncclResult_t api_window_find(const char* fn, ncclWindow_t win, struct ncclComm** comm,
+                             void** buff, size_t* size, struct weft_window_lsa** lsa);
+
 #endif

@@ -363,6 +363,7 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   }
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
   transport_window_unmap(comm, found->zc);
+  transport_window_lsa_unmap(comm, found->lsa);
   transport_reg_views_free(comm, found->views, 1);
   free(found);
   return ncclSuccess;
@@ -397,9 +398,16 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
 static ncclResult_t window_map_job(struct ncclComm* comm, void* arg) {
   weft_mem_reg* r = arg;
   weft_window_map* m = NULL;
+  weft_window_lsa* lsa = NULL;
   WEFT_CHECK(transport_window_map(comm, r->buff, r->size, &m));
+  ncclResult_t res = transport_window_lsa_map(comm, r->buff, &lsa);
+  if (res != ncclSuccess) {
+    transport_window_unmap(comm, m);
+    return res;
+  }
   pthread_mutex_lock(&comm->lock);
   r->zc = m;
+  r->lsa = lsa;
   if (m) __atomic_add_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
   return ncclSuccess;
@@ -417,10 +425,14 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     WARN("%s: size is 0", fn);
     return ncclInvalidArgument;
   }
-  if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
-    WARN("%s: winFlags = %d is not NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", fn, winFlags);
+  /* NCCL_WIN_STRICT_ORDERING asks NIC registrations to keep the order of writes; weft
+   * registers windows with no NIC, so it changes nothing here (nor on LSA, which is load/store). */
+  if ((winFlags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING)) != 0) {
+    WARN("%s: winFlags = %d is not a combination of NCCL_WIN_COLL_SYMMETRIC and "
+         "NCCL_WIN_STRICT_ORDERING", fn, winFlags);
     return ncclInvalidArgument;
   }
+  winFlags &= NCCL_WIN_COLL_SYMMETRIC;
   weft_mem_reg* r;
   WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
   /* A symmetric window on a device communicator is mapped by every peer (collectively), so
@@ -436,6 +448,46 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     }
   }
   *win = (ncclWindow_t)(void*)r;
+  return ncclSuccess;
+}
+
+/* ---- finding a window's communicator (the device API's pointer queries) ---- */
+
+typedef struct {
+  const void* win;
+  struct ncclComm* comm;
+  void* buff;
+  size_t size;
+  weft_window_lsa* lsa;
+} window_search;
+
+static void window_search_comm(struct ncclComm* comm, void* arg) {
+  window_search* s = arg;
+  if (s->comm) return;
+  pthread_mutex_lock(&comm->lock);
+  for (const weft_mem_reg* r = comm->regs; r; r = r->next)
+    if ((const void*)r == s->win && r->window) {
+      s->comm = comm;
+      s->buff = r->buff;
+      s->size = r->size;
+      s->lsa = r->lsa;
+      break;
+    }
+  pthread_mutex_unlock(&comm->lock);
+}
+
+ncclResult_t api_window_find(const char* fn, ncclWindow_t win, struct ncclComm** comm,
+                             void** buff, size_t* size, weft_window_lsa** lsa) {
+  window_search s = {(const void*)win, NULL, NULL, 0, NULL};
+  comm_registry_visit(window_search_comm, &s);
+  if (!s.comm) {
+    WARN("%s: window %p is not a registered window of any live communicator", fn, (void*)win);
+    return ncclInvalidArgument;
+  }
+  *comm = s.comm;
+  *buff = s.buff;
+  *size = s.size;
+  *lsa = s.lsa;
   return ncclSuccess;
 }
 

@@ -52,6 +52,7 @@ typedef struct weft_mem_reg {
   int window; /* 1: ncclCommWindowRegister (flags below), 0: ncclCommRegister */
   int win_flags;
   struct weft_window_map* zc; /* a zero-copy window: every rank's buffer mapped here (transport/) */
+  struct weft_window_lsa* lsa; /* a symmetric window's LSA flat mapping (transport/), or NULL */
   /* Registered for zero copy without symmetry (ncclCommRegister, and windows without
    * NCCL_WIN_COLL_SYMMETRIC) on a communicator where it can apply (transport_reg_zero_copy):
    * local_zc is set, and views holds this buffer's address in each peer's process (NULL: no

@@ -437,3 +437,24 @@ if(WEFT_HAVE_CUDA)
     weft_gpu_misuse(CASE ${c} SUFFIX 3procs RANKS --procs 3 LABELS gpu mp DEVICE_GAP)
   endforeach()
 endif()
+
+# The device API's LSA flat mapping of symmetric windows (issue 39), every rank on GPU 0: 1 rank,
+# 2 ranks in one process, 2 and 4 processes sharing the GPU.
+if(WEFT_HAVE_CUDA)
+  add_executable(devapi_lsa ${_gpu_dir}/devapi_lsa.c)
+  target_link_libraries(devapi_lsa PRIVATE weft_testlib CUDA::cudart)
+  set_target_properties(devapi_lsa PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  foreach(_lsa inproc:1 inproc:2 procs:2 procs:4)
+    string(REPLACE ":" ";" _lsa_args "${_lsa}")
+    list(GET _lsa_args 0 _lsa_mode)
+    list(GET _lsa_args 1 _lsa_n)
+    add_test(NAME devapi_lsa_${_lsa_mode}${_lsa_n} COMMAND devapi_lsa --${_lsa_mode} ${_lsa_n})
+    set(_lsa_labels gpu)
+    if(_lsa_mode STREQUAL "procs")
+      list(APPEND _lsa_labels mp)
+    endif()
+    set_tests_properties(devapi_lsa_${_lsa_mode}${_lsa_n} PROPERTIES LABELS "${_lsa_labels}" TIMEOUT 300
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0")
+  endforeach()
+endif()
