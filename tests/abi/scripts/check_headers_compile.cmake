@@ -8,7 +8,8 @@ cmake_minimum_required(VERSION 3.25)
 
 set(headers nccl.h nccl_common.h nccl_net.h nccl_tuner.h weft.h
   net/net_device.h net/net_v6.h net/net_v7.h net/net_v8.h net/net_v9.h net/net_v10.h
-  net/net_v11.h tuner/tuner_v2.h tuner/tuner_v3.h tuner/tuner_v4.h tuner/tuner_v5.h)
+  net/net_v11.h nccl_devcomm.h devcomm/devcomm_v2_30.h devcomm/devcomm_v2_32.h
+  tuner/tuner_v2.h tuner/tuner_v3.h tuner/tuner_v4.h tuner/tuner_v5.h)
 file(MAKE_DIRECTORY "${WORK}")
 set(failures 0)
 
