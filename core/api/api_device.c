@@ -2,19 +2,21 @@
  * Teams are answered from what the communicator has: the LSA team is every rank when all run
  * on one host and reach each other peer to peer (device mode, transport/transport_lsa.c),
  * else each rank alone; the rail is the world divided by it.
- * The requirement functions are in api_devreq.c, the window pointer queries in api_devptr.c.
+ * The requirement functions are in api_devreq.c, the window pointer queries in api_devptr.c,
+ * device communicators in api_devcomm.c.
  *
  * Versions: a caller's ncclCommProperties_t and ncclDevCommRequirements_t open with size, magic
  * and the NCCL_VERSION_CODE of the headers it was compiled against. The properties are written
  * field by field as far as the caller's size reaches (their prefix is the same in every
- * version); device communicators are laid out per version, and one weft does not know is
- * refused naming both versions. */
+ * version), and 2.32's additions for a 2.32 caller; device communicators are laid out per
+ * version (abi/nccl_devcomm.h), and one weft does not know is refused naming both versions. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "nccl_devcomm.h"
 #include "topo/pci_path.h"
 #include "transport/transport.h"
 #include "util/check.h"
@@ -91,13 +93,6 @@ static ncclResult_t check_version(const char* fn, const char* what, unsigned ver
   return ncclInvalidUsage;
 }
 
-/* The opening every versioned device-API argument shares. */
-typedef struct {
-  size_t size;
-  unsigned int magic;
-  unsigned int version;
-} versioned_head;
-
 /* props->field = value when the caller's structure (size bytes) reaches that far. */
 #define PROP_SET(props, size, field, value)                                          \
   do {                                                                               \
@@ -110,7 +105,7 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
   const char* fn = "ncclCommQueryProperties";
   WEFT_CHECK(comm_check(comm, fn));
   WEFT_ARG_NONNULL(fn, props);
-  versioned_head h;
+  ncclDevVersionedHead_t h;
   memcpy(&h, props, sizeof h);
   if (h.magic != NCCL_API_MAGIC) {
     WARN("%s: props->magic = 0x%x is not NCCL_API_MAGIC: initialize props with "
@@ -130,50 +125,24 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
   props->nRanks = comm->nranks;
   props->cudaDev = comm->cuda_dev;
   props->nvmlDev = nvml;
-  /* Device communicators are not built yet (the LSA flat mapping and the device-side
-   * structures come first); multicast is never used; weft has no GIN. */
-  PROP_SET(props, n, deviceApiSupport, false);
+  /* Device communicators exist in device mode (api_devcomm.c); multicast is never used; weft
+   * has no GIN. */
+  PROP_SET(props, n, deviceApiSupport, comm->mode == WEFT_MODE_DEVICE);
   PROP_SET(props, n, multimemSupport, false);
   PROP_SET(props, n, ginType, NCCL_GIN_TYPE_NONE);
   PROP_SET(props, n, nLsaTeams, comm->nranks / lsa.nRanks);
   PROP_SET(props, n, hostRmaSupport, false);
   PROP_SET(props, n, railedGinType, NCCL_GIN_TYPE_NONE);
-  /* Fields of newer headers than 2.30's (commHash, GIN and CFT support…) are left as the
-   * initializer set them: zero, which says "not supported" for each of them. */
+  /* 2.32's additions, where the caller has them: no GIN and no fabric (zero says so). */
+  if (ncclDevCommLayoutOf(h.version) == NCCL_DEVCOMM_LAYOUT_V2_32 &&
+      n >= sizeof(ncclCommProperties_v2_32_t)) {
+    ncclCommProperties_v2_32_t* p = (ncclCommProperties_v2_32_t*)(void*)props;
+    p->commHash = comm->comm_hash;
+    p->ginMinStride = 0;
+    p->ginConnectionType = 0;
+    memset(p->ginSupport, 0, sizeof p->ginSupport);
+    p->devCommRuntimeVersionSize = sizeof(ncclDevComm_v2_32_t);
+    p->cftSupport = p->cftMulticastSupport = p->cftCountedSupport = false;
+  }
   return ncclSuccess;
-}
-
-WEFT_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
-         ncclDevComm_t* outDevComm);
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
-                               ncclDevComm_t* outDevComm) {
-  const char* fn = "ncclDevCommCreate";
-  WEFT_CHECK(comm_check(comm, fn));
-  WEFT_ARG_NONNULL(fn, reqs);
-  WEFT_ARG_NONNULL(fn, outDevComm);
-  versioned_head h;
-  memcpy(&h, reqs, sizeof h);
-  if (h.magic != NCCL_API_MAGIC) {
-    WARN("%s: reqs->magic = 0x%x is not NCCL_API_MAGIC: initialize reqs with "
-         "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER", fn, h.magic);
-    return ncclInvalidUsage;
-  }
-  WEFT_CHECK(check_version(fn, "ncclDevCommRequirements_t", h.version));
-  if (comm->mode != WEFT_MODE_DEVICE) {
-    WARN("%s: comm %p rank %d runs in host mode (no GPU, or WEFT_DEVICE=host): the device API "
-         "needs a device communicator", fn, (void*)comm, comm->rank);
-    return ncclInvalidUsage;
-  }
-  return api_not_available(fn, "a device communicator (the LSA flat mapping of windows)");
-}
-
-/* A device communicator is never handed out yet, so none can be destroyed. */
-WEFT_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
-  const char* fn = "ncclDevCommDestroy";
-  WEFT_CHECK(comm_check_handle(comm, fn));
-  WEFT_ARG_NONNULL(fn, devComm);
-  WARN("%s: devComm %p was not made by ncclDevCommCreate on comm %p", fn, (const void*)devComm,
-       (void*)comm);
-  return ncclInvalidArgument;
 }

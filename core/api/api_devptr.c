@@ -39,27 +39,36 @@ static ncclResult_t check_offset(const char* fn, ncclWindow_t window, size_t off
   return ncclSuccess;
 }
 
+/* What a pointer query needs of its window; checks window and out first. */
+typedef struct {
+  struct ncclComm* comm;
+  void* buff;
+  size_t size;
+  weft_window_lsa* lsa;
+} found_window;
+
+static ncclResult_t find(const char* fn, ncclWindow_t window, void** out, found_window* w) {
+  WEFT_ARG_NONNULL(fn, window);
+  WEFT_ARG_NONNULL(fn, out);
+  return api_window_find(fn, window, &w->comm, &w->buff, &w->size, &w->lsa);
+}
+
 WEFT_API(ncclResult_t, ncclGetLsaDevicePointer, ncclWindow_t window, size_t offset, int lsaRank,
          void** outPtr);
 ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
                                      void** outPtr) {
   const char* fn = "ncclGetLsaDevicePointer";
-  WEFT_ARG_NONNULL(fn, window);
-  WEFT_ARG_NONNULL(fn, outPtr);
-  struct ncclComm* comm;
-  void* buff;
-  size_t size;
-  weft_window_lsa* lsa;
-  WEFT_CHECK(api_window_find(fn, window, &comm, &buff, &size, &lsa));
+  found_window w;
+  WEFT_CHECK(find(fn, window, outPtr, &w));
   int lsa_size, lsa_rank;
-  transport_lsa_team(comm, &lsa_size, &lsa_rank);
+  transport_lsa_team(w.comm, &lsa_size, &lsa_rank);
   if (lsaRank < 0 || lsaRank >= lsa_size) {
     WARN("%s: lsaRank = %d is outside the LSA team of rank %d (%d ranks)", fn, lsaRank,
-         comm->rank, lsa_size);
+         w.comm->rank, lsa_size);
     return ncclInvalidArgument;
   }
-  WEFT_CHECK(check_offset(fn, window, offset, size));
-  return lsa_pointer(fn, comm, window, buff, lsa, lsa_size, lsaRank, offset, outPtr);
+  WEFT_CHECK(check_offset(fn, window, offset, w.size));
+  return lsa_pointer(fn, w.comm, window, w.buff, w.lsa, lsa_size, lsaRank, offset, outPtr);
 }
 
 WEFT_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t offset, int peer,
@@ -67,41 +76,31 @@ WEFT_API(ncclResult_t, ncclGetPeerDevicePointer, ncclWindow_t window, size_t off
 ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
                                       void** outPtr) {
   const char* fn = "ncclGetPeerDevicePointer";
-  WEFT_ARG_NONNULL(fn, window);
-  WEFT_ARG_NONNULL(fn, outPtr);
-  struct ncclComm* comm;
-  void* buff;
-  size_t size;
-  weft_window_lsa* lsa;
-  WEFT_CHECK(api_window_find(fn, window, &comm, &buff, &size, &lsa));
-  if (peer < 0 || peer >= comm->nranks) {
-    WARN("%s: peer = %d is outside 0..%d (comm %p)", fn, peer, comm->nranks - 1, (void*)comm);
+  found_window w;
+  WEFT_CHECK(find(fn, window, outPtr, &w));
+  if (peer < 0 || peer >= w.comm->nranks) {
+    WARN("%s: peer = %d is outside 0..%d (comm %p)", fn, peer, w.comm->nranks - 1, (void*)w.comm);
     return ncclInvalidArgument;
   }
-  WEFT_CHECK(check_offset(fn, window, offset, size));
+  WEFT_CHECK(check_offset(fn, window, offset, w.size));
   int lsa_size, lsa_rank;
-  transport_lsa_team(comm, &lsa_size, &lsa_rank);
+  transport_lsa_team(w.comm, &lsa_size, &lsa_rank);
   /* The team is this rank's contiguous block of world ranks. */
-  int i = lsa_rank + (peer - comm->rank);
+  int i = lsa_rank + (peer - w.comm->rank);
   if (i < 0 || i >= lsa_size) {
     *outPtr = NULL;
     return ncclSuccess;
   }
-  return lsa_pointer(fn, comm, window, buff, lsa, lsa_size, i, offset, outPtr);
+  return lsa_pointer(fn, w.comm, window, w.buff, w.lsa, lsa_size, i, offset, outPtr);
 }
 
 WEFT_API(ncclResult_t, ncclGetLsaMultimemDevicePointer, ncclWindow_t window, size_t offset,
          void** outPtr);
 ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr) {
   const char* fn = "ncclGetLsaMultimemDevicePointer";
-  WEFT_ARG_NONNULL(fn, window);
-  WEFT_ARG_NONNULL(fn, outPtr);
   (void)offset;
-  struct ncclComm* comm;
-  void* buff;
-  size_t size;
-  weft_window_lsa* lsa;
-  WEFT_CHECK(api_window_find(fn, window, &comm, &buff, &size, &lsa));
+  found_window w;
+  WEFT_CHECK(find(fn, window, outPtr, &w));
   *outPtr = NULL;
   return ncclSuccess;
 }
@@ -118,11 +117,8 @@ ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
     WARN("%s: multimem.mcBasePtr is NULL", fn);
     return ncclInvalidArgument;
   }
-  struct ncclComm* comm;
-  void* buff;
-  size_t size;
-  weft_window_lsa* lsa;
-  WEFT_CHECK(api_window_find(fn, window, &comm, &buff, &size, &lsa));
+  found_window w;
+  WEFT_CHECK(find(fn, window, outPtr, &w));
   *outPtr = NULL;
   return ncclSuccess;
 }

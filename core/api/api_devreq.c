@@ -8,38 +8,30 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "nccl_devcomm.h"
 #include "util/check.h"
 
-/* NVIDIA's layouts of the structures these functions write (nccl_device/core.h and the
- * handle types of lsa_barrier, gin_barrier, ll_a2a and the GIN scratch headers). */
-typedef uint32_t dev_resource_handle;
+/* Completing nccl.h's opaque types with their NVIDIA layouts (abi/devcomm/, unchanged from
+ * 2.28 to 2.32); the GIN scratch handles are not part of abi/ yet: their layout is here. */
 struct ncclDevResourceRequirements {
-  struct ncclDevResourceRequirements* next;
-  size_t bufferSize, bufferAlign;
-  dev_resource_handle* outBufferHandle;
-  int ginSignalCount;
-  int ginCounterCount;
-  uint32_t* outGinSignalStart;
-  uint32_t* outGinCounterStart;
+  ncclDevResourceRequirements_v2_30_t v;
 };
 struct ncclLsaBarrierHandle {
-  dev_resource_handle bufHandle;
-  int nBarriers;
+  ncclLsaBarrierHandle_v2_30_t v;
 };
 struct ncclGinBarrierHandle {
-  uint32_t signal0;
-  dev_resource_handle unused;
+  ncclGinBarrierHandle_v2_30_t v;
 };
 struct ncclLLA2AHandle {
-  dev_resource_handle bufHandle;
+  uint32_t bufHandle;
   uint32_t nSlots;
 };
 struct ncclGinOutboxHandle {
-  dev_resource_handle bufHandle;
+  uint32_t bufHandle;
   uint32_t size_log2;
 };
 struct ncclGinInboxA2AHandle {
-  dev_resource_handle bufHandle;
+  uint32_t bufHandle;
   uint32_t signals;
   uint32_t size_log2;
   uint32_t nPeers_rcp32;
@@ -81,11 +73,11 @@ ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
   WEFT_CHECK(check_count(fn, "nBarriers", nBarriers));
   WEFT_CHECK(check_count(fn, "team.nRanks", team.nRanks));
   memset(outReq, 0, sizeof *outReq);
-  outHandle->nBarriers = nBarriers;
+  outHandle->v.nBarriers = nBarriers;
   /* Three words per barrier, then one inbox word per barrier and team rank. */
-  outReq->bufferSize = (size_t)(3 + team.nRanks) * (size_t)nBarriers * sizeof(uint32_t);
-  outReq->bufferAlign = sizeof(uint32_t);
-  outReq->outBufferHandle = &outHandle->bufHandle;
+  outReq->v.bufferSize = (size_t)(3 + team.nRanks) * (size_t)nBarriers * sizeof(uint32_t);
+  outReq->v.bufferAlign = sizeof(uint32_t);
+  outReq->v.outBufferHandle = &outHandle->v.bufHandle;
   return ncclSuccess;
 }
 
@@ -103,8 +95,8 @@ ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, i
   WEFT_CHECK(check_count(fn, "nBarriers", nBarriers));
   WEFT_CHECK(check_count(fn, "team.nRanks", team.nRanks));
   memset(outReq, 0, sizeof *outReq);
-  outReq->ginSignalCount = nBarriers * team.nRanks;
-  outReq->outGinSignalStart = &outHandle->signal0;
+  outReq->v.ginSignalCount = nBarriers * team.nRanks;
+  outReq->v.outGinSignalStart = &outHandle->v.signal0;
   return ncclSuccess;
 }
 
@@ -126,9 +118,9 @@ ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle
   outHandle->nSlots = (uint32_t)nSlots;
   memset(outReq, 0, sizeof *outReq);
   /* Per block: a 16-byte epoch line, then two phases of nSlots 16-byte lines. */
-  outReq->bufferSize = (size_t)nBlocks * (1 + 2 * (size_t)nSlots) * 16;
-  outReq->bufferAlign = 16;
-  outReq->outBufferHandle = &outHandle->bufHandle;
+  outReq->v.bufferSize = (size_t)nBlocks * (1 + 2 * (size_t)nSlots) * 16;
+  outReq->v.bufferAlign = 16;
+  outReq->v.outBufferHandle = &outHandle->bufHandle;
   return ncclSuccess;
 }
 
@@ -145,10 +137,10 @@ ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
   memset(outReq, 0, sizeof *outReq);
   if (size_log2 < 7) size_log2 = 7; /* 128 bytes at least */
   outHandle->size_log2 = (uint32_t)size_log2;
-  outReq->bufferSize = (size_t)nBlocks * (GIN_STATE_BYTES + GIN_OUTBOX_REQUEST_BYTES +
+  outReq->v.bufferSize = (size_t)nBlocks * (GIN_STATE_BYTES + GIN_OUTBOX_REQUEST_BYTES +
                                           align_up((size_t)1 << size_log2, GIN_STATE_BYTES));
-  outReq->bufferAlign = 128;
-  outReq->outBufferHandle = &outHandle->bufHandle;
+  outReq->v.bufferAlign = 128;
+  outReq->v.outBufferHandle = &outHandle->bufHandle;
   return ncclSuccess;
 }
 
@@ -171,11 +163,11 @@ ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int
   memset(outReq, 0, sizeof *outReq);
   outHandle->size_log2 = (uint32_t)size_log2;
   outHandle->nPeers_rcp32 = rcp32((uint32_t)npeers);
-  outReq->bufferSize =
+  outReq->v.bufferSize =
       (size_t)nBlocks * (GIN_STATE_BYTES + align_up((size_t)1 << size_log2, GIN_STATE_BYTES));
-  outReq->bufferAlign = 128;
-  outReq->outBufferHandle = &outHandle->bufHandle;
-  outReq->ginSignalCount = nBlocks * 4 * (npeers + (1 << GIN_MAX_BUFS_LOG2));
-  outReq->outGinSignalStart = &outHandle->signals;
+  outReq->v.bufferAlign = 128;
+  outReq->v.outBufferHandle = &outHandle->bufHandle;
+  outReq->v.ginSignalCount = nBlocks * 4 * (npeers + (1 << GIN_MAX_BUFS_LOG2));
+  outReq->v.outGinSignalStart = &outHandle->signals;
   return ncclSuccess;
 }

@@ -341,6 +341,12 @@ static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, s
   return ncclSuccess;
 }
 
+/* The handle a registration was given: its device window for a device-mode window (what
+ * kernels dereference), else the record's own address. */
+static const void* reg_handle(const weft_mem_reg* r) {
+  return r->dev_win ? (const void*)r->dev_win : (const void*)r;
+}
+
 /* Remove handle from comm's list when it is there with the same kind; the handle is only
  * compared until found, so any stale or foreign value is safe. */
 static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void* handle,
@@ -348,7 +354,7 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   weft_mem_reg* found = NULL;
   pthread_mutex_lock(&comm->lock);
   for (weft_mem_reg** pp = &comm->regs; *pp; pp = &(*pp)->next)
-    if (*pp == handle && (*pp)->window == window) {
+    if (reg_handle(*pp) == handle && (*pp)->window == window) {
       found = *pp;
       *pp = found->next;
       break;
@@ -364,6 +370,8 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
   transport_window_unmap(comm, found->zc);
   transport_window_lsa_unmap(comm, found->lsa);
+  api_devwin_free(comm, found);
+  if (found->dev_win) (void)api_devwin_listed(comm); /* kernels must not see it any more */
   transport_reg_views_free(comm, found->views, 1);
   free(found);
   return ncclSuccess;
@@ -410,6 +418,30 @@ static ncclResult_t window_map_job(struct ncclComm* comm, void* arg) {
   r->lsa = lsa;
   if (m) __atomic_add_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
+  return r->dev_win ? api_devwin_fill(comm, r) : ncclSuccess;
+}
+
+/* Record a window; in device mode give it its device window, and map a symmetric one on every
+ * rank: now, or at the outermost ncclGroupEnd when defer (one thread registering for several
+ * ranks, as nccl-tests -R 2 does, reaches the collective mapping only there). */
+static ncclResult_t window_register(struct ncclComm* comm, const char* fn, void* buff,
+                                    size_t size, int win_flags, int defer, weft_mem_reg** out) {
+  weft_mem_reg* r;
+  WEFT_CHECK(reg_add(comm, fn, buff, size, 1, win_flags, &r));
+  ncclResult_t res = ncclSuccess;
+  /* Device mode: the handle is the window as kernels see it (api_devwin.c). */
+  if (comm->mode == WEFT_MODE_DEVICE) res = api_devwin_create(comm, r);
+  /* A symmetric window on a device communicator is mapped by every peer (collectively), so
+   * collectives on it read the peers' buffers in place and kernels reach them through the
+   * LSA flat mapping; any other window is only recorded. */
+  if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC &&
+      comm->mode == WEFT_MODE_DEVICE)
+    res = defer ? group_defer_job(comm, window_map_job, r) : window_map_job(comm, r);
+  if (res != ncclSuccess) {
+    reg_remove(comm, fn, reg_handle(r), 1);
+    return res;
+  }
+  *out = r;
   return ncclSuccess;
 }
 
@@ -434,21 +466,18 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
   }
   winFlags &= NCCL_WIN_COLL_SYMMETRIC;
   weft_mem_reg* r;
-  WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
-  /* A symmetric window on a device communicator is mapped by every peer (collectively), so
-   * collectives on it read the peers' buffers in place; any other window is only recorded.
-   * Inside a group (one thread registering for several ranks, as nccl-tests -R 2 does) the
-   * mapping waits for the outermost ncclGroupEnd, where every rank's runs at once. */
-  if (winFlags == NCCL_WIN_COLL_SYMMETRIC && comm->mode == WEFT_MODE_DEVICE) {
-    ncclResult_t res = group_depth() > 0 ? group_defer_job(comm, window_map_job, r)
-                                         : window_map_job(comm, r);
-    if (res != ncclSuccess) {
-      reg_remove(comm, fn, r, 1);
-      return res;
-    }
-  }
-  *win = (ncclWindow_t)(void*)r;
+  WEFT_CHECK(window_register(comm, fn, buff, size, winFlags, group_depth() > 0, &r));
+  *win = (ncclWindow_t)(void*)reg_handle(r);
   return ncclSuccess;
+}
+
+ncclResult_t api_window_register_now(struct ncclComm* comm, const char* fn, void* buff,
+                                     size_t size, weft_mem_reg** out) {
+  return window_register(comm, fn, buff, size, NCCL_WIN_COLL_SYMMETRIC, 0, out);
+}
+
+ncclResult_t api_window_release(struct ncclComm* comm, const char* fn, const void* handle) {
+  return reg_remove(comm, fn, handle, 1);
 }
 
 /* ---- finding a window's communicator (the device API's pointer queries) ---- */
@@ -466,7 +495,7 @@ static void window_search_comm(struct ncclComm* comm, void* arg) {
   if (s->comm) return;
   pthread_mutex_lock(&comm->lock);
   for (const weft_mem_reg* r = comm->regs; r; r = r->next)
-    if ((const void*)r == s->win && r->window) {
+    if (reg_handle(r) == s->win && r->window) {
       s->comm = comm;
       s->buff = r->buff;
       s->size = r->size;

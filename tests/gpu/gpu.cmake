@@ -458,3 +458,49 @@ if(WEFT_HAVE_CUDA)
       ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0")
   endforeach()
 endif()
+
+# Device-API kernels compiled against NVIDIA's nccl_device.h of 2.30.7 and 2.32.6 (the binary
+# contract; issue 39) and run on weft's library, every rank on GPU 0: devapi_kernels_<v>_<mode>.
+# The headers are the nvidia-nccl-cu13 wheels' include/ directories: by default where the
+# devcomm_layout_<v> tests unpack them (run those first, or point these variables elsewhere);
+# a version whose headers are missing at configure time gets no executable, and its entries
+# say SKIP with the path they looked for.
+if(WEFT_HAVE_CUDA)
+  if(NOT DEFINED WEFT_NCCL_WHEEL_DIR)
+    set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels)
+  endif()
+  foreach(_v 2.30.7 2.32.6)
+    string(REPLACE "." "_" _vid ${_v})
+    set(WEFT_NCCL_DEVICE_INCLUDE_${_vid}
+      "${WEFT_NCCL_WHEEL_DIR}/nvidia_nccl_cu13-${_v}/nvidia/nccl/include" CACHE PATH
+      "NVIDIA's NCCL ${_v} include/ (nccl.h, nccl_device.h) for the devapi_kernels_${_vid} tests")
+    set(_inc ${WEFT_NCCL_DEVICE_INCLUDE_${_vid}})
+    set(_exe devapi_kernels_${_vid})
+    if(EXISTS ${_inc}/nccl_device.h)
+      add_executable(${_exe} ${_gpu_dir}/devapi_kernels.cu)
+      target_include_directories(${_exe} BEFORE PRIVATE ${_inc})
+      target_link_libraries(${_exe} PRIVATE weft_testlib CUDA::cudart)
+      set_target_properties(${_exe} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+        RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+    endif()
+    foreach(_m inproc:1 inproc:2 procs:2 procs:4)
+      string(REPLACE ":" ";" _ma "${_m}")
+      list(GET _ma 0 _mode)
+      list(GET _ma 1 _n)
+      set(_t ${_exe}_${_mode}${_n})
+      if(TARGET ${_exe})
+        add_test(NAME ${_t} COMMAND ${_exe} --${_mode} ${_n})
+      else()
+        add_test(NAME ${_t} COMMAND ${CMAKE_COMMAND} -E echo
+          "SKIP: no NVIDIA ${_v} headers at ${_inc} (WEFT_NCCL_DEVICE_INCLUDE_${_vid})")
+      endif()
+      set(_labels gpu)
+      if(_mode STREQUAL "procs")
+        list(APPEND _labels mp)
+      endif()
+      set_tests_properties(${_t} PROPERTIES LABELS "${_labels}" TIMEOUT 300
+        SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIP:" RESOURCE_LOCK weft_gpu
+        ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0")
+    endforeach()
+  endforeach()
+endif()

@@ -106,7 +106,9 @@ static void check_refusals(ncclComm_t comm) {
   reqs.magic = 0;
   EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage);
   reqs.magic = NCCL_API_MAGIC;
-  reqs.version = NCCL_VERSION(2, 40, 1);
+  reqs.version = NCCL_VERSION(2, 40, 1); /* newer than any layout weft knows */
+  EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage);
+  reqs.version = NCCL_VERSION(2, 29, 2); /* a layout weft does not convert */
   EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage);
   EXPECT_RES(ncclDevCommDestroy(comm, NULL), ncclInvalidArgument);
   memset(dc, 0, sizeof dc);
