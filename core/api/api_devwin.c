@@ -157,19 +157,30 @@ ncclResult_t api_devwin_table(struct ncclComm* comm, void** table) {
 ncclResult_t api_devwin_create(struct ncclComm* comm, weft_mem_reg* r) {
   int saved;
   WEFT_CHECK(enter(comm, &saved));
-  void* table;
+  void *table, *win = NULL, *delta = NULL;
   ncclResult_t res = ncclSuccess;
-  cudaError_t e = cudaMalloc(&r->dev_win, sizeof(ncclWindowVidmem_v2_32_t));
-  if (e == cudaSuccess) e = cudaMalloc((void**)&r->dev_delta, (size_t)comm->nranks * sizeof(int32_t));
+  cudaError_t e = cudaMalloc(&win, sizeof(ncclWindowVidmem_v2_32_t));
+  if (e == cudaSuccess) e = cudaMalloc(&delta, (size_t)comm->nranks * sizeof(int32_t));
   if (e != cudaSuccess) res = cuda_fail("allocating a device window", comm, e);
   leave(saved);
+  pthread_mutex_lock(&comm->lock); /* r is in comm->regs already: the table reads these */
+  r->dev_win = res == ncclSuccess ? win : NULL;
+  r->dev_delta = res == ncclSuccess ? delta : NULL;
+  pthread_mutex_unlock(&comm->lock);
   if (res == ncclSuccess) res = api_devwin_fill(comm, r);
-  if (res == ncclSuccess) res = api_devwin_table(comm, &table);
+  /* Listed in the table: made with this window in it, or rewritten. */
+  if (res == ncclSuccess)
+    res = comm->devapi ? api_devwin_listed(comm) : api_devwin_table(comm, &table);
   if (res != ncclSuccess) {
-    cudaFree(r->dev_win);
-    cudaFree(r->dev_delta);
+    pthread_mutex_lock(&comm->lock);
     r->dev_win = NULL;
     r->dev_delta = NULL;
+    pthread_mutex_unlock(&comm->lock);
+    if (enter(comm, &saved) == ncclSuccess) {
+      cudaFree(win);
+      cudaFree(delta);
+      leave(saved);
+    }
   }
   return res;
 }

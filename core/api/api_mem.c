@@ -370,8 +370,8 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
   transport_window_unmap(comm, found->zc);
   transport_window_lsa_unmap(comm, found->lsa);
+  if (found->dev_win) (void)api_devwin_listed(comm); /* the table no longer lists it */
   api_devwin_free(comm, found);
-  if (found->dev_win) (void)api_devwin_listed(comm); /* kernels must not see it any more */
   transport_reg_views_free(comm, found->views, 1);
   free(found);
   return ncclSuccess;

@@ -10,7 +10,8 @@
  *   - the all-reduce captured in a CUDA graph once and replayed with new data each time (the
  *     barrier epochs live in GPU memory and carry over from replay to replay);
  *   - the addresses kernels compute (ncclGetLsaPointer, ncclGetPeerPointer) against
- *     ncclGetLsaDevicePointer / ncclGetPeerDevicePointer on the host.
+ *     ncclGetLsaDevicePointer / ncclGetPeerDevicePointer on the host, and ncclFindWindow
+ *     (the window table) against the handles ncclCommWindowRegister gave.
  * Data are small random integers stored as floats, so sums are exact and every rank checks
  * them against a host reference it computes alone. `--inproc N` (N ranks driven by one thread,
  * ncclCommInitAll) or `--procs N` (N processes). Exits 77 without a usable GPU. */
@@ -84,6 +85,16 @@ __global__ void k_fused(ncclWindow_t send, ncclWindow_t recv, size_t count, nccl
 __global__ void k_pointers(ncclWindow_t w, size_t offset, ncclDevComm dc, void** out) {
   for (int p = 0; p < dc.lsaSize; p++) out[p] = ncclGetLsaPointer(w, offset, p);
   for (int p = 0; p < dc.nRanks; p++) out[MAXR + p] = ncclGetPeerPointer(w, offset, p);
+}
+
+/* The windows holding a and b, looked up in the device communicator's window table. */
+__global__ void k_find(ncclDevComm dc, const void* a, const void* b, ncclWindow_t* out) {
+  ncclWindow_t wa = ncclFindWindow(ncclCoopWarp(), dc, a);
+  ncclWindow_t wb = ncclFindWindow(ncclCoopWarp(), dc, b);
+  if (threadIdx.x == 0) {
+    out[0] = wa;
+    out[1] = wb;
+  }
 }
 
 static uint64_t g_seed;
@@ -163,6 +174,19 @@ static void check_pointers(world* w) {
                 "host answers %p and %p\n", w->first + l, p, got[p], got[MAXR + p], lsa, peer);
         exit(1);
       }
+    }
+    /* The window table: a byte inside each window finds that window. */
+    ncclWindow_t* f = (ncclWindow_t*)d;
+    k_find<<<1, 32, 0, w->stream[l]>>>(w->dc[l], (char*)w->send[l] + 100,
+                                       (char*)w->recv[l] + COUNT * sizeof(float) - 1, f);
+    CK(cudaStreamSynchronize(w->stream[l]));
+    ncclWindow_t found[2];
+    CK(cudaMemcpy(found, f, sizeof found, cudaMemcpyDeviceToHost));
+    if (found[0] != w->sendw[l] || found[1] != w->recvw[l]) {
+      fprintf(stderr, "FAIL rank %d: ncclFindWindow found %p and %p, the windows are %p and %p\n",
+              w->first + l, (void*)found[0], (void*)found[1], (void*)w->sendw[l],
+              (void*)w->recvw[l]);
+      exit(1);
     }
   }
   CK(cudaFree(d));
