@@ -183,12 +183,10 @@ static ncclResult_t devcomm_job(struct ncclComm* comm, void* arg) {
   transport_lsa_team(comm, &lsa_size, &lsa_rank);
   /* NCCL's order: the (empty) GIN barriers, the LSA barriers, the hybrid barriers (the LSA one
    * empty: barrierCount needs GIN), then the caller's requirements. */
-  size_t total = 0;
-  uint32_t lsa_handle = 0, hybrid_handle = 0;
-  lsa_handle = 0;
-  total = NCCL_LSA_BARRIER_BYTES(t->lsa_barriers, lsa_size);
+  const uint32_t lsa_handle = 0; /* first in the buffer */
+  size_t total = NCCL_LSA_BARRIER_BYTES(t->lsa_barriers, lsa_size);
   total = align_up(total, NCCL_DEVCOMM_RESOURCE_UNIT);
-  hybrid_handle = (uint32_t)(total / NCCL_DEVCOMM_RESOURCE_UNIT);
+  uint32_t hybrid_handle = (uint32_t)(total / NCCL_DEVCOMM_RESOURCE_UNIT);
   for (int i = 0; i < t->nres; i++) {
     size_t a = t->res[i].align > NCCL_DEVCOMM_RESOURCE_UNIT ? t->res[i].align
                                                             : NCCL_DEVCOMM_RESOURCE_UNIT;

@@ -32,12 +32,15 @@
 
 #define LSA_STRIDE_UNIT (1ull << 32)
 
+/* Decided from every rank's published facts, pair by pair, so every rank decides alike (the
+ * flat mapping is collective only for a several-rank team). */
 void transport_lsa_team(const struct ncclComm* comm, int* size, int* rank) {
   *size = 1;
   *rank = 0;
-  if (comm->mode != WEFT_MODE_DEVICE || comm->nranks < 2 || !transport_all_p2p(comm)) return;
-  for (int q = 0; q < comm->nranks; q++)
-    if (!comm_same_host(&comm->peers[q], &comm->peers[comm->rank])) return;
+  if (comm->mode != WEFT_MODE_DEVICE || comm->nranks < 2) return;
+  for (int a = 0; a < comm->nranks; a++)
+    for (int b = a + 1; b < comm->nranks; b++)
+      if (!p2p_pair_usable(comm, a, b)) return; /* same host, device mode, peer to peer */
   *size = comm->nranks;
   *rank = comm->rank;
 }
