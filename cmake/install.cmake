@@ -7,7 +7,8 @@
 #              a disabled ld.so.conf.d snippet under DATADIR/weft/
 #   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
 #   tools      weft-perf, weft-conformance, weft-policy; the documentation (DOCDIR)
-#   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version),
+#   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version;
+#              include/ beside it: nccl_device.h and nccl_device/, the device API for kernels),
 #              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
 #              (old-ABI net tables over a v11 plugin), the CMake package (LIBDIR/cmake/weft:
 #              weft::weft, weft::nccl, weft::plugin_abi, weft::net_export) and pkg-config files
@@ -117,6 +118,10 @@ install(FILES ${WEFT_DOCS} ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}
 # abi/ as it is: nccl.h, nccl_common.h, weft.h and every plugin kind's umbrella header with its
 # frozen per-version headers (net/, tuner/, …), so relative includes keep working.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/abi/ DESTINATION ${WEFT_INSTALL_INCLUDEDIR}
+  COMPONENT dev FILES_MATCHING PATTERN "*.h")
+# include/ beside it: nccl_device.h next to nccl.h, its layers in nccl_device/ (kernels build
+# with -I INCLUDEDIR/weft, which pkg-config's weft-nccl Cflags give).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${WEFT_INSTALL_INCLUDEDIR}
   COMPONENT dev FILES_MATCHING PATTERN "*.h")
 
 # ---- CMake package ------------------------------------------------------------------------

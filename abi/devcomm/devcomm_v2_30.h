@@ -10,7 +10,7 @@
  * one, see below) and the window table live in device memory the library owns; the caller
  * fills the requirement structs and reads the properties.
  *
- * Layout on LP64 (checked below and, against NVIDIA's headers, by tests/abi):
+ * Layout on LP64 (checked below and, against NVIDIA's headers, by tests/devcomm):
  * ncclDevComm_v2_30_t 240 bytes, ncclWindowVidmem_v2_30_t 88, ncclResourceWindow_v2_30_t 64,
  * ncclDevCommRequirements_v2_30_t 96, ncclCommProperties_v2_30_t 56,
  * ncclDevResourceRequirements_v2_30_t 56, ncclTeamRequirements_v2_30_t 32,
@@ -99,7 +99,7 @@ typedef struct {
   uint32_t magic;   /* NCCL_API_MAGIC */
   uint32_t version; /* the requirements' version: which layout this is */
   int32_t rank, nRanks;
-  uint32_t nRanks_rcp32; /* NCCL_DEVCOMM_RCP32(nRanks) */
+  uint32_t nRanks_rcp32; /* ncclDevCommRcp32(nRanks) */
   int32_t lsaRank, lsaSize;
   uint32_t lsaSize_rcp32;
   uintptr_t windowTable;    /* device: ncclDevWindowTable_v2_30_t */

@@ -2,7 +2,7 @@
 # design notes and research the project started from are not shipped, so code, tests and docs
 # point at docs/ instead. Looks at every text file under the project's folders and at the
 # top-level files.
-set(dirs .ci abi cmake conformance core docs examples plugins scripts tests tools)
+set(dirs .ci abi cmake conformance core docs examples include plugins scripts tests tools)
 set(files)
 foreach(d ${dirs})
   file(GLOB_RECURSE f LIST_DIRECTORIES false ${SRC}/${d}/*)

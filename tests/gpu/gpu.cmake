@@ -460,7 +460,8 @@ if(WEFT_HAVE_CUDA)
 endif()
 
 # Device-API kernels compiled against NVIDIA's nccl_device.h of 2.30.7 and 2.32.6 (the binary
-# contract; issue 39) and run on weft's library, every rank on GPU 0: devapi_kernels_<v>_<mode>.
+# contract; issue 39) and against weft's own include/nccl_device.h (the source contract), run on
+# weft's library, every rank on GPU 0: devapi_kernels_<2_30_7|2_32_6|weft>_<mode>.
 # The headers are the nvidia-nccl-cu13 wheels' include/ directories: by default where the
 # devcomm_layout_<v> tests unpack them (run those first, or point these variables elsewhere);
 # a version whose headers are missing at configure time gets no executable, and its entries
@@ -469,14 +470,19 @@ if(WEFT_HAVE_CUDA)
   if(NOT DEFINED WEFT_NCCL_WHEEL_DIR)
     set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels)
   endif()
-  foreach(_v 2.30.7 2.32.6)
+  foreach(_v 2.30.7 2.32.6 weft)
     string(REPLACE "." "_" _vid ${_v})
-    set(WEFT_NCCL_DEVICE_INCLUDE_${_vid}
-      "${WEFT_NCCL_WHEEL_DIR}/nvidia_nccl_cu13-${_v}/nvidia/nccl/include" CACHE PATH
-      "NVIDIA's NCCL ${_v} include/ (nccl.h, nccl_device.h) for the devapi_kernels_${_vid} tests")
-    set(_inc ${WEFT_NCCL_DEVICE_INCLUDE_${_vid}})
+    if(_v STREQUAL "weft") # the source contract: weft's own nccl_device.h (include/, abi/)
+      set(_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/abi)
+    else()
+      set(WEFT_NCCL_DEVICE_INCLUDE_${_vid}
+        "${WEFT_NCCL_WHEEL_DIR}/nvidia_nccl_cu13-${_v}/nvidia/nccl/include" CACHE PATH
+        "NVIDIA's NCCL ${_v} include/ (nccl.h, nccl_device.h) for the devapi_kernels_${_vid} tests")
+      set(_inc ${WEFT_NCCL_DEVICE_INCLUDE_${_vid}})
+    endif()
     set(_exe devapi_kernels_${_vid})
-    if(EXISTS ${_inc}/nccl_device.h)
+    list(GET _inc 0 _inc0)
+    if(EXISTS ${_inc0}/nccl_device.h)
       add_executable(${_exe} ${_gpu_dir}/devapi_kernels.cu)
       target_include_directories(${_exe} BEFORE PRIVATE ${_inc})
       target_link_libraries(${_exe} PRIVATE weft_testlib CUDA::cudart)

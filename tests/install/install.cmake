@@ -35,8 +35,11 @@ add_test(NAME install_tree COMMAND ${CMAKE_COMMAND} ${WEFT_TI_DIRS} -DROOT=${WEF
 set_tests_properties(install_tree PROPERTIES LABELS install TIMEOUT 120
   FIXTURES_SETUP weft_install_tree)
 
+# nvcc, when there, also builds a device-API kernel against the installed headers.
+find_program(WEFT_DEVCOMM_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
 foreach(mode cmake pkgconfig)
   add_test(NAME install_consumers_${mode} COMMAND ${CMAKE_COMMAND} ${WEFT_TI_DIRS} -DMODE=${mode}
+    -DNVCC=${WEFT_DEVCOMM_NVCC}
     -DPREFIX=${WEFT_TI_PREFIX}
     -DROOT=${WEFT_TI_ROOT} -DWORK=${WEFT_TI_DIR}/${mode} -DCC=${CMAKE_C_COMPILER}
     -DNM=${CMAKE_NM} -DREF_PLUGIN=$<TARGET_FILE:nccl-net-weft-socket>

@@ -1,5 +1,5 @@
 # What each install component must hold, relative to the install prefix, computed from the
-# source tree (abi/, docs/) and the configured directories, independently of cmake/install.cmake
+# source tree (abi/, include/, docs/) and the configured directories, independently of cmake/install.cmake
 # (include()d by install_tree.cmake and package_deb.cmake). Needs: SRC, LIBDIR, BINDIR,
 # INCLUDEDIR, DATADIR, DOCDIR, VERSION, SOVERSION, NCCL_VERSION, PLUGINS (component:file,…).
 string(REPLACE "," ";" PLUGINS "${PLUGINS}")
@@ -18,9 +18,11 @@ function(weft_expected_files component out)
     foreach(pc weft weft-nccl weft-plugin-abi weft-net-export)
       list(APPEND f ${LIBDIR}/pkgconfig/${pc}.pc)
     endforeach()
-    file(GLOB_RECURSE headers RELATIVE ${SRC}/abi ${SRC}/abi/*.h)
-    foreach(h ${headers})
-      list(APPEND f ${INCLUDEDIR}/weft/${h})
+    foreach(dir abi include)
+      file(GLOB_RECURSE headers RELATIVE ${SRC}/${dir} ${SRC}/${dir}/*.h)
+      foreach(h ${headers})
+        list(APPEND f ${INCLUDEDIR}/weft/${h})
+      endforeach()
     endforeach()
   elseif(component STREQUAL "tools")
     list(APPEND f ${BINDIR}/weft-perf ${BINDIR}/weft-conformance ${BINDIR}/weft-policy

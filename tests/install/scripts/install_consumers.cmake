@@ -4,8 +4,9 @@
 # mode on the installed library (checking that the installed file is the one it loaded) and the
 # template through the installed weft-conformance (MODE=cmake also runs the installed weft-perf,
 # which must find the installed library on its own). Variables: MODE, SRC, WORK, ROOT, PREFIX,
-# LIBDIR, BINDIR, CC, NM, and REF_PLUGIN (weft's socket plugin: the template must export the
-# same ncclNetPlugin_vN tables).
+# LIBDIR, BINDIR, CC, NM, REF_PLUGIN (weft's socket plugin: the template must export the
+# same ncclNetPlugin_vN tables), and NVCC (optional: MODE=pkgconfig then also builds a
+# device-API kernel against the installed nccl_device.h).
 set(top ${ROOT}${PREFIX})
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
@@ -106,6 +107,17 @@ elseif(MODE STREQUAL "pkgconfig")
   endforeach()
   run_app(${WORK}/nccl_app_weft ${top}/${LIBDIR} ${top}/${LIBDIR}/libweft.so.0)
   run_app(${WORK}/nccl_app_weft-nccl ${top}/${LIBDIR}/weft ${top}/${LIBDIR}/weft/libnccl.so.2)
+  # A device-API kernel builds with nvcc on weft-nccl's Cflags alone (nccl_device.h beside
+  # nccl.h); compiled only.
+  if(NVCC AND EXISTS "${NVCC}")
+    run("pkg-config weft-nccl --cflags" ${env} ${PKG_CONFIG} --cflags weft-nccl)
+    separate_arguments(flags UNIX_COMMAND "${run_out}")
+    run("nvcc devcomm_header_kernel.cu" ${NVCC} -std=c++17 -arch=sm_90 ${flags}
+      -c ${SRC}/tests/devcomm/devcomm_header_kernel.cu -o ${WORK}/devcomm_header_kernel.o)
+    message("nvcc: a kernel using all of nccl_device.h builds against the installed headers")
+  else()
+    message("no nvcc: the installed nccl_device.h was not compiled")
+  endif()
   # The template's Makefile builds in its own directory: a copy of it, not the source tree.
   file(GLOB tmpl ${SRC}/examples/net-plugin/*.c ${SRC}/examples/net-plugin/*.h
     ${SRC}/examples/net-plugin/Makefile)

@@ -1,0 +1,52 @@
+# devcomm_teams_match_nvidia (run with cmake -P): weft's team functions answer as NVIDIA's
+# 2.30.7 ones on random inputs (NVIDIA's are host-callable in 2.30.7).
+#   -DVERSION=2.30.7 -DWHEELS=<dir> -DPYTHON=<python3> -DCXX=<C++ compiler>
+#   -DCUDA_INCLUDE=<dir with cuda.h> -DSRC=<project source> -DWORK=<dir> [-DSEED=<n>]
+cmake_minimum_required(VERSION 3.25)
+include(${CMAKE_CURRENT_LIST_DIR}/devcomm_wheel.cmake)
+if(devcomm_skip)
+  return()
+endif()
+
+if(NOT SEED)
+  string(RANDOM LENGTH 9 ALPHABET 0123456789 SEED)
+endif()
+message("seed ${SEED} (rerun with -DSEED=${SEED})")
+set(probe "${SRC}/tests/devcomm/devcomm_team_probe.cpp")
+foreach(side nvidia weft)
+  if(side STREQUAL "nvidia")
+    set(flags -w -I "${nv_include}")
+  else()
+    set(flags -Wall -Wextra -Werror -I "${SRC}/include" -I "${SRC}/abi")
+  endif()
+  execute_process(COMMAND "${CXX}" -std=c++17 ${flags} -isystem "${CUDA_INCLUDE}" "${probe}"
+      -o "${WORK}/team_probe_${side}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the ${side} team probe does not compile:\n${log}")
+  endif()
+  execute_process(COMMAND "${WORK}/team_probe_${side}" ${SEED}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out_${side} ERROR_VARIABLE log)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the ${side} team probe failed (exit ${rc}): ${log}")
+  endif()
+endforeach()
+
+string(REPLACE "\n" ";" nv_lines "${out_nvidia}")
+string(REPLACE "\n" ";" weft_lines "${out_weft}")
+list(LENGTH nv_lines n)
+list(LENGTH weft_lines m)
+if(n LESS 20000 OR NOT n EQUAL m)
+  message(FATAL_ERROR "the probes printed ${n} (NVIDIA) and ${m} (weft) lines; expected the same, over 20000")
+endif()
+if(NOT out_nvidia STREQUAL out_weft)
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    list(GET nv_lines ${i} a)
+    list(GET weft_lines ${i} b)
+    if(NOT a STREQUAL b)
+      message(FATAL_ERROR "answer ${i} (seed ${SEED}) differs:\n  NVIDIA ${VERSION}: ${a}\n  weft:  ${b}")
+    endif()
+  endforeach()
+endif()
+message("${n} team-function answers equal NVIDIA ${VERSION}'s")
