@@ -72,6 +72,7 @@ typedef enum {
 /* ncclCommWindowRegister flags, and the alignment a symmetric window needs. */
 #define NCCL_WIN_DEFAULT 0x00
 #define NCCL_WIN_COLL_SYMMETRIC 0x01
+#define NCCL_WIN_STRICT_ORDERING 0x02 /* NIC registration ordering; no effect on LSA */
 #define NCCL_WIN_REQUIRED_ALIGNMENT 4096
 
 /* ncclConfig_t.CTAPolicy values. */
@@ -247,8 +248,11 @@ typedef struct ncclCommProperties {
   bool hostRmaSupport;
   ncclGinType_t railedGinType;
 } ncclCommProperties_t;
-#define NCCL_COMM_PROPERTIES_INITIALIZER \
-  { sizeof(ncclCommProperties_t), NCCL_API_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH) }
+#define NCCL_COMM_PROPERTIES_INITIALIZER                                                        \
+  {                                                                                             \
+    sizeof(ncclCommProperties_t), NCCL_API_MAGIC, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), \
+        0, 0, 0, 0, false, false, NCCL_GIN_TYPE_NONE, 0, false, NCCL_GIN_TYPE_NONE              \
+  }
 
 /* A multicast object of a team; mcBasePtr is NULL where multicast is off (always, in weft). */
 typedef struct ncclMultimemHandle {
@@ -607,6 +611,40 @@ ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle
                                         ncclDevResourceRequirements_t* outReq);
 ncclResult_t pncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
                                          ncclDevResourceRequirements_t* outReq);
+
+/* The communicator's device-API facts; props must come from NCCL_COMM_PROPERTIES_INITIALIZER. */
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props);
+ncclResult_t pncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props);
+
+/* Where a window's byte `offset` is for LSA rank lsaRank / world rank peer (NULL: peer not
+ * reachable by load/store), and its multicast address (NULL: no multicast, always in weft). */
+ncclResult_t ncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                     void** outPtr);
+ncclResult_t pncclGetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsaRank,
+                                      void** outPtr);
+ncclResult_t ncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer, void** outPtr);
+ncclResult_t pncclGetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
+                                       void** outPtr);
+ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t pncclGetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset, void** outPtr);
+ncclResult_t ncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                          ncclMultimemHandle_t multimem, void** outPtr);
+ncclResult_t pncclGetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                           ncclMultimemHandle_t multimem, void** outPtr);
+
+/* Resource requirements of the GIN scratch buffers (filled as NCCL fills them). */
+ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                            struct ncclGinOutboxHandle* outHandle,
+                                            ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
+                                             struct ncclGinOutboxHandle* outHandle,
+                                             ncclDevResourceRequirements_t* outReq);
+ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                              struct ncclGinInboxA2AHandle* outHandle,
+                                              ncclDevResourceRequirements_t* outReq);
+ncclResult_t pncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int size_log2,
+                                               struct ncclGinInboxA2AHandle* outHandle,
+                                               ncclDevResourceRequirements_t* outReq);
 
 #ifdef __cplusplus
 }

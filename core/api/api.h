@@ -28,7 +28,34 @@ ncclResult_t arg_check_buffer(const char* fn, const char* what, const void* ptr,
 
 /* The window win of comm (api_mem.c): ncclInvalidArgument with a WARN naming fn and what when
  * win is no window registered on comm (another communicator's, or one released already). */
-ncclResult_t api_window_find(struct ncclComm* comm, const char* fn, const char* what,
-                             ncclWindow_t win, const weft_mem_reg** out);
+ncclResult_t api_window_of(struct ncclComm* comm, const char* fn, const char* what,
+                           ncclWindow_t win, const weft_mem_reg** out);
+
+/* The communicator, buffer, size and LSA flat mapping (NULL: none) of window `win`, a handle
+ * ncclCommWindowRegister gave out and that is still registered (api_mem.c);
+ * ncclInvalidArgument with a WARN naming fn otherwise. The window may be released by another thread right after: as in NCCL, using a
+ * window while releasing it is the caller's error. */
+ncclResult_t api_window_find(const char* fn, ncclWindow_t win, struct ncclComm** comm,
+                             void** buff, size_t* size, struct weft_window_lsa** lsa);
+
+/* A symmetric window of buff registered and mapped now (collective: every rank calls it at
+ * once, outside any group's deferral; ncclDevCommCreate's resource buffer), and released. */
+ncclResult_t api_window_register_now(struct ncclComm* comm, const char* fn, void* buff,
+                                     size_t size, weft_mem_reg** out);
+ncclResult_t api_window_release(struct ncclComm* comm, const char* fn, const void* handle);
+
+/* ---- api_devwin.c: the device side of windows (device mode; no-ops without CUDA) ---- */
+/* Allocate r's device window (r->dev_win, the handle given out) and its per-rank deltas,
+ * describe r's own buffer in it and list it in comm's window table. */
+ncclResult_t api_devwin_create(struct ncclComm* comm, weft_mem_reg* r);
+/* Describe r as it now is (its LSA mapping, once made) in its device window. */
+ncclResult_t api_devwin_fill(struct ncclComm* comm, weft_mem_reg* r);
+/* Upload comm's window table again after a window left comm->regs. */
+ncclResult_t api_devwin_listed(struct ncclComm* comm);
+/* comm's window table in GPU memory (made at the first call). */
+ncclResult_t api_devwin_table(struct ncclComm* comm, void** table);
+/* Free r's device window (r is out of comm->regs), and comm's table (destroy, abort). */
+void api_devwin_free(struct ncclComm* comm, weft_mem_reg* r);
+void api_devapi_free(struct ncclComm* comm);
 
 #endif

@@ -22,6 +22,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommDestroy"));
   group_forget_comm(comm, "ncclCommDestroy");
+  api_devapi_free(comm);
   return comm_destroy(comm);
 }
 
@@ -30,6 +31,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommAbort"));
   group_forget_comm(comm, "ncclCommAbort");
+  api_devapi_free(comm);
   return comm_abort(comm);
 }
 

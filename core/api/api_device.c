@@ -1,7 +1,24 @@
-/* Device-API host functions (NCCL 2.28). Teams are answered from what the communicator knows:
- * with no load/store peers yet (no P2P data path), a rank's LSA team is itself and its rail is
- * the world. Resource requirements need the device API, which weft does not have yet. */
+/* Device-API host functions: teams, the communicator's properties, device communicators.
+ * Teams are answered from what the communicator has: the LSA team is every rank when all run
+ * on one host and reach each other peer to peer (device mode, transport/transport_lsa.c),
+ * else each rank alone; the rail is the world divided by it.
+ * The requirement functions are in api_devreq.c, the window pointer queries in api_devptr.c,
+ * device communicators in api_devcomm.c.
+ *
+ * Versions: a caller's ncclCommProperties_t and ncclDevCommRequirements_t open with size, magic
+ * and the NCCL_VERSION_CODE of the headers it was compiled against. The properties are written
+ * field by field as far as the caller's size reaches (their prefix is the same in every
+ * version), and 2.32's additions for a 2.32 caller; device communicators are laid out per
+ * version (abi/nccl_devcomm.h), and one weft does not know is refused naming both versions. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "api/api.h"
+#include "nccl_devcomm.h"
+#include "topo/pci_path.h"
+#include "transport/transport.h"
 #include "util/check.h"
 
 static int team_ok(ncclComm_t comm, const char* fn) {
@@ -15,18 +32,24 @@ ncclTeam_t ncclTeamWorld(ncclComm_t comm) {
   return t;
 }
 
+/* The LSA team is a block of consecutive world ranks holding this rank (transport/). */
 WEFT_API(ncclTeam_t, ncclTeamLsa, ncclComm_t comm);
 ncclTeam_t ncclTeamLsa(ncclComm_t comm) {
   ncclTeam_t t = {0, 0, 0};
-  if (team_ok(comm, "ncclTeamLsa")) t = (ncclTeam_t){1, 0, 1};
-  return t;
+  if (!team_ok(comm, "ncclTeamLsa")) return t;
+  int size, rank;
+  transport_lsa_team(comm, &size, &rank);
+  return (ncclTeam_t){size, rank, 1};
 }
 
+/* The ranks at this rank's place in every LSA team (NCCL's outer factor of the world). */
 WEFT_API(ncclTeam_t, ncclTeamRail, ncclComm_t comm);
 ncclTeam_t ncclTeamRail(ncclComm_t comm) {
   ncclTeam_t t = {0, 0, 0};
-  if (team_ok(comm, "ncclTeamRail")) t = (ncclTeam_t){comm->nranks, comm->rank, 1};
-  return t;
+  if (!team_ok(comm, "ncclTeamRail")) return t;
+  int size, rank;
+  transport_lsa_team(comm, &size, &rank);
+  return (ncclTeam_t){comm->nranks / size, comm->rank / size, size};
 }
 
 /* World rank of member `rank` of team: members are stride apart around this rank. */
@@ -40,83 +63,86 @@ int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam_t team, int rank) {
   return comm->rank + (rank - team.rank) * team.stride;
 }
 
+/* LSA rank of member `rank` of team; -1 when that rank is outside this rank's LSA team. */
 WEFT_API(int, ncclTeamRankToLsa, ncclComm_t comm, ncclTeam_t team, int rank);
 int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam_t team, int rank) {
   int world = ncclTeamRankToWorld(comm, team, rank);
   if (world < 0) return -1;
-  return world == comm->rank ? 0 : -1; /* only this rank is in its LSA team */
+  int size, me;
+  transport_lsa_team(comm, &size, &me);
+  int i = me + (world - comm->rank);
+  return i >= 0 && i < size ? i : -1;
 }
 
-WEFT_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
-         ncclDevComm_t* outDevComm);
-ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
-                               ncclDevComm_t* outDevComm) {
-  const char* fn = "ncclDevCommCreate";
+/* The newest headers whose device-API layouts weft knows (NVIDIA 2.32's). */
+#define DEVAPI_NEWEST NCCL_VERSION(2, 32, 99)
+
+static void version_text(unsigned v, char* buf, size_t len) {
+  snprintf(buf, len, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+}
+
+/* ncclInvalidUsage with a WARN naming both versions when headers of `version` are newer than
+ * what weft knows. */
+static ncclResult_t check_version(const char* fn, const char* what, unsigned version) {
+  if (version <= DEVAPI_NEWEST) return ncclSuccess;
+  char theirs[24], ours[24];
+  version_text(version, theirs, sizeof theirs);
+  version_text(DEVAPI_NEWEST, ours, sizeof ours);
+  WARN("%s: %s was compiled against NCCL %s headers; weft knows the device-API layouts up to "
+       "NCCL %s", fn, what, theirs, ours);
+  return ncclInvalidUsage;
+}
+
+/* props->field = value when the caller's structure (size bytes) reaches that far. */
+#define PROP_SET(props, size, field, value)                                          \
+  do {                                                                               \
+    if ((size) >= offsetof(ncclCommProperties_t, field) + sizeof((props)->field))    \
+      (props)->field = (value);                                                      \
+  } while (0)
+
+WEFT_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props);
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props) {
+  const char* fn = "ncclCommQueryProperties";
   WEFT_CHECK(comm_check(comm, fn));
-  WEFT_ARG_NONNULL(fn, reqs);
-  WEFT_ARG_NONNULL(fn, outDevComm);
-  return api_not_available(fn, "the device API");
-}
-
-WEFT_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm);
-ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
-  const char* fn = "ncclDevCommDestroy";
-  WEFT_CHECK(comm_check_handle(comm, fn));
-  WEFT_ARG_NONNULL(fn, devComm);
-  return api_not_available(fn, "the device API");
-}
-
-WEFT_API(ncclResult_t, ncclLsaBarrierCreateRequirement, ncclTeam_t team, int nBarriers,
-         ncclLsaBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam_t team, int nBarriers,
-                                             ncclLsaBarrierHandle_t* outHandle,
-                                             ncclDevResourceRequirements_t* outReq) {
-  const char* fn = "ncclLsaBarrierCreateRequirement";
-  (void)team;
-  WEFT_ARG_NONNULL(fn, outHandle);
-  WEFT_ARG_NONNULL(fn, outReq);
-  if (nBarriers < 1) {
-    WARN("%s: nBarriers = %d must be at least 1", fn, nBarriers);
+  WEFT_ARG_NONNULL(fn, props);
+  ncclDevVersionedHead_t h;
+  memcpy(&h, props, sizeof h);
+  if (h.magic != NCCL_API_MAGIC) {
+    WARN("%s: props->magic = 0x%x is not NCCL_API_MAGIC: initialize props with "
+         "NCCL_COMM_PROPERTIES_INITIALIZER", fn, h.magic);
+    return ncclInvalidUsage;
+  }
+  if (h.size < offsetof(ncclCommProperties_t, deviceApiSupport)) {
+    WARN("%s: props->size = %zu is smaller than any version's ncclCommProperties_t", fn, h.size);
     return ncclInvalidArgument;
   }
-  return api_not_available(fn, "the device API");
-}
-
-WEFT_API(ncclResult_t, ncclGinBarrierCreateRequirement, ncclComm_t comm, ncclTeam_t team,
-         int nBarriers, ncclGinBarrierHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t team, int nBarriers,
-                                             ncclGinBarrierHandle_t* outHandle,
-                                             ncclDevResourceRequirements_t* outReq) {
-  const char* fn = "ncclGinBarrierCreateRequirement";
-  (void)team;
-  WEFT_CHECK(comm_check(comm, fn));
-  WEFT_ARG_NONNULL(fn, outHandle);
-  WEFT_ARG_NONNULL(fn, outReq);
-  if (nBarriers < 1) {
-    WARN("%s: nBarriers = %d must be at least 1", fn, nBarriers);
-    return ncclInvalidArgument;
+  WEFT_CHECK(check_version(fn, "ncclCommProperties_t", h.version));
+  int nvml = -1;
+  if (comm->mode == WEFT_MODE_DEVICE) nvml = pci_gpu_index("/sys", comm->peers[comm->rank].p2p.bus);
+  ncclTeam_t lsa = ncclTeamLsa(comm);
+  size_t n = h.size;
+  props->rank = comm->rank;
+  props->nRanks = comm->nranks;
+  props->cudaDev = comm->cuda_dev;
+  props->nvmlDev = nvml;
+  /* Device communicators exist in device mode (api_devcomm.c); multicast is never used; weft
+   * has no GIN. */
+  PROP_SET(props, n, deviceApiSupport, comm->mode == WEFT_MODE_DEVICE);
+  PROP_SET(props, n, multimemSupport, false);
+  PROP_SET(props, n, ginType, NCCL_GIN_TYPE_NONE);
+  PROP_SET(props, n, nLsaTeams, comm->nranks / lsa.nRanks);
+  PROP_SET(props, n, hostRmaSupport, false);
+  PROP_SET(props, n, railedGinType, NCCL_GIN_TYPE_NONE);
+  /* 2.32's additions, where the caller has them: no GIN and no fabric (zero says so). */
+  if (ncclDevCommLayoutOf(h.version) == NCCL_DEVCOMM_LAYOUT_V2_32 &&
+      n >= sizeof(ncclCommProperties_v2_32_t)) {
+    ncclCommProperties_v2_32_t* p = (ncclCommProperties_v2_32_t*)(void*)props;
+    p->commHash = comm->comm_hash;
+    p->ginMinStride = 0;
+    p->ginConnectionType = 0;
+    memset(p->ginSupport, 0, sizeof p->ginSupport);
+    p->devCommRuntimeVersionSize = sizeof(ncclDevComm_v2_32_t);
+    p->cftSupport = p->cftMulticastSupport = p->cftCountedSupport = false;
   }
-  return api_not_available(fn, "the device API");
-}
-
-WEFT_API(int, ncclLLA2ACalcSlots, int maxElts, int maxEltSize);
-int ncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
-  (void)maxElts;
-  (void)maxEltSize;
-  api_not_available("ncclLLA2ACalcSlots", "the device API");
-  return -1;
-}
-
-WEFT_API(ncclResult_t, ncclLLA2ACreateRequirement, int nBlocks, int nSlots,
-         ncclLLA2AHandle_t* outHandle, ncclDevResourceRequirements_t* outReq);
-ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t* outHandle,
-                                        ncclDevResourceRequirements_t* outReq) {
-  const char* fn = "ncclLLA2ACreateRequirement";
-  WEFT_ARG_NONNULL(fn, outHandle);
-  WEFT_ARG_NONNULL(fn, outReq);
-  if (nBlocks < 1 || nSlots < 1) {
-    WARN("%s: nBlocks = %d and nSlots = %d must be at least 1", fn, nBlocks, nSlots);
-    return ncclInvalidArgument;
-  }
-  return api_not_available(fn, "the device API");
+  return ncclSuccess;
 }

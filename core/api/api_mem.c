@@ -343,6 +343,12 @@ static ncclResult_t reg_add(struct ncclComm* comm, const char* fn, void* buff, s
   return ncclSuccess;
 }
 
+/* The handle a registration was given: its device window for a device-mode window (what
+ * kernels dereference), else the record's own address. */
+static const void* reg_handle(const weft_mem_reg* r) {
+  return r->dev_win ? (const void*)r->dev_win : (const void*)r;
+}
+
 /* Remove handle from comm's list when it is there with the same kind; the handle is only
  * compared until found, so any stale or foreign value is safe. */
 static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void* handle,
@@ -350,7 +356,7 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   weft_mem_reg* found = NULL;
   pthread_mutex_lock(&comm->lock);
   for (weft_mem_reg** pp = &comm->regs; *pp; pp = &(*pp)->next)
-    if (*pp == handle && (*pp)->window == window) {
+    if (reg_handle(*pp) == handle && (*pp)->window == window) {
       found = *pp;
       *pp = found->next;
       break;
@@ -367,6 +373,9 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   if (found->window && found->win_flags == NCCL_WIN_COLL_SYMMETRIC)
     rma_window_remove(comm, found);
   transport_window_unmap(comm, found->zc);
+  transport_window_lsa_unmap(comm, found->lsa);
+  if (found->dev_win) (void)api_devwin_listed(comm); /* the table no longer lists it */
+  api_devwin_free(comm, found);
   transport_reg_views_free(comm, found->views, 1);
   free(found);
   return ncclSuccess;
@@ -406,11 +415,49 @@ static ncclResult_t rma_connect_job(struct ncclComm* comm, void* arg) {
 static ncclResult_t window_map_job(struct ncclComm* comm, void* arg) {
   weft_mem_reg* r = arg;
   weft_window_map* m = NULL;
+  weft_window_lsa* lsa = NULL;
   WEFT_CHECK(transport_window_map(comm, r->buff, r->size, &m));
+  ncclResult_t res = transport_window_lsa_map(comm, r->buff, &lsa);
+  if (res != ncclSuccess) {
+    transport_window_unmap(comm, m);
+    return res;
+  }
   pthread_mutex_lock(&comm->lock);
   r->zc = m;
+  r->lsa = lsa;
   if (m) __atomic_add_fetch(&comm->zc_windows, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&comm->lock);
+  return r->dev_win ? api_devwin_fill(comm, r) : ncclSuccess;
+}
+
+/* Record a window; in device mode give it its device window, and map a symmetric one on every
+ * rank: now, or at the outermost ncclGroupEnd when defer (one thread registering for several
+ * ranks, as nccl-tests -R 2 does, reaches the collective mapping only there). */
+static ncclResult_t window_register(struct ncclComm* comm, const char* fn, void* buff,
+                                    size_t size, int win_flags, int defer, weft_mem_reg** out) {
+  weft_mem_reg* r;
+  WEFT_CHECK(reg_add(comm, fn, buff, size, 1, win_flags, &r));
+  ncclResult_t res = ncclSuccess;
+  /* Device mode: the handle is the window as kernels see it (api_devwin.c). */
+  if (comm->mode == WEFT_MODE_DEVICE) res = api_devwin_create(comm, r);
+  /* Symmetric windows are numbered for one-sided calls (rma/), and in host mode the first one
+   * connects the one-sided FIFOs with every peer: collective, like the mapping below. */
+  if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC) {
+    res = rma_window_add(comm, r);
+    if (res == ncclSuccess && !rma_connected(comm))
+      res = defer ? group_defer_job(comm, rma_connect_job, NULL) : rma_connect(comm);
+  }
+  /* A symmetric window on a device communicator is mapped by every peer (collectively), so
+   * collectives on it read the peers' buffers in place and kernels reach them through the
+   * LSA flat mapping; any other window is only recorded. */
+  if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC &&
+      comm->mode == WEFT_MODE_DEVICE)
+    res = defer ? group_defer_job(comm, window_map_job, r) : window_map_job(comm, r);
+  if (res != ncclSuccess) {
+    reg_remove(comm, fn, reg_handle(r), 1);
+    return res;
+  }
+  *out = r;
   return ncclSuccess;
 }
 
@@ -426,36 +473,66 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, nc
     WARN("%s: size is 0", fn);
     return ncclInvalidArgument;
   }
-  if (winFlags != NCCL_WIN_DEFAULT && winFlags != NCCL_WIN_COLL_SYMMETRIC) {
-    WARN("%s: winFlags = %d is not NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", fn, winFlags);
+  /* NCCL_WIN_STRICT_ORDERING asks NIC registrations to keep the order of writes; weft
+   * registers windows with no NIC, so it changes nothing here (nor on LSA, which is load/store). */
+  if ((winFlags & ~(NCCL_WIN_COLL_SYMMETRIC | NCCL_WIN_STRICT_ORDERING)) != 0) {
+    WARN("%s: winFlags = %d is not a combination of NCCL_WIN_COLL_SYMMETRIC and "
+         "NCCL_WIN_STRICT_ORDERING", fn, winFlags);
     return ncclInvalidArgument;
   }
+  winFlags &= NCCL_WIN_COLL_SYMMETRIC;
   weft_mem_reg* r;
-  WEFT_CHECK(reg_add(comm, fn, buff, size, 1, winFlags, &r));
-  /* Symmetric windows are numbered for one-sided calls (rma/), and in host mode the first one
-   * connects the one-sided FIFOs with every peer: collective, like the mapping below. */
-  if (winFlags == NCCL_WIN_COLL_SYMMETRIC) {
-    ncclResult_t res = rma_window_add(comm, r);
-    if (res == ncclSuccess && !rma_connected(comm))
-      res = group_depth() > 0 ? group_defer_job(comm, rma_connect_job, NULL) : rma_connect(comm);
-    if (res != ncclSuccess) {
-      reg_remove(comm, fn, r, 1);
-      return res;
+  WEFT_CHECK(window_register(comm, fn, buff, size, winFlags, group_depth() > 0, &r));
+  *win = (ncclWindow_t)(void*)reg_handle(r);
+  return ncclSuccess;
+}
+
+ncclResult_t api_window_register_now(struct ncclComm* comm, const char* fn, void* buff,
+                                     size_t size, weft_mem_reg** out) {
+  return window_register(comm, fn, buff, size, NCCL_WIN_COLL_SYMMETRIC, 0, out);
+}
+
+ncclResult_t api_window_release(struct ncclComm* comm, const char* fn, const void* handle) {
+  return reg_remove(comm, fn, handle, 1);
+}
+
+/* ---- finding a window's communicator (the device API's pointer queries) ---- */
+
+typedef struct {
+  const void* win;
+  struct ncclComm* comm;
+  void* buff;
+  size_t size;
+  weft_window_lsa* lsa;
+} window_search;
+
+static void window_search_comm(struct ncclComm* comm, void* arg) {
+  window_search* s = arg;
+  if (s->comm) return;
+  pthread_mutex_lock(&comm->lock);
+  for (const weft_mem_reg* r = comm->regs; r; r = r->next)
+    if (reg_handle(r) == s->win && r->window) {
+      s->comm = comm;
+      s->buff = r->buff;
+      s->size = r->size;
+      s->lsa = r->lsa;
+      break;
     }
+  pthread_mutex_unlock(&comm->lock);
+}
+
+ncclResult_t api_window_find(const char* fn, ncclWindow_t win, struct ncclComm** comm,
+                             void** buff, size_t* size, weft_window_lsa** lsa) {
+  window_search s = {(const void*)win, NULL, NULL, 0, NULL};
+  comm_registry_visit(window_search_comm, &s);
+  if (!s.comm) {
+    WARN("%s: window %p is not a registered window of any live communicator", fn, (void*)win);
+    return ncclInvalidArgument;
   }
-  /* A symmetric window on a device communicator is mapped by every peer (collectively), so
-   * collectives on it read the peers' buffers in place; any other window is only recorded.
-   * Inside a group (one thread registering for several ranks, as nccl-tests -R 2 does) the
-   * mapping waits for the outermost ncclGroupEnd, where every rank's runs at once. */
-  if (winFlags == NCCL_WIN_COLL_SYMMETRIC && comm->mode == WEFT_MODE_DEVICE) {
-    ncclResult_t res = group_depth() > 0 ? group_defer_job(comm, window_map_job, r)
-                                         : window_map_job(comm, r);
-    if (res != ncclSuccess) {
-      reg_remove(comm, fn, r, 1);
-      return res;
-    }
-  }
-  *win = (ncclWindow_t)(void*)r;
+  *comm = s.comm;
+  *buff = s.buff;
+  *size = s.size;
+  *lsa = s.lsa;
   return ncclSuccess;
 }
 
@@ -467,12 +544,12 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return reg_remove(comm, fn, (const void*)win, 1);
 }
 
-ncclResult_t api_window_find(struct ncclComm* comm, const char* fn, const char* what,
-                             ncclWindow_t win, const weft_mem_reg** out) {
+ncclResult_t api_window_of(struct ncclComm* comm, const char* fn, const char* what,
+                           ncclWindow_t win, const weft_mem_reg** out) {
   const weft_mem_reg* found = NULL;
   pthread_mutex_lock(&comm->lock);
   for (const weft_mem_reg* r = comm->regs; r; r = r->next)
-    if ((const void*)r == (const void*)win && r->window) found = r;
+    if (reg_handle(r) == (const void*)win && r->window) found = r;
   pthread_mutex_unlock(&comm->lock);
   if (!found) {
     WARN("%s: %s %p is not a window of comm %p (another communicator's, or deregistered)", fn,
@@ -490,7 +567,7 @@ ncclResult_t ncclWinGetUserPtr(ncclComm_t comm, ncclWindow_t win, void** outUser
   WEFT_ARG_NONNULL(fn, win);
   WEFT_ARG_NONNULL(fn, outUserPtr);
   const weft_mem_reg* r;
-  WEFT_CHECK(api_window_find(comm, fn, "win", win, &r));
+  WEFT_CHECK(api_window_of(comm, fn, "win", win, &r));
   *outUserPtr = r->buff;
   return ncclSuccess;
 }

@@ -103,7 +103,7 @@ ncclResult_t ncclPutSignal(const void* localbuff, size_t count, ncclDataType_t d
   }
   size_t bytes = count * esize;
   const weft_mem_reg* win;
-  WEFT_CHECK(api_window_find(comm, fn, "peerWin", peerWin, &win));
+  WEFT_CHECK(api_window_of(comm, fn, "peerWin", peerWin, &win));
   if (win->win_flags != NCCL_WIN_COLL_SYMMETRIC) {
     WARN("%s: peerWin %p was registered without NCCL_WIN_COLL_SYMMETRIC (winFlags %d): "
          "one-sided calls need symmetric windows",

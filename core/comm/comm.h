@@ -52,6 +52,11 @@ typedef struct weft_mem_reg {
   int window; /* 1: ncclCommWindowRegister (flags below), 0: ncclCommRegister */
   int win_flags;
   struct weft_window_map* zc; /* a zero-copy window: every rank's buffer mapped here (transport/) */
+  struct weft_window_lsa* lsa; /* a symmetric window's LSA flat mapping (transport/), or NULL */
+  /* Device mode: the window as kernels see it (NCCL's ncclWindow_vidmem, 2.32 layout, in GPU
+   * memory; api/api_devwin.c), which is also the ncclWindow_t handed out; NULL in host mode. */
+  void* dev_win;
+  int32_t* dev_delta; /* GPU memory: nranks lsaPeerDelta4G entries the window points to */
   /* Registered for zero copy without symmetry (ncclCommRegister, and windows without
    * NCCL_WIN_COLL_SYMMETRIC) on a communicator where it can apply (transport_reg_zero_copy):
    * local_zc is set, and views holds this buffer's address in each peer's process (NULL: no
@@ -107,6 +112,7 @@ struct ncclComm {
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   weft_mem_reg* regs;               /* registered buffers and windows, under lock */
+  struct weft_devapi* devapi;       /* the device API's window table (api/api_devwin.c) */
   int zc_windows;                   /* regs with zc set (atomic): plan/ looks only when > 0 */
   int zc_locals;                    /* regs with local_zc set (atomic): likewise */
   weft_prof prof;                   /* profiler plugin context and activation mask */

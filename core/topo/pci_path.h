@@ -3,6 +3,8 @@
 #ifndef WEFT_TOPO_PCI_PATH_H
 #define WEFT_TOPO_PCI_PATH_H
 
+#include <stdint.h>
+
 /* Nearest first; a path is allowed by a level when class <= level. */
 enum {
   WEFT_PATH_LOC = 0, /* the same device (functions of one card) */
@@ -23,5 +25,10 @@ int pci_path_class(const char* sysfs, const char* busid, const char* dev_path);
 int pci_path_parse_level(const char* s, int* level);
 
 const char* pci_path_name(int cls);
+
+/* NVML's index of the GPU at PCI address `bus` (domain << 16 | bus << 8 | device, as
+ * p2p_info.h's bus): NVIDIA display controllers at lower addresses are counted in `sysfs`
+ * ("/sys"). -1 when no NVIDIA GPU sits at that address. (pci_gpu_index.c) */
+int pci_gpu_index(const char* sysfs, uint64_t bus);
 
 #endif

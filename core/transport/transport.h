@@ -147,6 +147,22 @@ char* transport_window_peer(const weft_window_map* m, int q);
 size_t transport_window_bytes(const weft_window_map* m);
 
 
+/* ---- the LSA flat mapping of symmetric windows (transport_lsa.c, device mode) ---- */
+/* This rank's LSA team: every rank when all run on this host and reach each other peer to
+ * peer (device mode), else this rank alone (size 1, rank 0). The same on every rank. */
+void transport_lsa_team(const struct ncclComm* comm, int* size, int* rank);
+typedef struct weft_window_lsa weft_window_lsa;
+/* Collective when the LSA team has several ranks (every rank, in the same order, as
+ * ncclCommWindowRegister): map every rank's allocation holding buff at one flat reservation,
+ * rank q's at q * stride. *out is NULL when the team is this rank alone or the window cannot
+ * be mapped on every rank (NCCL_DEBUG_SUBSYS=REG says why: cudaMalloc memory, say); an error
+ * only when the exchange itself failed. */
+ncclResult_t transport_window_lsa_map(struct ncclComm* comm, void* buff, weft_window_lsa** out);
+void transport_window_lsa_unmap(struct ncclComm* comm, weft_window_lsa* l);
+/* LSA rank 0's buffer (its byte 0) in the flat mapping, and the bytes between two ranks'. */
+char* transport_window_lsa_base(const weft_window_lsa* l);
+uint64_t transport_window_lsa_stride(const weft_window_lsa* l);
+
 /* ---- registered buffers (transport_regview.c, device mode) ---- */
 /* Whether registered buffers can be zero copy on this communicator at all: device mode,
  * WEFT_ZERO_COPY on, 2 to WEFT_WINDOW_MAX_RANKS ranks, every peer reached peer to peer. The

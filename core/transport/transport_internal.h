@@ -125,6 +125,8 @@ void gdr_free(struct ncclComm* comm, tconn* c);
 /* 1 when the pair (this rank, peer) on one host uses p2p: decided from both ranks' published
  * weft_p2p_rank_info only, so both ends agree. */
 int p2p_usable(const struct ncclComm* comm, int peer);
+/* The same for any two ranks, from their published facts: the same answer on every rank. */
+int p2p_pair_usable(const struct ncclComm* comm, int ra, int rb);
 /* Receiver: allocate and zero the FIFO on this GPU, describe it in info. */
 ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info);
 /* Sender: open the receiver's FIFO (IPC handle, or the pointer within one process). */

@@ -40,8 +40,12 @@ static int reaches(const weft_p2p_rank_info* a, uint64_t bus, int* nvl) {
 }
 
 int p2p_usable(const struct ncclComm* comm, int peer) {
-  const weft_rank_info* me = &comm->peers[comm->rank];
-  const weft_rank_info* p = &comm->peers[peer];
+  return p2p_pair_usable(comm, comm->rank, peer);
+}
+
+int p2p_pair_usable(const struct ncclComm* comm, int ra, int rb) {
+  const weft_rank_info* me = &comm->peers[ra];
+  const weft_rank_info* p = &comm->peers[rb];
   if (me->mode != WEFT_MODE_DEVICE || p->mode != WEFT_MODE_DEVICE || !comm_same_host(me, p))
     return 0;
   const weft_p2p_rank_info *a = &me->p2p, *b = &p->p2p;

@@ -464,3 +464,76 @@ if(WEFT_HAVE_CUDA)
       ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
   endforeach()
 endif()
+
+# The device API's LSA flat mapping of symmetric windows (issue 39), every rank on GPU 0: 1 rank,
+# 2 ranks in one process, 2 and 4 processes sharing the GPU.
+if(WEFT_HAVE_CUDA)
+  add_executable(devapi_lsa ${_gpu_dir}/devapi_lsa.c)
+  target_link_libraries(devapi_lsa PRIVATE weft_testlib CUDA::cudart)
+  set_target_properties(devapi_lsa PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  foreach(_lsa inproc:1 inproc:2 procs:2 procs:4)
+    string(REPLACE ":" ";" _lsa_args "${_lsa}")
+    list(GET _lsa_args 0 _lsa_mode)
+    list(GET _lsa_args 1 _lsa_n)
+    add_test(NAME devapi_lsa_${_lsa_mode}${_lsa_n} COMMAND devapi_lsa --${_lsa_mode} ${_lsa_n})
+    set(_lsa_labels gpu)
+    if(_lsa_mode STREQUAL "procs")
+      list(APPEND _lsa_labels mp)
+    endif()
+    set_tests_properties(devapi_lsa_${_lsa_mode}${_lsa_n} PROPERTIES LABELS "${_lsa_labels}" TIMEOUT 300
+      SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0")
+  endforeach()
+endif()
+
+# Device-API kernels compiled against NVIDIA's nccl_device.h of 2.30.7 and 2.32.6 (the binary
+# contract; issue 39) and against weft's own include/nccl_device.h (the source contract), run on
+# weft's library, every rank on GPU 0: devapi_kernels_<2_30_7|2_32_6|weft>_<mode>.
+# The headers are the nvidia-nccl-cu13 wheels' include/ directories: by default where the
+# devcomm_layout_<v> tests unpack them (run those first, or point these variables elsewhere);
+# a version whose headers are missing at configure time gets no executable, and its entries
+# say SKIP with the path they looked for.
+if(WEFT_HAVE_CUDA)
+  if(NOT DEFINED WEFT_NCCL_WHEEL_DIR)
+    set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels)
+  endif()
+  foreach(_v 2.30.7 2.32.6 weft)
+    string(REPLACE "." "_" _vid ${_v})
+    if(_v STREQUAL "weft") # the source contract: weft's own nccl_device.h (include/, abi/)
+      set(_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/abi)
+    else()
+      set(WEFT_NCCL_DEVICE_INCLUDE_${_vid}
+        "${WEFT_NCCL_WHEEL_DIR}/nvidia_nccl_cu13-${_v}/nvidia/nccl/include" CACHE PATH
+        "NVIDIA's NCCL ${_v} include/ (nccl.h, nccl_device.h) for the devapi_kernels_${_vid} tests")
+      set(_inc ${WEFT_NCCL_DEVICE_INCLUDE_${_vid}})
+    endif()
+    set(_exe devapi_kernels_${_vid})
+    list(GET _inc 0 _inc0)
+    if(EXISTS ${_inc0}/nccl_device.h)
+      add_executable(${_exe} ${_gpu_dir}/devapi_kernels.cu)
+      target_include_directories(${_exe} BEFORE PRIVATE ${_inc})
+      target_link_libraries(${_exe} PRIVATE weft_testlib CUDA::cudart)
+      set_target_properties(${_exe} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+        RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+    endif()
+    foreach(_m inproc:1 inproc:2 procs:2 procs:4)
+      string(REPLACE ":" ";" _ma "${_m}")
+      list(GET _ma 0 _mode)
+      list(GET _ma 1 _n)
+      set(_t ${_exe}_${_mode}${_n})
+      if(TARGET ${_exe})
+        add_test(NAME ${_t} COMMAND ${_exe} --${_mode} ${_n})
+      else()
+        add_test(NAME ${_t} COMMAND ${CMAKE_COMMAND} -E echo
+          "SKIP: no NVIDIA ${_v} headers at ${_inc} (WEFT_NCCL_DEVICE_INCLUDE_${_vid})")
+      endif()
+      set(_labels gpu)
+      if(_mode STREQUAL "procs")
+        list(APPEND _labels mp)
+      endif()
+      set_tests_properties(${_t} PROPERTIES LABELS "${_labels}" TIMEOUT 300
+        SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "SKIP:" RESOURCE_LOCK weft_gpu
+        ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0")
+    endforeach()
+  endforeach()
+endif()

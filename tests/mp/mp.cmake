@@ -15,6 +15,8 @@ weft_add_test(NAME comm_init_survives_stray_clients SOURCES ${CMAKE_CURRENT_LIST
 weft_add_test(NAME comm_version_mismatch_is_named SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_version.c
   LABELS mp fault)
 weft_add_test(NAME api_bad_arguments SOURCES ${CMAKE_CURRENT_LIST_DIR}/api_bad_args.c LABELS unit)
+weft_add_test(NAME devapi_host_mode_answers_and_refusals
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/devapi_host.c LABELS unit)
 add_test(NAME api_exports_match_nccl
   COMMAND ${CMAKE_COMMAND} -DOURS=$<TARGET_FILE:nccl> -DNVIDIA=/usr/local/cuda/lib/libnccl.so.2
   -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_exports.cmake)

@@ -111,6 +111,31 @@ int main(void) {
   EXPECT_EQ_INT(pci_path_class(root, "garbage", abs_of(nic_near)), WEFT_PATH_SYS);
   EXPECT_EQ_INT(pci_path_class(root, NULL, abs_of(nic_near)), WEFT_PATH_SYS);
 
+  /* NVML's numbering: NVIDIA display controllers in PCI order (GPU A, and 08:00.0 dressed up
+   * as a second GPU); the NICs are other vendors' or other classes. */
+  char f[1100];
+  snprintf(f, sizeof f, "%s/vendor", gpu);
+  write_file(f, "0x10de\n");
+  snprintf(f, sizeof f, "%s/class", gpu);
+  write_file(f, "0x030200\n");
+  snprintf(f, sizeof f, "%s/vendor", nic_rp2);
+  write_file(f, "0x10de\n");
+  snprintf(f, sizeof f, "%s/class", nic_rp2);
+  write_file(f, "0x030000\n");
+  snprintf(f, sizeof f, "%s/vendor", nic_near);
+  write_file(f, "0x15b3\n");
+  snprintf(f, sizeof f, "%s/class", nic_near);
+  write_file(f, "0x020000\n");
+  snprintf(f, sizeof f, "%s/vendor", nic_cx);
+  write_file(f, "0x10de\n"); /* NVIDIA, but a network controller */
+  snprintf(f, sizeof f, "%s/class", nic_cx);
+  write_file(f, "0x020700\n");
+  EXPECT_EQ_INT(pci_gpu_index(root, 0x0300), 0);
+  EXPECT_EQ_INT(pci_gpu_index(root, 0x0800), 1);
+  EXPECT_EQ_INT(pci_gpu_index(root, 0x0400), -1);
+  EXPECT_EQ_INT(pci_gpu_index(root, 0x4100), -1);
+  EXPECT_EQ_INT(pci_gpu_index("/nonexistent", 0x0300), -1);
+
   int lv = -1;
   const char* names[] = {"LOC", "pix", "PXB", "PHB", "SYS", "NVL", "PXN", "C2C"};
   const int want[] = {WEFT_PATH_LOC, WEFT_PATH_PIX, WEFT_PATH_PXB, WEFT_PATH_PHB,

@@ -10,7 +10,8 @@ weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_soc
 weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c
   ${PROJECT_SOURCE_DIR}/core/comm/comm_config.c LABELS unit)
 weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path.c
-  ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c LABELS unit)
+  ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c ${PROJECT_SOURCE_DIR}/core/topo/pci_gpu_index.c
+  LABELS unit)
 weft_add_test(NAME transport_regsrv SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_regsrv.c
   ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c LABELS unit)
 # transport/'s table of CUDA IPC mappings against a fake CUDA runtime (the test defines the

@@ -1,0 +1,331 @@
+/* ncclDevCommCreate / ncclDevCommDestroy: the device communicator a kernel receives by value.
+ *
+ * Create reads the caller's requirements in the layout of the headers it was compiled
+ * against (abi/nccl_devcomm.h picks it from their version), refuses what weft cannot give
+ * (multicast: never enabled here; GIN: weft has none, answered as NCCL answers without it;
+ * fabric barriers), then lays out the resource buffer as NCCL does — the LSA barriers first,
+ * then the caller's resource requirements in list order, each at a multiple of 128 bytes
+ * (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it and registers it as a
+ * symmetric window, which maps it flat across the LSA team (transport/transport_lsa.c). The
+ * barrier epochs live in that buffer, in GPU memory, so a graph replaying a kernel keeps
+ * counting where the last replay stopped. The device communicator is then written in the
+ * caller's layout: ranks, LSA team, window table, the resource window (its device window and
+ * the inlined copy of its base and stride), the barrier handles; everything GIN, multicast and
+ * fabric stays zero.
+ *
+ * Like registration, Create is collective; inside a group the work waits for the outermost
+ * ncclGroupEnd (one thread may create the device communicators of several ranks), and
+ * *outDevComm is written there. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "group/group.h"
+#include "nccl_devcomm.h"
+#include "transport/transport.h"
+#include "util/check.h"
+
+#ifdef WEFT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+/* One resource of the buffer: its bytes, alignment and where its handle goes. */
+typedef struct {
+  size_t bytes, align;
+  uint32_t* handle_out;
+} resource;
+
+typedef struct {
+  ncclDevCommLayout_t layout;
+  uint32_t version;
+  int lsa_barriers;
+  int nres;
+  resource* res; /* the caller's resource requirements, in list order */
+  void* out;     /* the caller's ncclDevComm */
+} devcomm_task;
+
+static void version_text(uint32_t v, char* buf, size_t len) {
+  snprintf(buf, len, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
+}
+
+static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+/* The fields weft reads, whichever the layout. */
+typedef struct {
+  const ncclDevResourceRequirements_v2_30_t* list;
+  const ncclTeamRequirements_v2_30_t* teams;
+  bool lsa_multimem, gin_force;
+  int barriers, lsa_barriers, rail_gin_barriers, world_gin_barriers;
+  int gin_signals, gin_counters, gin_connection;
+  int cft_barriers, cft_caps;
+} reqs_view;
+
+static void read_reqs(ncclDevCommLayout_t layout, const void* p, reqs_view* v) {
+  memset(v, 0, sizeof *v);
+#define READ_COMMON(R)                                                            \
+  do {                                                                            \
+    v->list = (const ncclDevResourceRequirements_v2_30_t*)(R)->resourceRequirementsList; \
+    v->teams = (const ncclTeamRequirements_v2_30_t*)(R)->teamRequirementsList;   \
+    v->lsa_multimem = (R)->lsaMultimem;                                           \
+    v->gin_force = (R)->ginForceEnable;                                           \
+    v->barriers = (R)->barrierCount;                                              \
+    v->lsa_barriers = (R)->lsaBarrierCount;                                       \
+    v->rail_gin_barriers = (R)->railGinBarrierCount;                              \
+    v->world_gin_barriers = (R)->worldGinBarrierCount;                            \
+    v->gin_signals = (R)->ginSignalCount;                                         \
+    v->gin_counters = (R)->ginCounterCount;                                       \
+    v->gin_connection = (R)->ginConnectionType;                                   \
+  } while (0)
+  if (layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
+    const ncclDevCommRequirements_v2_30_t* r = p;
+    READ_COMMON(r);
+  } else {
+    const ncclDevCommRequirements_v2_32_t* r = p;
+    READ_COMMON(r);
+    v->cft_barriers = r->cftBarrierCount;
+    v->cft_caps = r->cftCaps;
+  }
+#undef READ_COMMON
+}
+
+/* What weft refuses, each with the WARN NCCL gives or one saying why. */
+static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const reqs_view* v) {
+  if (v->lsa_multimem) {
+    WARN("%s: rank %d: reqs->lsaMultimem is set, but multicast (NVLink SHARP) is never enabled "
+         "in weft", fn, comm->rank);
+    return ncclInvalidUsage;
+  }
+  for (const ncclTeamRequirements_v2_30_t* t = v->teams; t; t = t->next)
+    if (t->multimem) {
+      WARN("%s: rank %d: a team requirement asks for multimem, but multicast is never enabled "
+           "in weft", fn, comm->rank);
+      return ncclInvalidUsage;
+    }
+  if (v->lsa_barriers < 0 || v->barriers < 0) {
+    WARN("%s: lsaBarrierCount = %d, barrierCount = %d: counts must not be negative", fn,
+         v->lsa_barriers, v->barriers);
+    return ncclInvalidArgument;
+  }
+  /* GIN, as NCCL answers on a communicator without it. */
+  int gin_resources = v->gin_signals > 0 || v->gin_counters > 0 || v->barriers > 0 ||
+                      v->rail_gin_barriers > 0 || v->world_gin_barriers > 0;
+  for (const ncclDevResourceRequirements_v2_30_t* r = v->list; r && !gin_resources; r = r->next)
+    gin_resources = r->ginSignalCount > 0 || r->ginCounterCount > 0;
+  int gin_asked = v->gin_force || v->gin_connection != 0;
+  if (gin_resources && !gin_asked) {
+    WARN("%s: rank %d: GIN resources were requested (signals, counters or GIN/hybrid barriers) "
+         "but GIN was not", fn, comm->rank);
+    return ncclInvalidArgument;
+  }
+  if (gin_asked) {
+    WARN("%s: rank %d: GIN was requested, but no rank of this communicator supports GIN", fn,
+         comm->rank);
+    return ncclInvalidArgument;
+  }
+  if (v->cft_barriers > 0 || v->cft_caps != 0) {
+    WARN("%s: rank %d: fabric (CFT) resources were requested (cftBarrierCount = %d, cftCaps = "
+         "0x%x); weft has no fabric support", fn, comm->rank, v->cft_barriers, v->cft_caps);
+    return ncclInvalidUsage;
+  }
+  for (const ncclDevResourceRequirements_v2_30_t* r = v->list; r; r = r->next)
+    if (r->bufferAlign & (r->bufferAlign - 1)) {
+      WARN("%s: a resource requirement's bufferAlign = %zu is not a power of two", fn,
+           r->bufferAlign);
+      return ncclInvalidArgument;
+    }
+  return ncclSuccess;
+}
+
+static void fill_common(void* out, ncclDevCommLayout_t layout, uint32_t version,
+                        struct ncclComm* comm, int lsa_size, int lsa_rank, void* table,
+                        const weft_mem_reg* rw, uint32_t lsa_handle, int lsa_barriers,
+                        uint32_t hybrid_handle) {
+  uintptr_t flat = 0;
+  uint32_t stride4g = 0;
+  if (rw) {
+    flat = rw->lsa ? (uintptr_t)transport_window_lsa_base(rw->lsa) : (uintptr_t)rw->buff;
+    stride4g = rw->lsa ? (uint32_t)(transport_window_lsa_stride(rw->lsa) / NCCL_DEVCOMM_4G) : 0;
+  }
+#define FILL(D)                                                                   \
+  do {                                                                            \
+    memset((D), 0, sizeof *(D));                                                  \
+    (D)->magic = NCCL_API_MAGIC;                                                  \
+    (D)->version = version;                                                       \
+    (D)->rank = comm->rank;                                                       \
+    (D)->nRanks = comm->nranks;                                                   \
+    (D)->nRanks_rcp32 = ncclDevCommRcp32((uint32_t)comm->nranks);                 \
+    (D)->lsaRank = lsa_rank;                                                      \
+    (D)->lsaSize = lsa_size;                                                      \
+    (D)->lsaSize_rcp32 = ncclDevCommRcp32((uint32_t)lsa_size);                    \
+    (D)->windowTable = (uintptr_t)table;                                          \
+    (D)->resourceWindow = rw ? (uintptr_t)rw->dev_win : 0;                        \
+    (D)->resourceWindow_inlined.lsaFlatBase = flat;                               \
+    (D)->resourceWindow_inlined.stride4G = stride4g;                              \
+    (D)->lsaBarrier.bufHandle = lsa_handle;                                       \
+    (D)->lsaBarrier.nBarriers = lsa_barriers;                                     \
+    (D)->hybridLsaBarrier.bufHandle = hybrid_handle;                              \
+  } while (0)
+  if (layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
+    ncclDevComm_v2_30_t* d = out;
+    FILL(d);
+  } else {
+    ncclDevComm_v2_32_t* d = out;
+    FILL(d);
+  }
+#undef FILL
+}
+
+/* The collective part (now, or at the outermost ncclGroupEnd). */
+static ncclResult_t devcomm_job(struct ncclComm* comm, void* arg) {
+  const char* fn = "ncclDevCommCreate";
+  devcomm_task* t = arg;
+  int lsa_size, lsa_rank;
+  transport_lsa_team(comm, &lsa_size, &lsa_rank);
+  /* NCCL's order: the (empty) GIN barriers, the LSA barriers, the hybrid barriers (the LSA one
+   * empty: barrierCount needs GIN), then the caller's requirements. */
+  const uint32_t lsa_handle = 0; /* first in the buffer */
+  size_t total = NCCL_LSA_BARRIER_BYTES(t->lsa_barriers, lsa_size);
+  total = align_up(total, NCCL_DEVCOMM_RESOURCE_UNIT);
+  uint32_t hybrid_handle = (uint32_t)(total / NCCL_DEVCOMM_RESOURCE_UNIT);
+  for (int i = 0; i < t->nres; i++) {
+    size_t a = t->res[i].align > NCCL_DEVCOMM_RESOURCE_UNIT ? t->res[i].align
+                                                            : NCCL_DEVCOMM_RESOURCE_UNIT;
+    total = align_up(total, a);
+    if (t->res[i].handle_out) *t->res[i].handle_out = (uint32_t)(total / NCCL_DEVCOMM_RESOURCE_UNIT);
+    total += t->res[i].bytes;
+  }
+  total = align_up(total, NCCL_DEVCOMM_RESOURCE_UNIT);
+  ncclResult_t res = ncclSuccess;
+  void* buf = NULL;
+  weft_mem_reg* rw = NULL;
+  void* table = NULL;
+  if (total > 0) {
+    WEFT_CHECK_GOTO(pncclMemAlloc(&buf, total), res, done);
+#ifdef WEFT_HAVE_CUDA
+    /* Zeroed before the registration's gathers: no peer reaches it before that. */
+    int saved = 0;
+    cudaStream_t s = NULL;
+    cudaError_t e = cudaGetDevice(&saved);
+    if (e == cudaSuccess) e = cudaSetDevice(comm->cuda_dev);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMemsetAsync(buf, 0, total, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (s) cudaStreamDestroy(s);
+    (void)cudaSetDevice(saved);
+    if (e != cudaSuccess) {
+      WARN("%s: rank %d: zeroing the resource buffer: %s", fn, comm->rank, cudaGetErrorString(e));
+      res = ncclUnhandledCudaError;
+      goto free_buf;
+    }
+#endif
+    WEFT_CHECK_GOTO(api_window_register_now(comm, fn, buf, total, &rw), res, free_buf);
+    if (lsa_size > 1 && !rw->lsa) {
+      WARN("%s: rank %d: the resource buffer could not be mapped on every LSA peer "
+           "(NCCL_DEBUG_SUBSYS=REG says why)", fn, comm->rank);
+      res = ncclSystemError;
+      goto release;
+    }
+  }
+  WEFT_CHECK_GOTO(api_devwin_table(comm, &table), res, release);
+  fill_common(t->out, t->layout, t->version, comm, lsa_size, lsa_rank, table, rw, lsa_handle,
+              t->lsa_barriers, hybrid_handle);
+  INFO(NCCL_INIT, "%s: rank %d: device communicator: LSA team %d, %d LSA barriers, %zu bytes "
+       "of resources", fn, comm->rank, lsa_size, t->lsa_barriers, total);
+  goto done;
+release:
+  if (rw) api_window_release(comm, fn, rw->dev_win ? rw->dev_win : (void*)rw);
+free_buf:
+  if (buf) pncclMemFree(buf);
+done:
+  free(t->res);
+  free(t);
+  return res;
+}
+
+WEFT_API(ncclResult_t, ncclDevCommCreate, ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
+         ncclDevComm_t* outDevComm);
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t* reqs,
+                               ncclDevComm_t* outDevComm) {
+  const char* fn = "ncclDevCommCreate";
+  WEFT_CHECK(comm_check(comm, fn));
+  WEFT_ARG_NONNULL(fn, reqs);
+  WEFT_ARG_NONNULL(fn, outDevComm);
+  ncclDevVersionedHead_t h;
+  memcpy(&h, reqs, sizeof h);
+  if (h.magic != NCCL_API_MAGIC) {
+    WARN("%s: reqs->magic = 0x%x is not NCCL_API_MAGIC: initialize reqs with "
+         "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER", fn, h.magic);
+    return ncclInvalidUsage;
+  }
+  ncclDevCommLayout_t layout = ncclDevCommLayoutOf(h.version);
+  if (layout == NCCL_DEVCOMM_LAYOUT_UNKNOWN) {
+    char theirs[24], ours[24];
+    version_text(h.version, theirs, sizeof theirs);
+    version_text(NCCL_VERSION_CODE, ours, sizeof ours);
+    WARN("%s: reqs comes from NCCL %s headers; weft %s (NCCL %s) fills the device communicator "
+         "of NCCL 2.30.x and 2.32.6 headers only", fn, theirs, WEFT_VERSION_STRING, ours);
+    return ncclInvalidUsage;
+  }
+  if (h.size < ncclDevCommRequirementsSizeOf(layout)) {
+    WARN("%s: reqs->size = %zu is smaller than NCCL's ncclDevCommRequirements of version %u "
+         "(%zu)", fn, h.size, h.version, ncclDevCommRequirementsSizeOf(layout));
+    return ncclInvalidArgument;
+  }
+  if (comm->mode != WEFT_MODE_DEVICE) {
+    WARN("%s: comm %p rank %d runs in host mode (no GPU, or WEFT_DEVICE=host): the device API "
+         "needs a device communicator", fn, (void*)comm, comm->rank);
+    return ncclInvalidUsage;
+  }
+  reqs_view v;
+  read_reqs(layout, reqs, &v);
+  WEFT_CHECK(check_reqs(fn, comm, &v));
+  devcomm_task* t = calloc(1, sizeof *t);
+  int n = 0;
+  for (const ncclDevResourceRequirements_v2_30_t* r = v.list; r; r = r->next) n++;
+  if (t) t->res = calloc((size_t)(n ? n : 1), sizeof *t->res);
+  if (!t || !t->res) {
+    free(t);
+    WARN("%s: out of memory", fn);
+    return ncclSystemError;
+  }
+  t->layout = layout;
+  t->version = h.version;
+  t->lsa_barriers = v.lsa_barriers;
+  t->out = outDevComm;
+  t->nres = n;
+  int i = 0;
+  for (const ncclDevResourceRequirements_v2_30_t* r = v.list; r; r = r->next, i++)
+    t->res[i] = (resource){r->bufferSize, r->bufferAlign, r->outBufferHandle};
+  return group_depth() > 0 ? group_defer_job(comm, devcomm_job, t) : devcomm_job(comm, t);
+}
+
+WEFT_API(ncclResult_t, ncclDevCommDestroy, ncclComm_t comm, const ncclDevComm_t* devComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
+  const char* fn = "ncclDevCommDestroy";
+  WEFT_CHECK(comm_check_handle(comm, fn));
+  WEFT_ARG_NONNULL(fn, devComm);
+  ncclDevCommHead_t h;
+  memcpy(&h, devComm, sizeof h);
+  ncclDevCommLayout_t layout = ncclDevCommLayoutOf(h.version);
+  if (h.magic != NCCL_API_MAGIC || layout == NCCL_DEVCOMM_LAYOUT_UNKNOWN) {
+    WARN("%s: devComm %p (magic 0x%x, version %u) was not made by ncclDevCommCreate", fn,
+         (const void*)devComm, h.magic, h.version);
+    return ncclInvalidArgument;
+  }
+  uintptr_t rwin = layout == NCCL_DEVCOMM_LAYOUT_V2_30
+                       ? ((const ncclDevComm_v2_30_t*)(const void*)devComm)->resourceWindow
+                       : ((const ncclDevComm_v2_32_t*)(const void*)devComm)->resourceWindow;
+  if (!rwin) return ncclSuccess; /* no resources were asked for: nothing to free */
+  struct ncclComm* owner;
+  void* buff;
+  size_t size;
+  weft_window_lsa* lsa;
+  WEFT_CHECK(api_window_find(fn, (ncclWindow_t)rwin, &owner, &buff, &size, &lsa));
+  if (owner != comm) {
+    WARN("%s: devComm %p belongs to comm %p, not to comm %p", fn, (const void*)devComm,
+         (void*)owner, (void*)comm);
+    return ncclInvalidArgument;
+  }
+  WEFT_CHECK(api_window_release(comm, fn, (const void*)rwin));
+  return pncclMemFree(buff);
+}

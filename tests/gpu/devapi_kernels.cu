@@ -1,0 +1,322 @@
+/* Device-API kernels, compiled against the nccl_device.h of one NCCL release (NVIDIA's 2.30.7
+ * or 2.32.6 wheel headers: the binary contract) and run on weft's libnccl.so.2, every rank on
+ * GPU 0 (issue 39). Per rank: two ncclMemAlloc windows, a device communicator with one LSA
+ * barrier per block, and
+ *   - an LSA all-reduce kernel (barrier, sum every peer's send window through
+ *     ncclGetLsaPointer, store the sums into every peer's receive window, barrier) on new
+ *     random data each iteration;
+ *   - a fused kernel: local compute on the send window, an LSA barrier, then the all-reduce
+ *     of the computed values;
+ *   - the all-reduce captured in a CUDA graph once and replayed with new data each time (the
+ *     barrier epochs live in GPU memory and carry over from replay to replay);
+ *   - the addresses kernels compute (ncclGetLsaPointer, ncclGetPeerPointer) against
+ *     ncclGetLsaDevicePointer / ncclGetPeerDevicePointer on the host, and ncclFindWindow
+ *     (the window table) against the handles ncclCommWindowRegister gave.
+ * Data are small random integers stored as floats, so sums are exact and every rank checks
+ * them against a host reference it computes alone. `--inproc N` (N ranks driven by one thread,
+ * ncclCommInitAll) or `--procs N` (N processes). Exits 77 without a usable GPU. */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nccl.h"
+#include "nccl_device.h"
+extern "C" {
+#include "testutil.h"
+}
+
+#define MAXR 8
+#define CTAS 4
+#define THREADS 256
+#define COUNT ((size_t)(1 << 18) + 77)
+#define ITERS 4
+#define REPLAYS 5
+
+#define CK(call)                                                                       \
+  do {                                                                                 \
+    cudaError_t e_ = (call);                                                           \
+    if (e_ != cudaSuccess) {                                                           \
+      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
+              cudaGetErrorString(e_));                                                 \
+      exit(1);                                                                         \
+    }                                                                                  \
+  } while (0)
+
+/* Every element i < count of the result is owned by one thread of one rank: it reads the
+ * element from each peer's send window and writes the sum into each peer's receive window. */
+__device__ void lsa_allreduce_body(ncclWindow_t send, ncclWindow_t recv, size_t count,
+                                   const ncclDevComm& dc) {
+  int n = dc.lsaSize, me = dc.lsaRank;
+  size_t first = threadIdx.x + (size_t)blockDim.x * (blockIdx.x + (size_t)gridDim.x * me);
+  size_t step = (size_t)blockDim.x * gridDim.x * n;
+  for (size_t i = first; i < count; i += step) {
+    float sum = 0.0f;
+    for (int p = 0; p < n; p++) sum += ((const float*)ncclGetLsaPointer(send, 0, p))[i];
+    for (int p = 0; p < n; p++) ((float*)ncclGetLsaPointer(recv, 0, p))[i] = sum;
+  }
+}
+
+__global__ void k_allreduce(ncclWindow_t send, ncclWindow_t recv, size_t count, ncclDevComm dc) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier,
+                                         (uint32_t)blockIdx.x};
+  bar.sync(ncclCoopCta(), cuda::memory_order_acquire); /* every peer's send data is there */
+  lsa_allreduce_body(send, recv, count, dc);
+  bar.sync(ncclCoopCta(), cuda::memory_order_release); /* every peer has read and written */
+}
+
+/* x = 3 x - rank on this rank's own part of its send window, then the all-reduce of x. */
+__global__ void k_fused(ncclWindow_t send, ncclWindow_t recv, size_t count, ncclDevComm dc) {
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), dc, ncclTeamLsa(dc), dc.lsaBarrier,
+                                         (uint32_t)blockIdx.x};
+  float* mine = (float*)ncclGetLocalPointer(send, 0);
+  for (size_t i = threadIdx.x + (size_t)blockDim.x * blockIdx.x; i < count;
+       i += (size_t)blockDim.x * gridDim.x)
+    mine[i] = 3.0f * mine[i] - (float)dc.rank;
+  bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); /* every rank's compute is done */
+  lsa_allreduce_body(send, recv, count, dc);
+  bar.sync(ncclCoopCta(), cuda::memory_order_release);
+}
+
+__global__ void k_pointers(ncclWindow_t w, size_t offset, ncclDevComm dc, void** out) {
+  for (int p = 0; p < dc.lsaSize; p++) out[p] = ncclGetLsaPointer(w, offset, p);
+  for (int p = 0; p < dc.nRanks; p++) out[MAXR + p] = ncclGetPeerPointer(w, offset, p);
+}
+
+/* The windows holding a and b, looked up in the device communicator's window table. */
+__global__ void k_find(ncclDevComm dc, const void* a, const void* b, ncclWindow_t* out) {
+  ncclWindow_t wa = ncclFindWindow(ncclCoopWarp(), dc, a);
+  ncclWindow_t wb = ncclFindWindow(ncclCoopWarp(), dc, b);
+  if (threadIdx.x == 0) {
+    out[0] = wa;
+    out[1] = wb;
+  }
+}
+
+static uint64_t g_seed;
+
+static float val(int it, int r, size_t i) {
+  uint64_t x = g_seed ^ ((uint64_t)it << 52) ^ ((uint64_t)r << 44) ^ (i * 0x9e3779b97f4a7c15ull);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return (float)((int)(x % 2001) - 1000);
+}
+
+typedef struct {
+  int n, nlocal, first;
+  ncclComm_t comm[MAXR];
+  cudaStream_t stream[MAXR];
+  float *send[MAXR], *recv[MAXR];
+  ncclWindow_t sendw[MAXR], recvw[MAXR];
+  ncclDevComm dc[MAXR];
+} world;
+
+static float* g_host;
+
+static void put_data(world* w, int it) {
+  for (int l = 0; l < w->nlocal; l++) {
+    for (size_t i = 0; i < COUNT; i++) g_host[i] = val(it, w->first + l, i);
+    CK(cudaMemcpy(w->send[l], g_host, COUNT * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemset(w->recv[l], 0xff, COUNT * sizeof(float)));
+  }
+  CK(cudaDeviceSynchronize());
+}
+
+/* Each rank's receive window against sum_p f(val(it, p, i)). */
+static void check(world* w, int it, int fused, const char* what) {
+  for (int l = 0; l < w->nlocal; l++) {
+    CK(cudaMemcpy(g_host, w->recv[l], COUNT * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < COUNT; i++) {
+      float want = 0.0f;
+      for (int p = 0; p < w->n; p++) want += fused ? 3.0f * val(it, p, i) - (float)p : val(it, p, i);
+      if (g_host[i] != want) {
+        fprintf(stderr, "FAIL rank %d: %s, iteration %d: element %zu is %g, expected %g (seed "
+                "0x%llx)\n", w->first + l, what, it, i, g_host[i], want,
+                (unsigned long long)g_seed);
+        exit(1);
+      }
+    }
+  }
+}
+
+/* Kernels of every local rank, each on its own stream (they wait for each other). */
+static void launch_all(world* w, int fused) {
+  for (int l = 0; l < w->nlocal; l++) {
+    if (fused)
+      k_fused<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
+    else
+      k_allreduce<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
+    CK(cudaGetLastError());
+  }
+  for (int l = 0; l < w->nlocal; l++) CK(cudaStreamSynchronize(w->stream[l]));
+}
+
+static void check_pointers(world* w) {
+  void** d;
+  CK(cudaMalloc((void**)&d, 2 * MAXR * sizeof(void*)));
+  for (int l = 0; l < w->nlocal; l++) {
+    size_t off = 4 * (size_t)(77 + l);
+    k_pointers<<<1, 1, 0, w->stream[l]>>>(w->recvw[l], off, w->dc[l], d);
+    CK(cudaStreamSynchronize(w->stream[l]));
+    void* got[2 * MAXR];
+    CK(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost));
+    for (int p = 0; p < w->n; p++) {
+      void *lsa = NULL, *peer = NULL;
+      EXPECT_OK(ncclGetLsaDevicePointer(w->recvw[l], off, p, &lsa));
+      EXPECT_OK(ncclGetPeerDevicePointer(w->recvw[l], off, p, &peer));
+      if (got[p] != lsa || got[MAXR + p] != peer) {
+        fprintf(stderr, "FAIL rank %d: peer %d: the kernel computes %p (LSA) and %p (peer), the "
+                "host answers %p and %p\n", w->first + l, p, got[p], got[MAXR + p], lsa, peer);
+        exit(1);
+      }
+    }
+    /* The window table: a byte inside each window finds that window. */
+    ncclWindow_t* f = (ncclWindow_t*)d;
+    k_find<<<1, 32, 0, w->stream[l]>>>(w->dc[l], (char*)w->send[l] + 100,
+                                       (char*)w->recv[l] + COUNT * sizeof(float) - 1, f);
+    CK(cudaStreamSynchronize(w->stream[l]));
+    ncclWindow_t found[2];
+    CK(cudaMemcpy(found, f, sizeof found, cudaMemcpyDeviceToHost));
+    if (found[0] != w->sendw[l] || found[1] != w->recvw[l]) {
+      fprintf(stderr, "FAIL rank %d: ncclFindWindow found %p and %p, the windows are %p and %p\n",
+              w->first + l, (void*)found[0], (void*)found[1], (void*)w->sendw[l],
+              (void*)w->recvw[l]);
+      exit(1);
+    }
+  }
+  CK(cudaFree(d));
+}
+
+static int run(world* w) {
+  g_host = (float*)malloc(COUNT * sizeof(float));
+  EXPECT(g_host != NULL);
+  for (int l = 0; l < w->nlocal; l++) {
+    CK(cudaStreamCreateWithFlags(&w->stream[l], cudaStreamNonBlocking));
+    ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+    EXPECT_OK(ncclCommQueryProperties(w->comm[l], &props));
+    EXPECT(props.deviceApiSupport);
+    EXPECT_EQ_INT(props.nLsaTeams, 1);
+    EXPECT_EQ_INT(props.multimemSupport, 0);
+    EXPECT_OK(ncclMemAlloc((void**)&w->send[l], COUNT * sizeof(float)));
+    EXPECT_OK(ncclMemAlloc((void**)&w->recv[l], COUNT * sizeof(float)));
+  }
+  EXPECT_OK(ncclGroupStart());
+  for (int l = 0; l < w->nlocal; l++) {
+    EXPECT_OK(ncclCommWindowRegister(w->comm[l], w->send[l], COUNT * sizeof(float), &w->sendw[l],
+                                     NCCL_WIN_COLL_SYMMETRIC));
+    EXPECT_OK(ncclCommWindowRegister(w->comm[l], w->recv[l], COUNT * sizeof(float), &w->recvw[l],
+                                     NCCL_WIN_COLL_SYMMETRIC));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  EXPECT_OK(ncclGroupStart());
+  for (int l = 0; l < w->nlocal; l++) {
+    ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+    reqs.lsaBarrierCount = CTAS;
+    EXPECT_OK(ncclDevCommCreate(w->comm[l], &reqs, &w->dc[l]));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  for (int l = 0; l < w->nlocal; l++) {
+    EXPECT_EQ_INT(w->dc[l].rank, w->first + l);
+    EXPECT_EQ_INT(w->dc[l].lsaSize, w->n);
+  }
+  check_pointers(w);
+  int it = 0;
+  for (int k = 0; k < ITERS; k++, it++) {
+    put_data(w, it);
+    launch_all(w, 0);
+    check(w, it, 0, "LSA all-reduce");
+  }
+  for (int k = 0; k < ITERS; k++, it++) {
+    put_data(w, it);
+    launch_all(w, 1);
+    check(w, it, 1, "fused compute + LSA barrier + all-reduce");
+  }
+  /* One graph per local rank, each replayed on its own stream. */
+  cudaGraphExec_t exec[MAXR];
+  for (int l = 0; l < w->nlocal; l++) {
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(w->stream[l], cudaStreamCaptureModeThreadLocal));
+    k_allreduce<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
+    CK(cudaStreamEndCapture(w->stream[l], &g));
+    CK(cudaGraphInstantiate(&exec[l], g, 0));
+    CK(cudaGraphDestroy(g));
+  }
+  for (int k = 0; k < REPLAYS; k++, it++) {
+    put_data(w, it);
+    for (int l = 0; l < w->nlocal; l++) CK(cudaGraphLaunch(exec[l], w->stream[l]));
+    for (int l = 0; l < w->nlocal; l++) CK(cudaStreamSynchronize(w->stream[l]));
+    check(w, it, 0, "graph replay of the LSA all-reduce");
+  }
+  for (int l = 0; l < w->nlocal; l++) CK(cudaGraphExecDestroy(exec[l]));
+  EXPECT_OK(ncclGroupStart());
+  for (int l = 0; l < w->nlocal; l++) {
+    EXPECT_OK(ncclDevCommDestroy(w->comm[l], &w->dc[l]));
+    EXPECT_OK(ncclCommWindowDeregister(w->comm[l], w->sendw[l]));
+    EXPECT_OK(ncclCommWindowDeregister(w->comm[l], w->recvw[l]));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  for (int l = 0; l < w->nlocal; l++) {
+    EXPECT_OK(ncclMemFree(w->send[l]));
+    EXPECT_OK(ncclMemFree(w->recv[l]));
+    EXPECT_OK(ncclCommDestroy(w->comm[l]));
+    CK(cudaStreamDestroy(w->stream[l]));
+  }
+  free(g_host);
+  printf("rank %d: %d all-reduce, %d fused, %d graph replays ok\n", w->first, ITERS, ITERS,
+         REPLAYS);
+  return 0;
+}
+
+static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
+  (void)arg;
+  CK(cudaSetDevice(0));
+  static world w;
+  memset(&w, 0, sizeof w);
+  w.n = nranks;
+  w.nlocal = 1;
+  w.first = rank;
+  EXPECT_OK(ncclCommInitRank(&w.comm[0], nranks, *id, rank));
+  return run(&w);
+}
+
+static int have_gpu(void) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int n = 0;
+    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 77);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+int main(int argc, char** argv) {
+  test_require_weft_lib();
+  g_seed = test_seed(0x6b65726e656c73ull);
+  int inproc = argc == 3 && strcmp(argv[1], "--inproc") == 0;
+  int procs = argc == 3 && strcmp(argv[1], "--procs") == 0;
+  int n = argc == 3 ? atoi(argv[2]) : 0;
+  if ((!inproc && !procs) || n < 1 || n > MAXR) {
+    fprintf(stderr, "usage: %s --inproc N | --procs N  (1 <= N <= %d)\n", argv[0], MAXR);
+    return 2;
+  }
+  printf("seed 0x%llx, NCCL headers %d, %d ranks %s\n", (unsigned long long)g_seed,
+         NCCL_VERSION_CODE, n, inproc ? "in this process" : "in as many processes");
+  if (!have_gpu()) {
+    printf("SKIP: no usable GPU\n");
+    return TEST_SKIP_RC;
+  }
+  if (procs) return test_fork_ranks(n, proc_rank, NULL, 280);
+  static world w;
+  memset(&w, 0, sizeof w);
+  w.n = w.nlocal = n;
+  int devs[MAXR] = {0};
+  CK(cudaSetDevice(0));
+  EXPECT_OK(ncclCommInitAll(w.comm, n, devs));
+  return run(&w);
+}
