@@ -97,7 +97,7 @@ ncclResult_t rma_connect(struct ncclComm* comm) {
       for (int send = 0; send < 2; send++)
         keys[k++] = (weft_conn_key){WEFT_CONN_RMA, 0, p, send, NCCL_PROTO_SIMPLE};
     }
-    ncclResult_t res = transport_connect(comm, keys, k);
+    ncclResult_t res = transport_connect(comm, keys, NULL, k);
     if (res != ncclSuccess) {
       free(keys);
       return res;

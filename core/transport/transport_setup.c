@@ -289,7 +289,7 @@ static ncclResult_t report_stray(struct ncclComm* comm, const tconn* c, int tag)
   WARN("rank %d: %s needs connection %s, while rank %d set up %s %s channel %d for its %s: "
        "the ranks' operations differ (every rank must call the same collectives with the same "
        "root, and a send's size must match its receive's)",
-       comm->rank, mine, want, c->key.peer, kind_name(other.kind), proto_name(other.proto),
+       comm->rank, mine, want, c->key.peer, transport_kind_name(other.kind), proto_name(other.proto),
        other.channel, theirs);
   return ncclInvalidUsage;
 }
