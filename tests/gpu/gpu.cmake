@@ -494,16 +494,13 @@ endif()
 # a version whose headers are missing at configure time gets no executable, and its entries
 # say SKIP with the path they looked for.
 if(WEFT_HAVE_CUDA)
-  if(NOT DEFINED WEFT_NCCL_WHEEL_DIR)
-    set(WEFT_NCCL_WHEEL_DIR ${PROJECT_BINARY_DIR}/nccl-wheels)
-  endif()
   foreach(_v 2.30.7 2.32.6 weft)
     string(REPLACE "." "_" _vid ${_v})
     if(_v STREQUAL "weft") # the source contract: weft's own nccl_device.h (include/, abi/)
       set(_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/abi)
     else()
       set(WEFT_NCCL_DEVICE_INCLUDE_${_vid}
-        "${WEFT_NCCL_WHEEL_DIR}/nvidia_nccl_cu13-${_v}/nvidia/nccl/include" CACHE PATH
+        "${WEFT_NCCL_WHEEL_DIR}/nvidia-nccl-${_v}/x/nvidia/nccl/include" CACHE PATH
         "NVIDIA's NCCL ${_v} include/ (nccl.h, nccl_device.h) for the devapi_kernels_${_vid} tests")
       set(_inc ${WEFT_NCCL_DEVICE_INCLUDE_${_vid}})
     endif()
