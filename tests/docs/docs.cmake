@@ -15,3 +15,7 @@ set_tests_properties(docs_no_outside_paths PROPERTIES LABELS unit TIMEOUT 60)
 add_test(NAME docs_design_lists_core_folders COMMAND ${CMAKE_COMMAND}
   -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_LIST_DIR}/design_folders.cmake)
 set_tests_properties(docs_design_lists_core_folders PROPERTIES LABELS unit TIMEOUT 60)
+# docs_env_lists_every_setting: every NCCL_*/WEFT_* name the code reads is in docs/env.md.
+add_test(NAME docs_env_lists_every_setting
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/env_names.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_env_lists_every_setting PROPERTIES LABELS unit TIMEOUT 60)
