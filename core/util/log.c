@@ -26,7 +26,7 @@ static char last_error[1024];
 /* Bad NCCL_DEBUG / NCCL_DEBUG_SUBSYS values found while parsing (under the lock), reported once
  * the lock is released: the first on stderr whatever the level (it is the level that is
  * wrong), the second as a WARN. */
-static char bad_level[256], bad_subsys[512];
+static char bad_level[512], bad_subsys[512];
 
 static __thread int thread_rank = -1;
 static __thread int thread_dev = -1;
@@ -107,7 +107,7 @@ static void check_choice(weft_param_id id, const char* value, const char* then, 
   char expected[256];
   out[0] = '\0';
   if (!param_value_allowed(param_info(id), value, expected, sizeof expected))
-    snprintf(out, len, "%s=%s: expected %s; %s", param_info(id)->name, value, expected, then);
+    snprintf(out, len, "%s=%.120s: expected %s; %s", param_info(id)->name, value, expected, then);
 }
 
 static void log_init_locked(void) {
