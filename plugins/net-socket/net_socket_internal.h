@@ -74,6 +74,8 @@ typedef struct {
   char name[IF_NAMESIZE];
   weft_sockaddr addr;
   int speed; /* Mb/s */
+  char* pci_path; /* realpath of /sys/class/net/<name>/device (as NCCL's socket net); NULL:
+                   * a virtual interface. Kept for the process. */
 } ns_dev;
 
 /* Finds the interfaces once per process. ncclSystemError when there are none. */
