@@ -76,10 +76,10 @@ static void ex_find_devices(void) {
       d->addr.sin_port = 0;
       /* The PCI device behind the interface, as NCCL's own socket net reports it (NCCL places
        * the NIC against the GPUs from this path); a virtual interface (lo, bridges, veth) has
-       * no /sys/class/net/<if>/device and reports NULL. Kept for the life of the process. */
+       * no /sys/class/net/<if>/device and reports NULL. */
       char link[128];
       snprintf(link, sizeof link, "/sys/class/net/%s/device", d->name);
-      d->pci_path = realpath(link, NULL);
+      if (realpath(link, d->pci_path) == NULL) d->pci_path[0] = '\0';
     }
   }
   freeifaddrs(ifs);
@@ -140,7 +140,8 @@ ncclResult_t ex_get_properties(int dev, ncclNetProperties_v11_t* props) {
   if (!d) return ncclInvalidArgument;
   memset(props, 0, sizeof *props);
   props->name = (char*)d->name;
-  props->pciPath = d->pci_path; /* NULL for a virtual interface: placed far from every GPU */
+  /* NULL for a virtual interface: NCCL places it far from every GPU. */
+  props->pciPath = d->pci_path[0] ? (char*)d->pci_path : NULL;
   props->guid = (uint64_t)dev;
   props->ptrSupport = NCCL_PTR_HOST;
   props->regIsGlobal = 0;
