@@ -5,6 +5,7 @@
 # The table sits between the two marker lines below; the rest of docs/env.md is written by hand.
 # Every WEFT_PARAM line of params.def must be one whole entry of the form
 #   WEFT_PARAM(ID, "NAME", INT|STR, "default", min, max, "help")
+# optionally followed by WEFT_PARAM_CHOICES(ID, ONE|LIST, "words") (its values, added to the row),
 # and each /* comment */ line that stands alone starts a section (the folder that reads them).
 set(def ${SRC}/core/util/params.def)
 set(doc ${SRC}/docs/env.md)
@@ -25,10 +26,28 @@ foreach(line IN LISTS lines)
     if(line MATCHES "\\*/[ \t]*$")
       set(in_header 0)
     endif()
+  elseif(line MATCHES "^WEFT_PARAM_CHOICES")
+    # The closed set of the entry just above: appended to its row.
+    if(NOT line MATCHES "^WEFT_PARAM_CHOICES\\(([A-Z0-9_]+), (ONE|LIST), \"([^\"]+)\"\\)$")
+      message(FATAL_ERROR "params.def: not one whole WEFT_PARAM_CHOICES entry:\n${line}")
+    endif()
+    if(NOT CMAKE_MATCH_1 STREQUAL last_id)
+      message(FATAL_ERROR "params.def: WEFT_PARAM_CHOICES(${CMAKE_MATCH_1}, ...) must follow "
+        "the WEFT_PARAM entry of ${CMAKE_MATCH_1}")
+    endif()
+    set(form ${CMAKE_MATCH_2})
+    string(REPLACE " " "`, `" words "`${CMAKE_MATCH_3}`")
+    string(REPLACE "`#`" "an integer ≥ 0" words "${words}")
+    if(form STREQUAL "LIST")
+      set(words "a comma list of ${words}")
+    endif()
+    string(REGEX REPLACE " \\|\n$" "" table "${table}")
+    string(APPEND table "; values: ${words} |\n")
   elseif(line MATCHES "^WEFT_PARAM")
     if(NOT line MATCHES "^WEFT_PARAM\\(([A-Z0-9_]+), \"([A-Z0-9_]+)\", (INT|STR), \"([^\"]*)\", (-?[0-9]+), (-?[0-9]+), \"(.*)\"\\)$")
       message(FATAL_ERROR "params.def: not one whole WEFT_PARAM entry:\n${line}")
     endif()
+    set(last_id ${CMAKE_MATCH_1})
     set(name ${CMAKE_MATCH_2})
     set(kind ${CMAKE_MATCH_3})
     set(def_value "${CMAKE_MATCH_4}")

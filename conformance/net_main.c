@@ -64,6 +64,7 @@ typedef struct {
   int ndev;
   char name[80];
   char why[512];
+  char said[200]; /* with 0 devices: the plugin's log line that says why, if any */
 } probe_record;
 
 /* Open the version under test in a throw-away child as the data-path tests do (table, init, the
@@ -90,6 +91,9 @@ static void probe_plugin(net_ctx* c) {
       const char* name = *(const char* const*)c->raw[c->version];
       snprintf(rec.name, sizeof rec.name, "%s", name ? name : "(null)");
       if (p.api->devices(&rec.ndev) != ncclSuccess) rec.ndev = -1;
+      /* Its reason, as it logged it: a line naming devices, else its last line. */
+      if (rec.ndev == 0 && !conf_log_find("device", rec.said, sizeof rec.said))
+        conf_log_find(NULL, rec.said, sizeof rec.said);
       nt_close(&p);
     }
     snprintf(rec.why, sizeof rec.why, "%s", conf_reason());
@@ -109,8 +113,10 @@ static void probe_plugin(net_ctx* c) {
   if (pid > 0) waitpid(pid, NULL, 0);
   if (got < sizeof rec) return;
   rec.name[sizeof rec.name - 1] = rec.why[sizeof rec.why - 1] = '\0';
+  rec.said[sizeof rec.said - 1] = '\0';
   c->probe_result = (conf_result)rec.result;
   c->probe_ndev = rec.ndev;
+  snprintf(c->probe_said, sizeof c->probe_said, "%s", rec.said);
   snprintf(c->probe_name, sizeof c->probe_name, "%s", rec.name);
   snprintf(c->probe_why, sizeof c->probe_why, "%s", rec.why);
 }
@@ -155,43 +161,82 @@ static conf_result net_gate(void* ctx, const conf_test* t, char* why, size_t len
   return CONF_PASS;
 }
 
-/* For the summary: what a failure means, by test family. */
-static const char* net_hint(const char* name) {
+/* For the summary: what a failure means, and the stage of the plugin's life it belongs to (the
+ * summary lists lower stages first). By test family (the longest matching prefix), unless the
+ * reason shows a symptom of an earlier stage: a close, leak or thread test whose message never
+ * completed or arrived wrong failed by the data path, which is then its cause; such failures
+ * come after the data tests' own, which show the loss most directly. */
+enum { ST_LOAD = 0, ST_ABI = 10, ST_INIT = 20, ST_DEVICES = 30, ST_CONNECT = 40, ST_DATA = 50,
+       ST_DATA_SYMPTOM = 55, ST_REQUESTS = 60, ST_MEMORY = 65, ST_THREADS = 70, ST_PEER = 80,
+       ST_TEARDOWN = 90 };
+
+static const char* data_cause =
+    "a message was lost, cut or corrupted on the way (the reason shows it): every message must "
+    "arrive intact and complete, in post order";
+
+/* The reason shows a message that never completed or arrived wrong. */
+static int data_symptom(const char* reason) {
+  static const char* const signs[] = {"not complete after", "differ from what was sent",
+                                      "bytes arrived", "arrived where", "out of order",
+                                      "bytes differ"};
+  for (size_t i = 0; i < sizeof signs / sizeof signs[0]; i++)
+    if (strstr(reason, signs[i])) return 1;
+  return 0;
+}
+
+static const char* net_hint(const char* name, const char* reason, int* stage) {
   static const struct {
     const char* prefix;
+    int stage;
     const char* hint;
   } hints[] = {
-      {"net_plugin_loads", "the library must dlopen with RTLD_NOW|RTLD_LOCAL (undefined symbols, "
-                           "constructors); nothing else can run until it does"},
-      {"net_plugin_exports", "export ncclNetPlugin_v6..v11 (stock NCCL 2.28 reads the same)"},
-      {"net_v", "every mandatory entry must be set once init has returned"},
-      {"net_init", "init must succeed with a logger and give independent contexts; NCCL skips a "
-                   "plugin whose init fails"},
-      {"net_devices", "devices() must be stable"},
-      {"net_properties", "NCCL sizes rings, trees and buffers from these properties"},
-      {"net_bad_device", "out-of-range device indexes must be refused, not crash"},
-      {"net_accept_before", "a blocking accept deadlocks stock NCCL's proxy (weft survives it, "
-                            "which does not make it right): return a NULL comm and let the "
-                            "caller poll"},
-      {"net_listen", "listen must return promptly with a handle of at most 128 bytes"},
-      {"net_connect", "connect/accept must complete by polling and must not block"},
-      {"net_concurrent", "connections must pair up by handle"},
-      {"net_close", "closing comms must work after their requests completed"},
-      {"net_message", "data must arrive intact at every size"},
-      {"net_recv_larger", "test() must report the size that was sent"},
-      {"net_full_request", "the plugin must hold NCCL_NET_MAX_REQUESTS requests in flight"},
-      {"net_messages_keep", "messages on a comm must complete in post order"},
-      {"net_isend_does_not", "isend must not block while the receiver is idle"},
-      {"net_grouped", "grouped receives must fill their slots by tag"},
-      {"net_regmr", "memory registration"},
-      {"net_iflush", "iflush"},
-      {"net_two_threads", "separate comms must be usable from separate threads"},
-      {"net_sender_exit", "a dead peer must surface as an error of test(), not a hang"},
-      {"net_receiver_exit", "a dead peer must surface as an error of test(), not a hang"},
+      {"net_plugin_loads", ST_LOAD, "the library must dlopen with RTLD_NOW|RTLD_LOCAL "
+                                    "(undefined symbols, constructors); nothing else can run "
+                                    "until it does"},
+      {"net_plugin_exports", ST_ABI, "export ncclNetPlugin_v6..v11 (stock NCCL 2.28 reads the same)"},
+      {"net_v", ST_ABI, "every mandatory entry must be set once init has returned"},
+      {"net_init", ST_INIT, "init must succeed with a logger and give independent contexts; NCCL "
+                            "skips a plugin whose init fails"},
+      {"net_devices", ST_DEVICES, "devices() must be stable"},
+      {"net_properties", ST_DEVICES, "NCCL sizes rings, trees and buffers from these properties"},
+      {"net_bad_device", ST_DEVICES, "out-of-range device indexes must be refused, not crash"},
+      {"net_accept_before", ST_CONNECT, "a blocking accept deadlocks stock NCCL's proxy (weft "
+                                        "survives it, which does not make it right): return a "
+                                        "NULL comm and let the caller poll"},
+      {"net_listen", ST_CONNECT, "listen must return promptly with a handle of at most 128 bytes"},
+      {"net_connect", ST_CONNECT, "connect/accept must complete by polling and must not block"},
+      {"net_connect_close_cycles", ST_TEARDOWN, "closing comms must release their sockets and "
+                                                "file descriptors"},
+      {"net_concurrent", ST_CONNECT, "connections must pair up by handle"},
+      {"net_close", ST_TEARDOWN, "closing comms must work after their requests completed"},
+      {"net_message", ST_DATA, "data must arrive intact at every size"},
+      {"net_recv_larger", ST_DATA, "test() must report the size that was sent"},
+      {"net_messages_keep", ST_DATA, "messages on a comm must complete in post order"},
+      {"net_isend_does_not", ST_DATA, "isend must not block while the receiver is idle"},
+      {"net_full_request", ST_REQUESTS, "the plugin must hold NCCL_NET_MAX_REQUESTS requests in "
+                                        "flight"},
+      {"net_grouped", ST_REQUESTS, "grouped receives must fill their slots by tag"},
+      {"net_regmr", ST_MEMORY, "memory registration"},
+      {"net_iflush", ST_MEMORY, "iflush"},
+      {"net_two_threads", ST_THREADS, "separate comms must be usable from separate threads"},
+      {"net_sender_exit", ST_PEER, "a dead peer must surface as an error of test(), not a hang"},
+      {"net_receiver_exit", ST_PEER, "a dead peer must surface as an error of test(), not a hang"},
   };
-  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
-    if (strncmp(name, hints[i].prefix, strlen(hints[i].prefix)) == 0) return hints[i].hint;
-  return NULL;
+  int best = -1;
+  size_t best_len = 0;
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++) {
+    size_t n = strlen(hints[i].prefix);
+    if (n > best_len && strncmp(name, hints[i].prefix, n) == 0) {
+      best = (int)i;
+      best_len = n;
+    }
+  }
+  *stage = best >= 0 ? hints[best].stage : ST_TEARDOWN;
+  if (reason && data_symptom(reason)) {
+    if (*stage > ST_DATA) *stage = ST_DATA_SYMPTOM;
+    return data_cause;
+  }
+  return best >= 0 ? hints[best].hint : NULL;
 }
 
 int net_suite_main(int argc, char** argv) {
@@ -308,6 +353,10 @@ int net_suite_main(int argc, char** argv) {
         printf("# 0 devices: the plugin loads and inits but finds no device on this host (normal "
                "on a machine without its NIC); the %d test(s) that need a device are skipped\n",
                need);
+        if (ctx.probe_said[0])
+          printf("# the plugin says: %s\n", ctx.probe_said);
+        else
+          printf("# the plugin logged no reason (through the logger init got)\n");
       }
     }
   }

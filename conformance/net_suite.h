@@ -35,6 +35,7 @@ typedef struct {
   int probe_ndev;
   char probe_name[80];    /* the table's name after init */
   char probe_why[512];
+  char probe_said[200]; /* with 0 devices: the plugin's own words for it ("" when none) */
   char* const* argv0;     /* this program, for tests that run in a fresh process */
 } net_ctx;
 

@@ -100,6 +100,15 @@ static conf_result t_devices(void* arg) {
 static conf_result check_props(const nt_plugin* p, int dev, const ncclNetProperties_v12_t* q) {
   int v = nt_ctx->version;
   if (q->name == NULL || q->name[0] == '\0') return conf_fail("dev %d: name is NULL or empty", dev);
+  /* A device named after a network interface that is a PCI function (it has
+   * /sys/class/net/<name>/device) must say where it sits, as NCCL's own socket net does: with
+   * NULL, NCCL places it far from every GPU. */
+  char link[300];
+  snprintf(link, sizeof link, "/sys/class/net/%s/device", q->name);
+  if (q->pciPath == NULL && strchr(q->name, '/') == NULL && access(link, F_OK) == 0)
+    return conf_fail("dev %d: pciPath is NULL, but %s is a PCI network interface (%s exists): "
+                     "report realpath(\"%s\")",
+                     dev, q->name, link, link);
   if (q->pciPath) {
     if (q->pciPath[0] != '/')
       return conf_fail("dev %d: pciPath \"%s\" is not an absolute path (NULL for a virtual NIC)",

@@ -379,7 +379,9 @@ static conf_result profiler_gate(void* ctx, const conf_test* t, char* why, size_
   return CONF_PASS;
 }
 
-static const char* profiler_hint(const char* name) {
+static const char* profiler_hint(const char* name, const char* reason, int* stage) {
+  (void)reason;
+  *stage = 0; /* suite order */
   if (strstr(name, "memory")) return "free an event's record at stopEvent, or keep a ring";
   if (strstr(name, "threads")) return "guard the plugin's state: NCCL reports from several threads";
   if (strstr(name, "out_of_order"))

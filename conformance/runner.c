@@ -84,6 +84,21 @@ void conf_log_line(const char* line) {
   pthread_mutex_unlock(&log_lock);
 }
 
+int conf_log_find(const char* want, char* buf, size_t len) {
+  int found = 0;
+  pthread_mutex_lock(&log_lock);
+  unsigned n = log_count < CONF_LOG_KEEP ? log_count : CONF_LOG_KEEP;
+  for (unsigned i = 0; i < n && !found; i++) {
+    const char* line = log_ring[(log_count - 1 - i) % CONF_LOG_KEEP];
+    if (want == NULL || strstr(line, want)) {
+      snprintf(buf, len, "%s", line);
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&log_lock);
+  return found;
+}
+
 static void log_copy(conf_record* rec) {
   pthread_mutex_lock(&log_lock);
   unsigned n = log_count < CONF_LOG_KEEP ? log_count : CONF_LOG_KEEP;
@@ -355,19 +370,35 @@ static void print_log(const conf_outcome* o) {
     if (o->log[k][0]) printf("    plugin: %s\n", o->log[k]);
 }
 
-/* The closing lines: the count, then what to fix first (failures in suite order, which runs
- * from loading through connections to data; the first is the one the others may follow from),
- * then what could not be checked. */
+/* The closing lines: the count, then what to fix first — failures by the stage of their cause
+ * (opt->hint: loading, connections, data, …, teardown), suite order within a stage, so a root
+ * cause comes before the failures that may follow from it — then what could not be checked. */
 static void print_summary(const conf_outcome* outs, int n, int np, int nf, int ns, int ni,
                           const conf_options* opt) {
   printf("%d passed, %d failed, %d inconclusive, %d skipped\n", np, nf, ni, ns);
   if (nf) {
     printf("summary: %d contract(s) broken; fix in this order:\n", nf);
-    for (int i = 0, k = 0; i < n; i++) {
+    int* stage = calloc((size_t)n, sizeof *stage);
+    const char** cause = calloc((size_t)n, sizeof *cause);
+    int lo = 0, hi = 0;
+    for (int i = 0; i < n; i++) {
       if (outs[i].result != CONF_FAIL) continue;
-      const char* h = opt->hint ? opt->hint(outs[i].name) : NULL;
-      printf("  %d. %s%s%s\n", ++k, outs[i].name, h ? ": " : "", h ? h : "");
+      int st = 0;
+      const char* h = opt->hint ? opt->hint(outs[i].name, outs[i].reason, &st) : NULL;
+      if (stage) stage[i] = st;
+      if (cause) cause[i] = h;
+      if (st < lo) lo = st;
+      if (st > hi) hi = st;
     }
+    if (!stage || !cause) lo = hi = 0; /* out of memory: suite order, no causes */
+    for (int st = lo, k = 0; st <= hi; st++)
+      for (int i = 0; i < n; i++) {
+        if (outs[i].result != CONF_FAIL || (stage && stage[i] != st)) continue;
+        const char* h = cause ? cause[i] : NULL;
+        printf("  %d. %s%s%s\n", ++k, outs[i].name, h ? ": " : "", h ? h : "");
+      }
+    free(stage);
+    free(cause);
   }
   if (ni) {
     printf("summary: %d test(s) could not reach what they check (not a verdict on the plugin):\n",

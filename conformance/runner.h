@@ -39,8 +39,12 @@ typedef struct {
   double timeout_s;      /* base per-test timeout */
   int verbose;
   int list_only;         /* print the names that the filter selects, run nothing */
-  /* What a failure of this test usually means and how to fix it, for the summary (NULL: none). */
-  const char* (*hint)(const char* test_name);
+  /* The cause of a failure, for the summary: what it means and how to fix it (NULL: none), from
+   * the test's name and its reason (a test can fail by a symptom of an earlier stage: a close
+   * test whose message never arrived). *stage orders the summary: lower first (the stage of
+   * the plugin's life the cause belongs to: loading, connections, data, teardown), suite order
+   * within a stage. NULL hint: suite order, no cause. */
+  const char* (*hint)(const char* test_name, const char* reason, int* stage);
 } conf_options;
 
 /* Runs every selected test of the table in its own child. ctx is passed to each test (the child
@@ -59,6 +63,8 @@ conf_result conf_skip(const char* fmt, ...) __attribute__((format(printf, 1, 2))
 /* Inside a test: keep one log line of the plugin's ("WARN …"); the last few are shown under the
  * test's line when it fails or is inconclusive. Safe from several threads. */
 void conf_log_line(const char* line);
+/* The newest kept line that contains want (NULL: the newest of all) into buf; 0 when none. */
+int conf_log_find(const char* want, char* buf, size_t len);
 /* Also write each kept line to f, after prefix (a process that reports to another). */
 void conf_log_to(FILE* f, const char* prefix);
 /* The reason recorded so far ("" when none). */

@@ -1,5 +1,5 @@
 /* weft-conformance versions LIB.so…: for each library, every plugin ABI table it exports (net,
- * tuner, env) and which one weft and each stock NCCL release from 2.19 to 2.30 would take. A
+ * tuner, env, profiler) and which one weft and each stock NCCL release from 2.19 to 2.30 would take. A
  * loader takes the newest table it knows, so the answer per release is the newest exported
  * version within that release's range, or none. The ranges are the symbols each release's
  * loader looks up (read from NCCL's sources per tag):
@@ -9,6 +9,8 @@
  *   tuner: 2.19–2.20 v1, 2.21 v2, 2.22–2.23 v2–v3, 2.24–2.27 v2–v4, 2.28–2.29 v2–v5,
  *          2.30 v2–v6
  *   env:   2.28.7–2.30.4 v1, 2.30.7+ v1–v2 (none before 2.28.7)
+ *   profiler (ncclProfiler_vN, no "Plugin" in the name): 2.23 v1, 2.24–2.25 v1–v2, 2.26 v1–v3,
+ *          2.27 v1–v4, 2.28 v1–v5, 2.29–2.30 v1–v6 (none before 2.23)
  *
  * The library is opened RTLD_LAZY|RTLD_LOCAL and only looked at: no table is called. Exit
  * status 0, or 1 when a library cannot be opened or exports no table of any kind. */
@@ -45,11 +47,18 @@ static const release_range env_ranges[] = {
     {"2.19-2.28.3", 0, 0}, {"2.28.7-2.30.4", 1, 1}, {"2.30.7", 1, 2},
 };
 
+static const release_range profiler_ranges[] = {
+    {"2.19-2.22", 0, 0}, {"2.23", 1, 1}, {"2.24-2.25", 1, 2}, {"2.26", 1, 3},
+    {"2.27", 1, 4},      {"2.28", 1, 5}, {"2.29-2.30", 1, 6},
+};
+
 static const abi_kind kinds[] = {
     {"net", "ncclNetPlugin_v", 6, 12, net_ranges, sizeof net_ranges / sizeof net_ranges[0]},
     {"tuner", "ncclTunerPlugin_v", 2, 6, tuner_ranges,
      sizeof tuner_ranges / sizeof tuner_ranges[0]},
     {"env", "ncclEnvPlugin_v", 1, 2, env_ranges, sizeof env_ranges / sizeof env_ranges[0]},
+    {"profiler", "ncclProfiler_v", 1, 6, profiler_ranges,
+     sizeof profiler_ranges / sizeof profiler_ranges[0]},
 };
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -100,7 +109,9 @@ static int report_one(const char* path) {
       print_choice(who, pick(exported, a->nccl[r].lo, a->nccl[r].hi), a->prefix);
     }
   }
-  if (!any) printf("  exports no ncclNetPlugin_vN, ncclTunerPlugin_vN or ncclEnvPlugin_vN\n");
+  if (!any)
+    printf("  exports no ncclNetPlugin_vN, ncclTunerPlugin_vN, ncclEnvPlugin_vN or "
+           "ncclProfiler_vN\n");
   dlclose(dl);
   return any;
 }

@@ -1,4 +1,5 @@
-/* weft-policy explain: which cluster a host gets and why. Facts are this host's unless given
+/* weft-policy explain: which cluster a host gets and why, for FILE or, without one, for the file
+ * init would read (WEFT_POLICY, else /etc/weft/policy.yaml when it exists). Facts are this host's unless given
  * on the command line (a --nic or --gpu replaces the host's list); nodes and ranks per node are
  * unknown unless given, and a cluster that depends on them is reported as undecided.
  * --env-plugin: what libnccl-env-weft.so would answer getEnv on this host instead: the file it
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "util/param.h"
 #include "weft-policy.h"
 
 #define ENV_PLUGIN_DEFAULT_POLICY "/etc/weft/policy.yaml"
@@ -98,8 +101,22 @@ static int parse_args(int argc, char** argv, explain_args* a) {
     a->file = env && *env ? env : ENV_PLUGIN_DEFAULT_POLICY;
   }
   if (a->file == NULL) {
-    fprintf(stderr, "weft-policy explain: which FILE?\n");
-    return 0;
+    /* The file init would read: WEFT_POLICY (through the settings, so an nccl.conf may name
+     * it, as at init), else the default path, which may be absent. */
+    const char* path = param_str(WEFT_PARAM_POLICY);
+    if (!strcmp(path, "none")) {
+      printf("WEFT_POLICY=none: init reads no policy file; built-in defaults and the "
+             "environment apply\n");
+      exit(0);
+    }
+    if (!param_is_set(WEFT_PARAM_POLICY) && access(path, F_OK) != 0) {
+      printf("no FILE given, WEFT_POLICY is unset and %s does not exist: init reads no policy "
+             "file; built-in defaults and the environment apply\n", path);
+      exit(0);
+    }
+    printf("(no FILE given: %s, from %s)\n", path,
+           param_is_set(WEFT_PARAM_POLICY) ? "WEFT_POLICY" : "the default path");
+    a->file = path;
   }
   return 1;
 }

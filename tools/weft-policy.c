@@ -1,9 +1,12 @@
 /* weft-policy: the cluster admin's view of a policy file.
- *   weft-policy check FILE…      exit 0 when every file is valid; else one error per line, exit 1
- *   weft-policy explain FILE [--hostname H] [--nic N]… [--gpu MODEL]… [--nodes N]
+ *   weft-policy check FILE…      exit 0 when every file is valid (warnings, on stderr, do not
+ *                            change that); else one error per line, exit 1
+ *   weft-policy explain [FILE] [--hostname H] [--nic N]… [--gpu MODEL]… [--nodes N]
  *                            [--ranks-per-node N]
  *                            which cluster matches here (or with the facts given) and why, the
- *                            settings it applies, and each other cluster's first failed condition
+ *                            settings it applies, and each other cluster's first failed condition;
+ *                            without FILE, the file init would read (WEFT_POLICY, else
+ *                            /etc/weft/policy.yaml)
  *   weft-policy explain --env-plugin [FILE] [--hostname H] [--nic N]… [--gpu MODEL]…
  *                            what libnccl-env-weft.so would answer getEnv here
  *   weft-policy schema           the reference of schema version 1 (markdown)
@@ -18,7 +21,7 @@
 static int usage(FILE* out, int rc) {
   fprintf(out,
           "usage: weft-policy check FILE...\n"
-          "       weft-policy explain FILE [--hostname H] [--nic NAME]... [--gpu MODEL]...\n"
+          "       weft-policy explain [FILE] [--hostname H] [--nic NAME]... [--gpu MODEL]...\n"
           "                               [--nodes N] [--ranks-per-node N]\n"
           "       weft-policy explain --env-plugin [FILE] [--hostname H] [--nic NAME]...\n"
           "                               [--gpu MODEL]...\n"
@@ -43,8 +46,12 @@ static int cmd_check(int argc, char** argv) {
       bad = 1;
       continue;
     }
-    printf("%s: ok (%d cluster%s%s)\n", argv[i], policy_cluster_count(p),
+    policy_lint(p, e);
+    wp_print_errors(e);
+    printf("%s: ok (%d cluster%s%s", argv[i], policy_cluster_count(p),
            policy_cluster_count(p) == 1 ? "" : "s", policy_has_defaults(p) ? ", defaults" : "");
+    if (e->n) printf("; %d warning%s", e->n + e->dropped, e->n + e->dropped == 1 ? "" : "s");
+    printf(")\n");
     policy_free(p);
   }
   free(e);

@@ -127,6 +127,7 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
                   fail);
   WEFT_CHECK_GOTO(check_peers_agree(comm), res, fail);
   WEFT_CHECK_GOTO(policy_comm_agree(comm), res, fail);
+  param_check_all(); /* the settings are final: a bad one warns even where no path reads it */
   bootstrap_set_timeout(comm->bootstrap, (int)param_int(WEFT_PARAM_TIMEOUT_MS));
   WEFT_CHECK_GOTO(comm_datapath_init(comm), res, fail);
   if (comm->plan) WEFT_CHECK_GOTO(tune_comm_init(comm, comm->plan->nchannels), res, fail);

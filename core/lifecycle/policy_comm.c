@@ -99,6 +99,7 @@ static void choose_and_apply(const weft_policy* p, const policy_facts* f,
   o->status = POLICY_STATUS_OK;
   o->decided = 1;
   o->cluster = ch.cluster;
+  policy_env_conditions(p, -1, o->env_conds, sizeof o->env_conds);
   o->hash = policy_settings_hash(p, ch.cluster);
   snprintf(o->detail, sizeof o->detail, "%.191s", policy_path(p));
   if (ch.cluster >= 0) {
@@ -257,9 +258,28 @@ static ncclResult_t compare(const struct ncclComm* comm, policy_wire* all) {
     groups++;
   }
   if (groups > 1) {
-    WARN("rank %d: policy mismatch: every rank must resolve the same cluster, but %s "
-         "(weft-policy explain FILE --hostname H shows why a host chose its cluster)",
-         comm->rank, msg);
+    /* The hint: ranks of one host that chose differently can only differ by environment,
+     * which the file's env: conditions read; else a host's facts (or both) decide. */
+    int one_host_split = 0;
+    for (int r = 0; r < comm->nranks && !one_host_split; r++)
+      for (int q = 0; q < r && !one_host_split; q++)
+        one_host_split = comm->peers[q].host_hash == comm->peers[r].host_hash &&
+                         !same_choice(&all[q], &all[r]);
+    const char* env = comm->policy.env_conds;
+    char hint[400];
+    if (*env && one_host_split)
+      snprintf(hint, sizeof hint, "ranks of one host chose differently: the file's env: "
+               "conditions (%.160s) read each rank's own environment; weft-policy explain "
+               "FILE, run in a rank's environment, shows its choice", env);
+    else if (*env)
+      snprintf(hint, sizeof hint, "weft-policy explain FILE --hostname H, run in a rank's "
+               "environment (the file's env: conditions: %.160s), shows why a host chose its "
+               "cluster", env);
+    else
+      snprintf(hint, sizeof hint,
+               "weft-policy explain FILE --hostname H shows why a host chose its cluster");
+    WARN("rank %d: policy mismatch: every rank must resolve the same cluster, but %s (%s)",
+         comm->rank, msg, hint);
     return ncclInvalidUsage;
   }
   INFO(NCCL_INIT, "policy: all %d ranks agree: %s", comm->nranks, comm->policy.name);

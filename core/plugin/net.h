@@ -59,8 +59,12 @@ void net_close_for_comm(weft_net* net);
  * falls back to it, as NCCL does). Returns 1 and writes buf, or 0 when none is open. */
 int net_external_library(char* buf, size_t len);
 
-/* The built-in socket net's table; NULL in a build without plugins/net-socket. */
-const ncclNet_v11_t* net_builtin_socket(void);
+/* The built-in net (the fallback under every external plugin, NCCL's "Socket"): the library
+ * target registers plugins/net-socket's v11 table from a constructor, so the core never names a
+ * plugin. Call before the first net_open_for_comm; NULL unregisters. net_builtin: the table,
+ * NULL when none is registered. */
+void net_builtin_register(const ncclNet_v11_t* net);
+const ncclNet_v11_t* net_builtin(void);
 
 /* Forget NCCL_NET_PLUGIN as read and every skip decision, so the next open reads the settings
  * again (tests, weft-policy explain). ncclInvalidUsage while any communicator holds a net. */

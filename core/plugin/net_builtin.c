@@ -1,17 +1,14 @@
-/* The built-in socket net: plugins/net-socket's v11 table, linked into the core from the static
- * library weft_net_socket_impl. The reference is a strong one on purpose: a weak reference would
- * not pull the table out of the static library, and the core would silently lose its fallback.
- * A build without that plugin defines WEFT_NO_BUILTIN_SOCKET and gets "no built-in". */
+/* The built-in net: the table the library hands the core at load (libweft.so and libnccl.so.2
+ * link plugins/net-socket/builtin_register.c, whose constructor registers weft_net_socket_v11).
+ * core/ includes nothing from plugins/ (tests/layering); without a registration, as in a test
+ * that links the core's objects alone, there is "no built-in". The one slot is written before
+ * any communicator exists, and read atomically. */
 #include "plugin/net.h"
 
-#ifndef WEFT_NO_BUILTIN_SOCKET
-#include "../../plugins/net-socket/net_socket.h"
-#endif
+static const ncclNet_v11_t* builtin_net;
 
-const ncclNet_v11_t* net_builtin_socket(void) {
-#ifdef WEFT_NO_BUILTIN_SOCKET
-  return NULL;
-#else
-  return &weft_net_socket_v11;
-#endif
+void net_builtin_register(const ncclNet_v11_t* net) {
+  __atomic_store_n(&builtin_net, net, __ATOMIC_RELEASE);
 }
+
+const ncclNet_v11_t* net_builtin(void) { return __atomic_load_n(&builtin_net, __ATOMIC_ACQUIRE); }

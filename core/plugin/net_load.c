@@ -67,15 +67,16 @@ static int add_external(const char* spec, int is_default) {
 }
 
 static void add_builtin(void) {
-  const ncclNet_v11_t* socket = net_builtin_socket();
-  if (socket == NULL) {
-    INFO(NCCL_INIT | NCCL_NET, "NET/Plugin: this build has no built-in socket net");
+  const ncclNet_v11_t* builtin = net_builtin();
+  if (builtin == NULL) {
+    INFO(NCCL_INIT | NCCL_NET, "NET/Plugin: no built-in net is registered");
     return;
   }
   net_cand* c = &reg.cand[reg.count];
   char why[160];
-  if (net_shim_adapt(socket, 11, &c->view, why, sizeof why) != ncclSuccess) {
-    WARN("NET/Plugin: built-in socket net unusable: %s", why);
+  if (net_shim_adapt(builtin, 11, &c->view, why, sizeof why) != ncclSuccess) {
+    WARN("NET/Plugin: built-in net %s unusable: %s", builtin->name ? builtin->name : "(unnamed)",
+         why);
     return;
   }
   reg.count++;
@@ -84,7 +85,7 @@ static void add_builtin(void) {
   c->version = 11;
   snprintf(c->spec, sizeof c->spec, "%s", NET_BUILTIN_PATH);
   snprintf(c->path, sizeof c->path, "%s", NET_BUILTIN_PATH);
-  snprintf(c->name, sizeof c->name, "%s", socket->name);
+  snprintf(c->name, sizeof c->name, "%s", builtin->name);
 }
 
 /* NCCL_NET_PLUGIN, read once (until net_loader_reset). */

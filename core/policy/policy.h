@@ -37,6 +37,10 @@ int policy_load_file(const char* path, weft_policy** out, policy_errors* errs);
 int policy_load_buffer(const char* name, const char* buf, size_t len, weft_policy** out,
                        policy_errors* errs);
 void policy_free(weft_policy* p);
+/* Warnings on a loaded file, in the errors' format ("FILE:LINE:COL: warning: …"): what loads
+ * but likely does not do what was meant (a nodes/ranks_per_node cluster before one that sets
+ * bootstrap settings). w->n is 0 when there are none. */
+void policy_lint(const weft_policy* p, policy_errors* w);
 
 const char* policy_path(const weft_policy* p);
 int policy_cluster_count(const weft_policy* p);
@@ -73,6 +77,12 @@ typedef enum { POLICY_NO = 0, POLICY_YES = 1, POLICY_UNKNOWN = 2 } policy_tri;
  * condition that failed; on UNKNOWN, the condition that needs facts not known yet. */
 policy_tri policy_eval_cluster(const weft_policy* p, int i, const policy_facts* f, char* why,
                                size_t len);
+
+/* The env: conditions of the clusters before and at index upto (every cluster when upto is
+ * negative or past the end), as "NAME of 'cluster'" joined with ", " into buf (cut to len).
+ * Returns how many there are. A choice that depends on them follows each rank's own
+ * environment, which the mismatch hint then names. */
+int policy_env_conditions(const weft_policy* p, int upto, char* buf, size_t len);
 
 /* First match wins. cluster: the index, or -1 (defaults, or nothing when the file has no
  * defaults). decided is 0 when a cluster before any match depends on facts not known yet; the
@@ -122,6 +132,7 @@ typedef struct {
   uint64_t hash;
   char name[POLICY_NAME_MAX + 1]; /* cluster name, "(defaults)" or "(none)" */
   char detail[192];               /* the file, or its first error */
+  char env_conds[160];            /* policy_env_conditions of the file ("" when none) */
 } weft_policy_outcome;
 
 #endif

@@ -32,10 +32,8 @@
 static int gdr_level(void) {
   const char* s = param_str(WEFT_PARAM_NET_GDR_LEVEL);
   int level = WEFT_PATH_PXB;
-  if (*s && !pci_path_parse_level(s, &level)) {
-    WARN_ONCE("NCCL_NET_GDR_LEVEL=%s: expected LOC, PIX, PXB, PHB, SYS or 0..4; using PXB", s);
-    level = WEFT_PATH_PXB;
-  }
+  /* param_str checked the value against its choices (params.def): a bad one reads as PXB. */
+  if (*s && !pci_path_parse_level(s, &level)) level = WEFT_PATH_PXB;
   return level;
 }
 

@@ -99,11 +99,9 @@ static int parse_level(void) {
   static const char* farther[] = {"PIX", "PXB", "PXN", "PHB", "SYS"};
   for (size_t i = 0; i < sizeof farther / sizeof farther[0]; i++)
     if (!strcasecmp(s, farther[i])) return WEFT_P2P_LEVEL_ANY;
+  /* Otherwise an integer: param_str checked the value against its choices (params.def). */
   int64_t v;
-  if (param_parse_int(s, &v) && v >= 0) return v == 0 ? WEFT_P2P_LEVEL_LOC : WEFT_P2P_LEVEL_ANY;
-  WARN_ONCE("NCCL_P2P_LEVEL=%s: expected LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS or an integer; "
-            "ignored",
-            s);
+  if (param_parse_int(s, &v) && v == 0) return WEFT_P2P_LEVEL_LOC;
   return WEFT_P2P_LEVEL_ANY;
 }
 

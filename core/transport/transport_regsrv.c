@@ -408,15 +408,13 @@ static void request(regsrv_req* q, uint32_t op, uint64_t key) {
   q->seq = clock_ns();
 }
 
-/* Send q without waiting for its answer, which the next call skips. First take the answers
- * that came meanwhile, so that unread ones never fill the service's side of the connection
- * (it would end it, and every import with it). */
-static int send_unwaited(int conn, const regsrv_req* q, char* why, size_t whylen) {
+/* Send q without waiting for its answer, which the next call skips: 1 sent, else 0 with errno.
+ * First take the answers that came meanwhile, so that unread ones never fill the service's side
+ * of the connection (it would end it, and every import with it). */
+static int send_unwaited(int conn, const regsrv_req* q) {
   regsrv_rep old;
   while (recv(conn, &old, sizeof old, MSG_DONTWAIT) > 0) continue;
-  if (send(conn, q, sizeof *q, MSG_NOSIGNAL) == (ssize_t)sizeof *q) return 1;
-  snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
-  return 0;
+  return send(conn, q, sizeof *q, MSG_NOSIGNAL) == (ssize_t)sizeof *q;
 }
 
 int regsrv_import(int conn, uint64_t key, const weft_regsrv_desc* d, int fd, int timeout_ms,
@@ -433,8 +431,7 @@ int regsrv_import(int conn, uint64_t key, const weft_regsrv_desc* d, int fd, int
     regsrv_req cancel;
     request(&cancel, OP_CANCEL, key);
     cancel.id = q.seq;
-    char ignored[8];
-    send_unwaited(conn, &cancel, ignored, sizeof ignored);
+    (void)send_unwaited(conn, &cancel); /* best effort: the connection's end undoes it too */
   }
   if (r != 1) return 0;
   *addr = rep.addr;
@@ -447,7 +444,11 @@ int regsrv_release(int conn, uint64_t key, uint64_t id, int timeout_ms, char* wh
   regsrv_req q;
   request(&q, OP_RELEASE, key);
   q.id = id;
-  if (timeout_ms == 0) return send_unwaited(conn, &q, why, whylen);
+  if (timeout_ms == 0) {
+    if (send_unwaited(conn, &q)) return 1;
+    snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
+    return 0;
+  }
   regsrv_rep rep;
   return call(conn, &q, -1, timeout_ms, &rep, why, whylen) == 1;
 }

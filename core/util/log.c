@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/param.h"
+
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_ready;          /* settings parsed (read racily first, then under the lock) */
 static int log_level_value;    /* ncclDebugLogLevel */
@@ -23,6 +25,10 @@ static FILE* log_file;         /* NULL: stderr */
 static int log_file_owned;
 static char log_host[64];
 static char last_error[1024];
+/* Bad NCCL_DEBUG / NCCL_DEBUG_SUBSYS values found while parsing (under the lock), reported once
+ * the lock is released: the first on stderr whatever the level (it is the level that is
+ * wrong), the second as a WARN. */
+static char bad_level[512], bad_subsys[512];
 
 static __thread int thread_rank = -1;
 static __thread int thread_dev = -1;
@@ -97,23 +103,59 @@ static void open_file_sink(const char* pattern) {
   }
 }
 
+/* A value outside the setting's choices (params.def): the warning text in out, else "". */
+static void check_choice(weft_param_id id, const char* value, const char* then, char* out,
+                         size_t len) {
+  char expected[256];
+  out[0] = '\0';
+  if (!param_value_allowed(param_info(id), value, expected, sizeof expected))
+    snprintf(out, len, "%s=%.120s: expected %s; %s", param_info(id)->name, value, expected, then);
+}
+
 static void log_init_locked(void) {
   if (log_ready) return;
   gethostname(log_host, sizeof log_host - 1);
   char* dot = strchr(log_host, '.');
   if (dot) *dot = '\0';
-  log_level_value = parse_level(getenv("NCCL_DEBUG"));
-  log_mask = parse_subsys(getenv("NCCL_DEBUG_SUBSYS"));
+  const char* level = getenv("NCCL_DEBUG");
+  const char* subsys = getenv("NCCL_DEBUG_SUBSYS");
+  check_choice(WEFT_PARAM_DEBUG, level, "using the default (unset: no log)", bad_level,
+               sizeof bad_level);
+  check_choice(WEFT_PARAM_DEBUG_SUBSYS, subsys,
+               "the known names are used, the others ignored (the default is INIT,BOOTSTRAP,ENV)",
+               bad_subsys, sizeof bad_subsys);
+  log_level_value = parse_level(level);
+  log_mask = parse_subsys(subsys);
   const char* file = getenv("NCCL_DEBUG_FILE");
   if (file && *file && log_level_value > NCCL_LOG_NONE) open_file_sink(file);
   __atomic_store_n(&log_ready, 1, __ATOMIC_RELEASE);
 }
 
+/* After log_init_locked, with the lock released: report what it found wrong, once. */
+static void log_report_bad_settings(void) {
+  char level[sizeof bad_level], subsys[sizeof bad_subsys];
+  pthread_mutex_lock(&log_lock);
+  memcpy(level, bad_level, sizeof level);
+  memcpy(subsys, bad_subsys, sizeof subsys);
+  bad_level[0] = bad_subsys[0] = '\0';
+  pthread_mutex_unlock(&log_lock);
+  if (level[0]) {
+    fprintf(stderr, "%s:%d:%d NCCL WARN %s\n", log_host, (int)getpid(), (int)syscall(SYS_gettid),
+            level);
+    pthread_mutex_lock(&log_lock);
+    snprintf(last_error, sizeof last_error, "%s", level);
+    pthread_mutex_unlock(&log_lock);
+  }
+  if (subsys[0]) WARN("%s", subsys);
+}
+
 static void log_init(void) {
   if (__atomic_load_n(&log_ready, __ATOMIC_ACQUIRE)) return;
   pthread_mutex_lock(&log_lock);
+  int first = !log_ready;
   log_init_locked();
   pthread_mutex_unlock(&log_lock);
+  if (first) log_report_bad_settings();
 }
 
 ncclDebugLogLevel weft_log_level(void) {
@@ -136,6 +178,7 @@ void weft_log_reset(void) {
   log_ready = 0;
   log_init_locked();
   pthread_mutex_unlock(&log_lock);
+  log_report_bad_settings();
 }
 
 void weft_log_set_thread_rank(int rank, int dev) {

@@ -12,13 +12,29 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <strings.h>
 
 #include "util/log.h"
 
 static const weft_param_info table[] = {
 #define WEFT_PARAM(id, name, kind, def, min, max, help) \
   {name, WEFT_PARAM_##kind, def, min, max, help},
+#define WEFT_PARAM_CHOICES(id, form, words)
 #include "util/params.def"
+#undef WEFT_PARAM_CHOICES
+#undef WEFT_PARAM
+};
+
+/* The closed sets of string settings: words, and whether the value is a comma list. */
+enum { CHOICE_ONE, CHOICE_LIST };
+static const struct {
+  const char* words;
+  int form;
+} choices[WEFT_PARAM_COUNT] = {
+#define WEFT_PARAM(id, name, kind, def, min, max, help)
+#define WEFT_PARAM_CHOICES(id, form, words) [WEFT_PARAM_##id] = {words, CHOICE_##form},
+#include "util/params.def"
+#undef WEFT_PARAM_CHOICES
 #undef WEFT_PARAM
 };
 
@@ -303,7 +319,76 @@ int64_t param_int(weft_param_id id) {
   return x;
 }
 
+/* One word of a value against the words of a choice ("#": a non-negative integer). */
+static int word_allowed(const char* words, const char* w, size_t wlen) {
+  if (wlen == 0) return 0;
+  for (const char* p = words; *p;) {
+    size_t n = strcspn(p, " ");
+    if (n == 1 && *p == '#') {
+      size_t d = 0;
+      while (d < wlen && w[d] >= '0' && w[d] <= '9') d++;
+      if (d == wlen) return 1;
+    } else if (n == wlen && !strncasecmp(p, w, n)) {
+      return 1;
+    }
+    p += n;
+    while (*p == ' ') p++;
+  }
+  return 0;
+}
+
+int param_value_allowed(const weft_param_info* p, const char* value, char* expected, size_t len) {
+  if (p == NULL || p < table || p >= table + WEFT_PARAM_COUNT) return 1;
+  const char* words = choices[p - table].words;
+  int list = choices[p - table].form == CHOICE_LIST;
+  if (words == NULL || value == NULL || *value == '\0') return 1;
+  const char* v = value;
+  if (list && *v == '^') v++;
+  int ok = 1;
+  for (;;) {
+    size_t n = list ? strcspn(v, ",") : strlen(v);
+    if (!word_allowed(words, v, n)) ok = 0;
+    if (v[n] != ',') break;
+    v += n + 1;
+  }
+  if (ok || expected == NULL || len == 0) return ok;
+  /* "A, B or C" from the words; "#" reads "an integer". */
+  size_t o = 0;
+  expected[0] = '\0';
+  if (list) o += (size_t)snprintf(expected, len, "a comma list (^ first inverts) of ");
+  for (const char* q = words; *q && o < len;) {
+    size_t n = strcspn(q, " ");
+    const char* next = q + n;
+    while (*next == ' ') next++;
+    const char* sep = q == words ? "" : *next ? ", " : " or ";
+    if (n == 1 && *q == '#')
+      o += (size_t)snprintf(expected + o, len - o, "%sa non-negative integer", sep);
+    else
+      o += (size_t)snprintf(expected + o, len - o, "%s%.*s", sep, (int)n, q);
+    q = next;
+  }
+  return 0;
+}
+
 const char* param_str(weft_param_id id) {
   const char* v = raw_value(id);
-  return (v && *v) ? v : table[id].def;
+  if (v == NULL || *v == '\0') return table[id].def;
+  char expected[256];
+  if (!param_value_allowed(&table[id], v, expected, sizeof expected)) {
+    if (!__atomic_exchange_n(&warned[id], 1, __ATOMIC_RELAXED))
+      WARN("%s=%s: expected %s; using the default %s", table[id].name, v, expected,
+           *table[id].def ? table[id].def : "(unset)");
+    return table[id].def;
+  }
+  return v;
+}
+
+void param_check_all(void) {
+  for (int id = 0; id < WEFT_PARAM_COUNT; id++) {
+    if (id == WEFT_PARAM_DEBUG || id == WEFT_PARAM_DEBUG_SUBSYS) continue; /* log.c checks */
+    if (table[id].kind == WEFT_PARAM_INT)
+      (void)param_int((weft_param_id)id);
+    else
+      (void)param_str((weft_param_id)id);
+  }
 }

@@ -8,12 +8,15 @@
 #ifndef WEFT_UTIL_PARAM_H
 #define WEFT_UTIL_PARAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "nccl.h"
 
 typedef enum {
 #define WEFT_PARAM(id, name, kind, def, min, max, help) WEFT_PARAM_##id,
+#define WEFT_PARAM_CHOICES(id, form, words)
 #include "util/params.def"
+#undef WEFT_PARAM_CHOICES
 #undef WEFT_PARAM
   WEFT_PARAM_COUNT
 } weft_param_id;
@@ -46,12 +49,21 @@ const weft_param_info* param_find(const char* name);
 /* Current value. A value that does not parse or is out of range warns once and yields the
  * default. */
 int64_t param_int(weft_param_id id);
-/* Never NULL: the set value or the default. */
+/* Never NULL: the set value or the default; a value outside the setting's declared choices
+ * (WEFT_PARAM_CHOICES) warns once, naming the setting and the default, and yields the default. */
 const char* param_str(weft_param_id id);
+/* 1 when value is allowed for p: one of its declared choices, or anything when it declares
+ * none (an empty value is always allowed: it means the default). Else 0, and the choices as
+ * text ("AF_INET or AF_INET6") in expected when it is not NULL. Logs nothing. */
+int param_value_allowed(const weft_param_info* p, const char* value, char* expected, size_t len);
 /* True when set by any source other than the default. */
 int param_is_set(weft_param_id id);
 weft_param_source param_source_of(const char* name);
 const char* param_source_name(weft_param_source src);
+
+/* Read every declared setting once, so that each bad value warns (once per process) even when
+ * no code path of this run reads it (NCCL_P2P_LEVEL in host mode). */
+void param_check_all(void);
 
 /* Parse an integer with the same rules param_int uses (whole string, base 0). */
 int param_parse_int(const char* s, int64_t* out);

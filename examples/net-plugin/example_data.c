@@ -67,7 +67,10 @@ ncclResult_t ex_dereg_mr(void* comm, void* mhandle) {
 /* Marks the connection failed: every pending and later request reports `res`. */
 static ncclResult_t ex_fail(struct ex_comm* c, ncclResult_t res, const char* what, int err) {
   if (c->error == ncclSuccess) {
-    EX_WARN("%s %s: %s", c->is_recv ? "receive" : "send", what, err ? strerror(err) : "");
+    if (err)
+      EX_WARN("%s %s: %s", c->is_recv ? "receive" : "send", what, strerror(err));
+    else
+      EX_WARN("%s %s", c->is_recv ? "receive" : "send", what);
     c->error = res;
   }
   return c->error;

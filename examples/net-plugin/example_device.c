@@ -1,5 +1,5 @@
 /* Devices, properties, init/finalize and the logger of the example plugin. A device is an IPv4
- * interface: those NCCL_SOCKET_IFNAME names (prefixes; "=" for exact names, "^" to exclude),
+ * interface (its pciPath: the PCI device behind it, NULL when virtual): those NCCL_SOCKET_IFNAME names (prefixes; "=" for exact names, "^" to exclude),
  * else every interface that is up except loopback, else loopback. Found once, at the first
  * init, and kept for the life of the process; the contexts init returns only count users. */
 #include <ifaddrs.h>
@@ -74,6 +74,12 @@ static void ex_find_devices(void) {
       snprintf(d->name, sizeof d->name, "%s", i->ifa_name);
       memcpy(&d->addr, i->ifa_addr, sizeof d->addr);
       d->addr.sin_port = 0;
+      /* The PCI device behind the interface, as NCCL's own socket net reports it (NCCL places
+       * the NIC against the GPUs from this path); a virtual interface (lo, bridges, veth) has
+       * no /sys/class/net/<if>/device and reports NULL. */
+      char link[128];
+      snprintf(link, sizeof link, "/sys/class/net/%s/device", d->name);
+      if (realpath(link, d->pci_path) == NULL) d->pci_path[0] = '\0';
     }
   }
   freeifaddrs(ifs);
@@ -134,7 +140,8 @@ ncclResult_t ex_get_properties(int dev, ncclNetProperties_v11_t* props) {
   if (!d) return ncclInvalidArgument;
   memset(props, 0, sizeof *props);
   props->name = (char*)d->name;
-  props->pciPath = NULL; /* not a PCI device of its own: the core treats it as far from GPUs */
+  /* NULL for a virtual interface: NCCL places it far from every GPU. */
+  props->pciPath = d->pci_path[0] ? (char*)d->pci_path : NULL;
   props->guid = (uint64_t)dev;
   props->ptrSupport = NCCL_PTR_HOST;
   props->regIsGlobal = 0;

@@ -9,6 +9,7 @@
 #ifndef EXAMPLE_NET_H
 #define EXAMPLE_NET_H
 
+#include <limits.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,8 @@ void ex_log(ncclDebugLogLevel level, const char* file, int line, const char* fmt
 struct ex_device {
   char name[64];
   struct sockaddr_in addr; /* the interface's address; listen binds it */
+  char pci_path[PATH_MAX]; /* realpath of /sys/class/net/<name>/device; "" when virtual
+                            * (kept here, not on the heap: the plugin may be unloaded) */
 };
 const struct ex_device* ex_device_get(int dev); /* NULL (and a WARN) when dev is out of range */
 ncclResult_t ex_init(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* config,

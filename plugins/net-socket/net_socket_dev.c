@@ -54,6 +54,9 @@ ncclResult_t net_socket_devices_init(void) {
         memcpy(ns_devs[i].name, names[i], IF_NAMESIZE);
         ns_devs[i].addr = addrs[i];
         ns_devs[i].speed = read_speed(names[i]);
+        char link[300];
+        snprintf(link, sizeof link, "/sys/class/net/%s/device", names[i]);
+        if (realpath(link, ns_devs[i].pci_path) == NULL) ns_devs[i].pci_path[0] = '\0';
         char a[WEFT_SOCKADDR_STRLEN];
         int k = snprintf(line + used, sizeof line - used, " [%d]%s:%s", i, names[i],
                          socket_addr_str(&addrs[i], a, sizeof a));
@@ -99,6 +102,7 @@ ncclResult_t net_socket_get_properties(int dev, ncclNetProperties_v11_t* props) 
   /* Host memory only, no global registration, 1 TiB messages: the defaults. */
   weft_net_props_default(props, dev);
   props->name = (char*)d->name;
+  props->pciPath = d->pci_path[0] ? (char*)d->pci_path : NULL;
   props->speed = d->speed;
   return ncclSuccess;
 }

@@ -16,6 +16,7 @@
 #ifndef WEFT_NET_SOCKET_INTERNAL_H
 #define WEFT_NET_SOCKET_INTERNAL_H
 
+#include <limits.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -74,6 +75,9 @@ typedef struct {
   char name[IF_NAMESIZE];
   weft_sockaddr addr;
   int speed; /* Mb/s */
+  char pci_path[PATH_MAX]; /* realpath of /sys/class/net/<name>/device (as NCCL's socket
+                           * net); "" for a virtual interface (reported as NULL). In the table,
+                           * not the heap: the plugin may be unloaded. */
 } ns_dev;
 
 /* Finds the interfaces once per process. ncclSystemError when there are none. */

@@ -87,12 +87,34 @@ static uint64_t now_us(void) {
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* A bad setting: one line on stderr naming it and the default (the plugin has no logger in every
+ * ABI version it exports, and runs under stock NCCL too). Once per process and name. */
+static void warn_setting(const char* name, const char* value, const char* expected,
+                         unsigned long long def) {
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  static char warned[4][32];
+  pthread_mutex_lock(&lock);
+  int seen = 0, i = 0;
+  for (; i < 4 && warned[i][0]; i++) seen |= !strcmp(warned[i], name);
+  if (!seen && i < 4) snprintf(warned[i], sizeof warned[i], "%s", name);
+  pthread_mutex_unlock(&lock);
+  if (!seen)
+    fprintf(stderr, "weft-trace: WARN %s=%s: expected %s; using the default %#llx (%llu)\n", name,
+            value, expected, def, def);
+}
+
 static size_t env_size(const char* name, size_t def, size_t lo, size_t hi) {
   const char* s = getenv(name);
   if (!s || !*s) return def;
   char* end;
+  errno = 0;
   unsigned long long v = strtoull(s, &end, 0);
-  if (*end || v < lo || v > hi) return def;
+  if (*end || errno || s[0] == '-' || v < lo || v > hi) {
+    char expected[80];
+    snprintf(expected, sizeof expected, "an integer in [%zu, %zu]", lo, hi);
+    warn_setting(name, s, expected, def);
+    return def;
+  }
   return (size_t)v;
 }
 
@@ -100,7 +122,13 @@ static size_t env_size(const char* name, size_t def, size_t lo, size_t hi) {
 static int version_mask(int version) {
   int all_bits = version >= 5 ? 0xfff : 0xff;
   const char* m = getenv("WEFT_TRACE_MASK");
-  if (m && *m) return (int)strtol(m, NULL, 0) & all_bits;
+  if (m && *m) {
+    char* end;
+    errno = 0;
+    long v = strtol(m, &end, 0);
+    if (!*end && !errno && v >= 0 && v <= 0xfff) return (int)v & all_bits;
+    warn_setting("WEFT_TRACE_MASK", m, "an event mask in [0, 0xfff]", (unsigned long long)all_bits);
+  }
   return all_bits;
 }
 

@@ -28,3 +28,7 @@ add_test(NAME example_fault_tolerance COMMAND example_fault_tolerance 4 1)
 set_tests_properties(example_fault_tolerance PROPERTIES LABELS "mp;fault" TIMEOUT 120
   SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN"
   PASS_REGULAR_EXPRESSION "done: every step summed correctly")
+# docs_env_lists_every_setting: every NCCL_*/WEFT_* name the code reads is in docs/env.md.
+add_test(NAME docs_env_lists_every_setting
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/env_names.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_env_lists_every_setting PROPERTIES LABELS unit TIMEOUT 60)

@@ -6,12 +6,18 @@
 #      calls, and what those call);
 #   3. no object of a folder uses a symbol defined by a folder outside its reach (an upward call
 #      through a hand-written declaration compiles, but shows here);
-#   4. docs/design.md's table names, per folder, exactly the README's calls.
-# Usage: check_layers.sh CORE_DIR OBJECTS_FILE DESIGN_MD   (OBJECTS_FILE: "folder object" lines)
+#   4. docs/design.md's table names, per folder, exactly the README's calls;
+#   5. nothing in core/ includes a header of plugins/ (CORE_DIR/../plugins) or uses a symbol
+#      a plugin's object defines (PLUGIN_OBJECTS: one object or archive per line): the library
+#      target hands plugins to the core (a registration), never the core reaching into one.
+# Usage: check_layers.sh CORE_DIR OBJECTS_FILE DESIGN_MD [PLUGIN_OBJECTS]
+#        (OBJECTS_FILE: "folder object" lines)
 set -eu
 core=$1
 objects=$2
 design=$3
+plugin_objects=${4:-}
+plugins=$(dirname "$core")/plugins
 tmp=${TMPDIR:-/tmp}/weft-layers.$$
 mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
@@ -120,5 +126,41 @@ while read -r d calls; do
   [ "$got" = "$want" ] || { echo "docs/design.md says $d/ calls '$got'; core/$d/README.md says '$want'"; fail=1; }
 done < "$tmp/calls"
 
+# 5. core/ -> plugins/: an include naming plugins/, or of a header that only plugins/ has (a
+# plugin's folder on a core target's include path); a plugin object's symbol used by the core.
+if [ -d "$plugins" ]; then
+  find "$plugins" -name '*.h' -exec basename {} \; | sort -u > "$tmp/plugin_h"
+  find "$core" "$(dirname "$core")/abi" -name '*.h' -exec basename {} \; 2>/dev/null |
+    sort -u > "$tmp/core_h"
+  comm -23 "$tmp/plugin_h" "$tmp/core_h" > "$tmp/only_plugin_h"
+  find "$core" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort |
+    while read -r f; do
+      sed -n 's/^[ \t]*#[ \t]*include[ \t]*"\([^"]*\)".*/\1/p' "$f" | while read -r inc; do
+        case $inc in
+          *plugins/*) echo "${f#"$core"/} includes $inc: core/ includes nothing from plugins/" ;;
+          *) if grep -qx "$(basename "$inc")" "$tmp/only_plugin_h"; then
+               echo "${f#"$core"/} includes $inc, a header of plugins/: core/ includes nothing from plugins/"
+             fi ;;
+        esac
+      done
+    done > "$tmp/pinc"
+  if [ -s "$tmp/pinc" ]; then cat "$tmp/pinc"; fail=1; fi
+fi
+npobj=0
+if [ -n "$plugin_objects" ]; then
+  : > "$tmp/pdef"
+  while read -r o; do
+    [ -n "$o" ] || continue
+    [ -f "$o" ] || { echo "plugin object $o is missing: build first"; fail=1; continue; }
+    npobj=$((npobj + 1))
+    nm "$o" | awk -v o="$o" 'NF == 3 && $2 ~ /^[TDBRVWC]$/ { print $3, o }' >> "$tmp/pdef"
+  done < "$plugin_objects"
+  # (a name core/ defines itself resolves to core/'s own)
+  awk 'FILENAME == ARGV[1] { own[$1] = 1; next }
+    FILENAME == ARGV[2] { if (!($1 in p)) p[$1] = $2; next }
+    ($1 in p) && !($1 in own) { printf "%s (core/%s) uses %s of plugins/ (%s): core/ calls no plugin\n", $3, $2, $1, p[$1]; bad = 1 }
+    END { exit bad }' "$tmp/def" "$tmp/pdef" "$tmp/undef" || fail=1
+fi
+
 [ "$fail" -eq 0 ] || exit 1
-echo "layers ok: $(wc -l < "$tmp/order") folders, $nobj objects, no upward include or symbol, design table matches"
+echo "layers ok: $(wc -l < "$tmp/order") folders, $nobj objects, no upward include or symbol, design table matches; nothing from plugins/ ($npobj plugin objects)"

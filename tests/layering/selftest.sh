@@ -1,7 +1,8 @@
 #!/bin/sh
 # check_layers.sh on a two-folder tree of its own: clean, it passes; with a call from the lower
 # folder up into the upper one through a hand-written declaration (which compiles), with an
-# upward include, or with a design table that disagrees, it fails naming the culprit.
+# upward include, with an include of or a call into plugins/, or with a design table that
+# disagrees, it fails naming the culprit.
 # Usage: selftest.sh CHECK_LAYERS_SH CC
 set -eu
 check=$1
@@ -51,6 +52,29 @@ rm "$t/core/low/low.h"
 printf '# low\n\nCalls: high.\n' > "$t/core/low/README.md"
 expect_fail "a cycle" "core/low calls high, which is not below it"
 printf '# low\n\nCalls: nothing.\n' > "$t/core/low/README.md"
+# core/ reaching into plugins/: an include of a plugin's header (by path, or by name through a
+# plugin folder on the include path), and a use of a plugin object's symbol.
+mkdir -p "$t/plugins/net-x"
+printf 'int plug_fn(int x);\n' > "$t/plugins/net-x/plug.h"
+printf 'int plug_fn(int x) { return x - 1; }\n' > "$t/plugins/net-x/plug.c"
+$cc -c "$t/plugins/net-x/plug.c" -o "$t/obj/plug.o"
+echo "$t/obj/plug.o" > "$t/plugin_objects"
+build
+sh "$check" "$t/core" "$t/objects" "$t/docs/design.md" "$t/plugin_objects"
+printf '#include "../../plugins/net-x/plug.h"\n' > "$t/core/low/low.h"
+expect_fail "an include of plugins/ by path" "low/low.h includes ../../plugins/net-x/plug.h"
+printf '#include "plug.h"\n' > "$t/core/low/low.h"
+expect_fail "an include of a plugin's header" "low/low.h includes plug.h, a header of plugins/"
+rm "$t/core/low/low.h"
+printf 'int plug_fn(int x);\nint low_fn(int x) { return plug_fn(x); }\n' > "$t/core/low/low.c"
+build
+if sh "$check" "$t/core" "$t/objects" "$t/docs/design.md" "$t/plugin_objects" > "$t/out" 2>&1; then
+  echo "FAIL: check_layers passed with a plugin symbol used by core/"; cat "$t/out"; exit 1
+fi
+grep -q "uses plug_fn of plugins/" "$t/out" || { echo "FAIL: plugin symbol not named:"; cat "$t/out"; exit 1; }
+echo "ok: a plugin symbol -> $(grep "uses plug_fn" "$t/out")"
+printf 'int low_fn(int x) { return x + 1; }\n' > "$t/core/low/low.c"
+build
 # The design table disagrees.
 sed -i 's/| `high\/` | the top | low |/| `high\/` | the top | — |/' "$t/docs/design.md"
 expect_fail "a stale design table" "docs/design.md says high/ calls"

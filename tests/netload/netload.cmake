@@ -1,5 +1,7 @@
 # Net plugin loader tests (label: plugin). The loader and shims (core/plugin/*.c) are linked
-# from a static helper so these tests reach internal functions without going through api/.
+# from a static helper so these tests reach internal functions without going through api/; each
+# test links the built-in net's registration (plugins/net-socket/builtin_register.c) as the
+# library does.
 # Test plugins are built as libnccl-net-<x>.so into one directory; each case runs in its own
 # process because NCCL_NET_PLUGIN is read once per process.
 
@@ -8,7 +10,7 @@ set(NETLOAD_SRC ${CMAKE_CURRENT_LIST_DIR})
 
 file(GLOB NETLOAD_CORE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/core/plugin/*.c)
 add_library(weft_netload_core STATIC ${NETLOAD_CORE_SOURCES})
-target_link_libraries(weft_netload_core PUBLIC weft_net_socket_impl weft_util)
+target_link_libraries(weft_netload_core PUBLIC weft_util)
 
 # short name | compile options (comma list) | plugin name
 set(NETLOAD_PLUGINS
@@ -39,7 +41,7 @@ endforeach()
 function(netload_case prog src casename)
   set(name ${prog}_${casename})
   weft_add_test(NAME ${name} SOURCES ${NETLOAD_SRC}/${src} LABELS plugin TIMEOUT 60
-    LIBS weft_netload_core ARGS ${casename}
+    LIBS weft_netload_core weft_net_socket_builtin ARGS ${casename}
     ENV "LD_LIBRARY_PATH=${NETLOAD_DIR}")
   target_compile_definitions(${name} PRIVATE NETLOAD_PLUGIN_DIR="${NETLOAD_DIR}")
   add_dependencies(${name} ${NETLOAD_PLUGIN_TARGETS})
@@ -74,7 +76,7 @@ foreach(spec "nosymbol|skip" "oldversion|skip" "nullisend|skip" "initfails|skip"
   list(GET parts 1 expect)
   set(name netload_broken_${what}_${expect})
   weft_add_test(NAME ${name} SOURCES ${CMAKE_CURRENT_LIST_DIR}/netload_broken.c LABELS plugin
-    TIMEOUT 30 LIBS weft_netload_core
+    TIMEOUT 30 LIBS weft_netload_core weft_net_socket_builtin
     ARGS ${PROJECT_BINARY_DIR}/tests/plugins/libnccl-net-broken-${what}.so ${expect})
   add_dependencies(${name} nccl-net-broken-${what})
 endforeach()

@@ -138,10 +138,10 @@ static int case_select_by_path_and_short_name(void) {
 static int case_none_uses_builtin_socket(void) {
   unsetenv("NCCL_NET");
   set_plugins("none");
-  if (net_builtin_socket() == NULL) {
+  if (net_builtin() == NULL) {
     weft_net* n = NULL;
     EXPECT_RES(net_open_for_comm(NULL, 1, -1, &n), ncclInvalidUsage);
-    printf("skip: this build links no built-in socket net (weft_net_socket_v11)\n");
+    printf("skip: no built-in net registered (plugins/net-socket/builtin_register.c)\n");
     return TEST_SKIP_RC;
   }
   weft_net* n = open_ok(NULL, 1, -1);
@@ -165,7 +165,7 @@ static int case_default_library_absent_is_silent(void) {
   weft_net* n = NULL;
   ncclResult_t res = net_open_for_comm(NULL, 1, -1, &n);
   EXPECT_EQ_INT(count_warns("libnccl-net.so", NULL), 0);
-  if (net_builtin_socket() == NULL) {
+  if (net_builtin() == NULL) {
     EXPECT_EQ_INT(res, ncclInvalidUsage);
     printf("skip: no built-in socket net; checked only that the absent default is silent\n");
     return TEST_SKIP_RC;

@@ -20,7 +20,7 @@ endfunction()
 
 weft_test_net_plugin(refnet good.c)
 foreach(what nosymbol oldversion nullisend initfails isendcrash testhangs truncate sizereport
-        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash badrail)
+        fdleak blockingaccept badprops deadpeer listenhangs ctorcrash badrail drop7 nodevice)
   weft_test_net_plugin(broken-${what} ${what}.c)
 endforeach()
 
@@ -69,6 +69,12 @@ endfunction()
 
 # ---- plugins that must pass ----
 if(TARGET nccl-net-weft-socket)
+  # Over a PCI interface (skipped where every interface is virtual): pciPath is its device.
+  add_test(NAME conformance_net_socket_reports_pci_path
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/scripts/socket_pci_path.sh
+      $<TARGET_FILE:weft-conformance> $<TARGET_FILE:nccl-net-weft-socket>)
+  set_tests_properties(conformance_net_socket_reports_pci_path PROPERTIES LABELS plugin
+    TIMEOUT 60 SKIP_RETURN_CODE 77)
   # The whole suite, newest ABI: the CI gate for the socket plugin.
   add_test(NAME conformance_net_socket
     COMMAND weft-conformance net $<TARGET_FILE:nccl-net-weft-socket>
@@ -106,6 +112,18 @@ weft_conformance_test(NAME conformance_flags_init_failure PLUGIN ${B}-initfails.
   EXPECT_SKIP net_devices_reports_at_least_one,net_message_of_1_byte_arrives_intact
   EXPECT_REASON "net_init_with_logger_succeeds=init returned,net_devices_reports_at_least_one=does not get through init"
   EXPECT_OUTPUT "    plugin: WARN broken-initfails: no device here")
+# A lossy plugin (every 7th send reported done, never sent): the summary puts the data test
+# that shows the loss first and names the loss as the cause of the close test's timeout too.
+weft_conformance_test(NAME conformance_orders_root_cause_first_on_message_loss
+  PLUGIN ${B}-drop7.so
+  ARGS "--filter|net_close_after*,net_messages_keep*|--timeout|20"
+  EXPECT_FAIL net_close_after_completed_requests_succeeds,net_messages_keep_post_order_under_backpressure
+  EXPECT_OUTPUT "  1. net_messages_keep_post_order_under_backpressure: a message was lost|  2. net_close_after_completed_requests_succeeds: a message was lost")
+# 0 devices: the plugin's own reason is shown without -v.
+weft_conformance_test(NAME conformance_zero_devices_shows_the_plugins_reason
+  PLUGIN ${B}-nodevice.so ARGS "--filter|net_devices*,net_message_of_1_byte*"
+  EXPECT_SKIP net_devices_reports_at_least_one,net_message_of_1_byte_arrives_intact
+  EXPECT_OUTPUT "# the plugin says: INFO NET/NoDevice: 0 devices: no FooNIC on this host")
 weft_conformance_test(NAME conformance_flags_isend_crash PLUGIN ${B}-isendcrash.so
   ARGS "--filter|net_message_of_1_byte*,net_connect_and_accept_complete_in_bounded_polls"
   EXPECT_FAIL net_message_of_1_byte_arrives_intact,net_connect_and_accept_complete_in_bounded_polls
@@ -256,3 +274,12 @@ add_test(NAME conformance_versions_report COMMAND ${CMAKE_COMMAND}
   "-DEXPECT=0|exports v6 v7 v8 v9 v10 v11 v12\\|;0|weft +ncclNetPlugin_v12;0|NCCL 2.19 +ncclNetPlugin_v7;0|NCCL 2.24-2.25 +ncclNetPlugin_v9;0|NCCL 2.28-2.29 +ncclNetPlugin_v11;0|NCCL 2.30 +ncclNetPlugin_v12;1|weft +ncclTunerPlugin_v6;1|NCCL 2.19-2.20 +none;1|NCCL 2.21 +ncclTunerPlugin_v2;1|NCCL 2.28-2.29 +ncclTunerPlugin_v5;2|NCCL 2.22-2.23 +none;2|NCCL 2.30 +ncclTunerPlugin_v4;3|env plugin .weft-policy.: exports v1 v2;3|NCCL 2.19-2.28.3 +none;3|NCCL 2.28.7-2.30.4 +ncclEnvPlugin_v1;3|NCCL 2.30.7 +ncclEnvPlugin_v2"
   -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_versions.cmake)
 set_tests_properties(conformance_versions_report PROPERTIES LABELS "unit;plugin" TIMEOUT 60)
+# The trace profiler exports ncclProfiler_v4..v6: weft and 2.29+ take v6, 2.27 v4, 2.26 none.
+if(TARGET nccl-profiler-weft-trace)
+  add_test(NAME conformance_versions_report_profiler COMMAND ${CMAKE_COMMAND}
+    -DCONF=$<TARGET_FILE:weft-conformance> "-DLIBS=$<TARGET_FILE:nccl-profiler-weft-trace>"
+    "-DEXPECT=0|profiler plugin .[^|]*.: exports v4 v5 v6\\|;0|weft +ncclProfiler_v6;0|NCCL 2.26 +none;0|NCCL 2.27 +ncclProfiler_v4;0|NCCL 2.28 +ncclProfiler_v5;0|NCCL 2.29-2.30 +ncclProfiler_v6"
+    -P ${CMAKE_CURRENT_LIST_DIR}/scripts/check_versions.cmake)
+  set_tests_properties(conformance_versions_report_profiler PROPERTIES LABELS "unit;plugin"
+    TIMEOUT 60)
+endif()

@@ -21,7 +21,7 @@ endif()
 add_executable(policy_ranks ${WEFT_POLICY_TESTS}/policy_ranks.c)
 target_link_libraries(policy_ranks PRIVATE weft_testlib)
 set_target_properties(policy_ranks PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
-foreach(c agree deferred files-differ invalid hosts)
+foreach(c agree deferred files-differ env invalid hosts)
   add_test(NAME policy_ranks_${c} COMMAND policy_ranks ${c})
   set_tests_properties(policy_ranks_${c} PROPERTIES LABELS "mp;policy" TIMEOUT 120
     SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
@@ -71,3 +71,10 @@ set_tests_properties(policy_env_plugin_stock_nccl PROPERTIES LABELS "gpu;policy"
 weft_add_test(NAME param_api_matches_weft_policy SOURCES ${CMAKE_CURRENT_LIST_DIR}/param_api.c
   LABELS unit ARGS $<TARGET_FILE:weft-policy>)
 add_dependencies(param_api_matches_weft_policy weft-policy)
+
+# weft-policy's command line: all errors despite a duplicate key, check's order warning,
+# explain without FILE.
+add_test(NAME policy_cli_reports_all_warns_order_explains_default
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/weft_policy_cli.sh $<TARGET_FILE:weft-policy>)
+set_tests_properties(policy_cli_reports_all_warns_order_explains_default PROPERTIES
+  LABELS "unit;policy" TIMEOUT 60)

@@ -9,6 +9,8 @@
  * - v1 named in NCCL_CONF_FILE, not the environment: the conf files apply before the plugin is
  *   chosen; init gets no logger;
  * - a policy setting the plugin also answers: the plugin's value wins, and weft's log says so;
+ * - the whole order, one name won at each level: environment > NCCL_CONF_FILE > env plugin >
+ *   policy (docs/env.md states it);
  * - NCCL_ENV_PLUGIN=weft (weft's own policy plugin): recognised and not consulted;
  * - a missing library, a failing init: one WARN each, init succeeds from the environment;
  * - none: no plugin.
@@ -137,7 +139,7 @@ int main(int argc, char** argv) {
    * plugin wins there, the policy applies the other. */
   uint64_t rng = test_seed(1919);
   int buff = 65536 * (2 + (int)(test_rand(&rng) % 100));
-  char map_text[200], policy_text[400], policy_env[700];
+  char map_text[200], policy_text[400], policy_env[700], want[200];
   snprintf(map_text, sizeof map_text, "NCCL_BUFFSIZE=%d\n", buff);
   write_file(map_path, map_text);
   snprintf(policy, sizeof policy, "%s/policy.yaml", tmpdir);
@@ -147,11 +149,41 @@ int main(int argc, char** argv) {
   snprintf(policy_env, sizeof policy_env, "WEFT_POLICY=%s", policy);
   const char* e_pol[] = {v2, policy_env, NULL};
   EXPECT_EQ_INT(run_case(e_pol), ncclSuccess);
-  char want[200];
   snprintf(want, sizeof want, "NCCL_BUFFSIZE=%d answered by the env plugin wins", buff);
   char* wlog = read_file(wlog_path);
   expect_in(wlog, want, "the plugin over the policy");
   expect_in(wlog, "policy: NCCL_LL_BUFFSIZE=262144 (settings", "the policy where the plugin is silent");
+
+  /* The whole order at once (docs/env.md, "Where a value comes from"): the policy sets four
+   * names; the environment sets the first, NCCL_CONF_FILE the first two, the env plugin answers
+   * the first three. Each level wins over those below it, and weft's log names the winner. */
+  int v_env = 65536 * (2 + (int)(test_rand(&rng) % 50)), v_conf = v_env + 65536;
+  int ll_conf = 4096 * (2 + (int)(test_rand(&rng) % 50)), ll_plug = ll_conf + 4096;
+  int nt_plug = 1 + (int)(test_rand(&rng) % 8);
+  snprintf(conf_text, sizeof conf_text, "NCCL_BUFFSIZE=%d\nNCCL_LL_BUFFSIZE=%d\n", v_conf,
+           ll_conf);
+  write_file(conf, conf_text);
+  snprintf(map_text, sizeof map_text,
+           "NCCL_BUFFSIZE=%d\nNCCL_LL_BUFFSIZE=%d\nNCCL_SOCKET_NTHREADS=%d\n", v_conf + 65536,
+           ll_plug, nt_plug);
+  write_file(map_path, map_text);
+  snprintf(policy_text, sizeof policy_text,
+           "version: 1\ndefaults:\n  settings: {NCCL_BUFFSIZE: 131072, NCCL_LL_BUFFSIZE: 8192, "
+           "NCCL_SOCKET_NTHREADS: 9, NCCL_NSOCKS_PERTHREAD: 2}\n");
+  write_file(policy, policy_text);
+  char env_buff[64];
+  snprintf(env_buff, sizeof env_buff, "NCCL_BUFFSIZE=%d", v_env);
+  const char* e_all[] = {v2, policy_env, conf_env, env_buff, NULL};
+  EXPECT_EQ_INT(run_case(e_all), ncclSuccess);
+  wlog = read_file(wlog_path);
+  snprintf(want, sizeof want, "NCCL_BUFFSIZE=%d set in the environment wins over", v_env);
+  expect_in(wlog, want, "the environment over the conf file, the plugin and the policy");
+  snprintf(want, sizeof want, "NCCL_LL_BUFFSIZE=%d set in the user's nccl.conf wins over", ll_conf);
+  expect_in(wlog, want, "NCCL_CONF_FILE over the plugin and the policy");
+  snprintf(want, sizeof want, "NCCL_SOCKET_NTHREADS=%d answered by the env plugin wins over",
+           nt_plug);
+  expect_in(wlog, want, "the env plugin over the policy");
+  expect_in(wlog, "policy: NCCL_NSOCKS_PERTHREAD=2 (settings", "the policy over the default");
 
   /* weft's own policy plugin: recognised, not consulted. */
   write_file(map_path, "");

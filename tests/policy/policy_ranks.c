@@ -5,6 +5,8 @@
  *                 exchange and applied then
  *   files-differ  rank 2 reads another file: every rank fails, naming ranks and clusters
  *   invalid       rank 1's file is invalid: every rank fails, naming rank 1 and the error
+ *   env           the ranks of one host differ only by an env: condition: every rank fails,
+ *                 and the hint names that condition, not --hostname
  *   hosts         each rank in its own UTS namespace with its own host name (root or user
  *                 namespaces; skipped otherwise): a file that sends hosts to different
  *                 clusters fails with the named error, a consistent one passes
@@ -101,6 +103,22 @@ static int mismatch_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+static int env_split_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
+  if (rank == 1) setenv("POLTEST_TAG", "on", 1);
+  ncclComm_t comm = NULL;
+  EXPECT_RES(init(rank, nranks, id, arg, &comm), ncclInvalidUsage);
+  EXPECT_ERR_HAS("policy mismatch");
+  EXPECT_ERR_HAS("rank 1 (");
+  EXPECT_ERR_HAS("chose cluster 'tagged'");
+  EXPECT_ERR_HAS("ranks of one host chose differently: the file's env: conditions "
+                 "(POLTEST_TAG of 'tagged')");
+  if (strstr(last_error(), "--hostname")) {
+    fprintf(stderr, "the hint suggests --hostname for an env: split: %s\n", last_error());
+    exit(1);
+  }
+  return 0;
+}
+
 static int invalid_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   ncclComm_t comm = NULL;
   EXPECT_RES(init(rank, nranks, id, arg, &comm), ncclInvalidUsage);
@@ -151,7 +169,7 @@ static void cleanup(void) {
 int main(int argc, char** argv) {
   test_require_weft_lib();
   if (argc != 2) {
-    fprintf(stderr, "usage: policy_ranks agree|deferred|files-differ|invalid|hosts\n");
+    fprintf(stderr, "usage: policy_ranks agree|deferred|files-differ|env|invalid|hosts\n");
     return 2;
   }
   EXPECT(mkdtemp(tmpdir) != NULL);
@@ -181,6 +199,13 @@ int main(int argc, char** argv) {
     a.file[0] = a.file[1] = f1;
     a.file[2] = f2;
     return test_fork_ranks(3, mismatch_rank, &a, 60);
+  }
+  if (!strcmp(what, "env")) {
+    const char* f = write_policy("env.yaml", "version: 1\nclusters:\n"
+                                             "  - {name: tagged, match: {env: {POLTEST_TAG: 'on'}}}\n"
+                                             "  - {name: plain, match: {}}\n");
+    for (int r = 0; r < 3; r++) a.file[r] = f;
+    return test_fork_ranks(3, env_split_rank, &a, 60);
   }
   if (!strcmp(what, "invalid")) {
     const char* good = write_policy("lab.yaml", same_cluster);

@@ -149,6 +149,7 @@ if(TARGET nccl-profiler-weft-trace)
   # Ranks that exit without finalizing: the files are written as the plugin is unloaded.
   weft_trace_test(writes_at_exit_without_finalize profiler_trace_exit "TRACE_CASE=trace_exit")
   # Over the socket net: the NetPlugin events become net transfers on the channels' net tracks.
+  weft_trace_test(warns_on_bad_settings profiler_trace_bad "PROF_NRANKS=2;TRACE_BAD_SETTINGS=1")
   weft_trace_test(shows_net_transfers profiler_trace_net
     "PROF_NRANKS=2;TRACE_EXPECT_NET=socket;NCCL_SHM_DISABLE=1;NCCL_P2P_DISABLE=1")
 endif()

@@ -5,6 +5,8 @@
 weft_add_test(NAME util_params SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_params.c LABELS unit)
 weft_add_test(NAME util_conf_file_refuses_devices_and_long_lines
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_conf_file.c LABELS unit)
+weft_add_test(NAME util_params_bad_values_warn SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/util_params_bad_values.c LABELS unit)
 weft_add_test(NAME util_log SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_log.c LABELS unit)
 weft_add_test(NAME util_socket_ifname SOURCES ${CMAKE_CURRENT_LIST_DIR}/util_socket_ifname.c LABELS unit)
 weft_add_test(NAME comm_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_config.c

@@ -79,10 +79,12 @@ int perf_rank_run(int proc, int nprocs, struct perf_chan* ch, void* setup);
  * -1 when a call failed (p->failed is set, the error printed). */
 int perf_bench_coll(struct perf_proc* p, const struct perf_coll* coll);
 
-/* rank.c: the run's description in JSON ("run", "config", "baselines"), for rank 0's file and
- * for the --vs coordinator's. */
+/* rank.c: the run's description in JSON ("run": weft-perf's version, host, CPU, launcher, …;
+ * "config", "baselines"), for rank 0's file and for the --vs coordinator's. */
 void perf_json_describe_run(struct perf_json* j, const struct perf_setup* s, int nprocs, int nlocal,
                             const char* buffers);
+/* The CPU's model name from /proc/cpuinfo ("" when unknown). */
+void perf_cpu_model(char* buf, size_t len);
 
 /* NCCL_NVLS_ENABLE as the run sees it, for the header: "# NCCL_NVLS_ENABLE=0 (…)". */
 void perf_print_nvls(FILE* out, const struct perf_setup* s);

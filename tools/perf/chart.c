@@ -1,4 +1,4 @@
-/* Canvas and charts for weft-perf's plots (see chart.h). */
+/* Canvas (cairo) and charts for weft-perf's plots (see chart.h). */
 #include "chart.h"
 
 #include <errno.h>
@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "png.h"
 
 const struct perf_rgb perf_black = {0, 0, 0}, perf_white = {255, 255, 255},
                       perf_grid_grey = {225, 225, 225};
@@ -18,136 +17,155 @@ const int perf_npalette = (int)(sizeof perf_palette / sizeof perf_palette[0]);
 
 /* ---- canvas ---- */
 
+#ifdef WEFT_PERF_HAVE_CAIRO
+#include <cairo.h>
+
+int perf_charts_available(void) { return 1; }
+
 int perf_canvas_init(struct perf_canvas* c, int w, int h) {
+  memset(c, 0, sizeof *c);
   c->w = w;
   c->h = h;
-  c->px = w > 0 && h > 0 ? malloc((size_t)w * (size_t)h * 3) : NULL;
-  if (!c->px) return -1;
-  memset(c->px, 255, (size_t)w * (size_t)h * 3);
+  cairo_surface_t* sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
+  if (cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(sf);
+    errno = ENOMEM;
+    return -1;
+  }
+  cairo_t* cr = cairo_create(sf);
+  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(sf);
+    errno = ENOMEM;
+    return -1;
+  }
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+  c->surface = sf;
+  c->cr = cr;
   return 0;
 }
 
 void perf_canvas_free(struct perf_canvas* c) {
-  free(c->px);
-  c->px = NULL;
+  if (c->cr) cairo_destroy(c->cr);
+  if (c->surface) cairo_surface_destroy(c->surface);
+  c->cr = c->surface = NULL;
 }
 
 int perf_canvas_save(const struct perf_canvas* c, const char* path) {
-  FILE* f = fopen(path, "wb");
-  if (!f) return -1;
-  int rc = perf_png_write(f, c->px, c->w, c->h);
-  int saved = errno;
-  if (fclose(f) != 0 && rc == 0) rc = -1, saved = errno;
-  errno = saved;
-  return rc;
+  cairo_surface_flush(c->surface);
+  cairo_status_t st = cairo_surface_write_to_png(c->surface, path);
+  if (st == CAIRO_STATUS_SUCCESS) return 0;
+  errno = st == CAIRO_STATUS_NO_MEMORY ? ENOMEM : EIO;
+  return -1;
 }
 
-static void plot(struct perf_canvas* c, int x, int y, struct perf_rgb col) {
-  if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
-  unsigned char* p = c->px + ((size_t)y * (size_t)c->w + (size_t)x) * 3;
-  p[0] = col.r;
-  p[1] = col.g;
-  p[2] = col.b;
+static void set_colour(cairo_t* cr, struct perf_rgb col) {
+  cairo_set_source_rgb(cr, col.r / 255.0, col.g / 255.0, col.b / 255.0);
 }
 
 void perf_canvas_rect(struct perf_canvas* c, int x0, int y0, int x1, int y1, struct perf_rgb col) {
-  for (int y = y0; y <= y1; y++)
-    for (int x = x0; x <= x1; x++) plot(c, x, y, col);
+  cairo_t* cr = c->cr;
+  set_colour(cr, col);
+  cairo_rectangle(cr, x0, y0, x1 - x0 + 1, y1 - y0 + 1);
+  cairo_fill(cr);
 }
 
 void perf_canvas_line(struct perf_canvas* c, int x0, int y0, int x1, int y1, int width, int dash,
                       struct perf_rgb col) {
-  int dx = abs(x1 - x0), dy = -abs(y1 - y0), sx = x0 < x1 ? 1 : -1, sy = y0 < y1 ? 1 : -1;
-  int err = dx + dy, step = 0;
-  for (;;) {
-    if (dash <= 0 || (step / dash) % 2 == 0)
-      perf_canvas_rect(c, x0 - (width - 1) / 2, y0 - (width - 1) / 2, x0 + width / 2,
-                       y0 + width / 2, col);
-    step++;
-    if (x0 == x1 && y0 == y1) break;
-    int e2 = 2 * err;
-    if (e2 >= dy) err += dy, x0 += sx;
-    if (e2 <= dx) err += dx, y0 += sy;
-  }
-}
-
-/* 5x7 glyphs, rows top to bottom, '#' set. */
-static const struct {
-  char ch;
-  const char* rows;
-} font[] = {
-    {'0', ".###.#...##..###.#.###..##...#.###."}, {'1', "..#...##....#....#....#....#...###."},
-    {'2', ".###.#...#....#...#...#...#...#####"}, {'3', "#####...#...#.....#.....##...#.###."},
-    {'4', "...#...##..#.#.#..#.#####...#....#."}, {'5', "######....####.....#....##...#.###."},
-    {'6', "..##..#...#....####.#...##...#.###."}, {'7', "#####....#...#...#...#....#....#..."},
-    {'8', ".###.#...##...#.###.#...##...#.###."}, {'9', ".###.#...##...#.####....#...#..##.."},
-    {'A', ".###.#...##...#######...##...##...#"}, {'B', "####.#...##...#####.#...##...#####."},
-    {'C', ".###.#...##....#....#....#...#.###."}, {'D', "###..#..#.#...##...##...##..#.###.."},
-    {'E', "######....#....####.#....#....#####"}, {'F', "######....#....####.#....#....#...."},
-    {'G', ".###.#...##....#.####...##...#.####"}, {'H', "#...##...##...#######...##...##...#"},
-    {'I', ".###...#....#....#....#....#...###."}, {'J', "..###...#....#....#....#.#..#..##.."},
-    {'K', "#...##..#.#.#..##...#.#..#..#.#...#"}, {'L', "#....#....#....#....#....#....#####"},
-    {'M', "#...###.###.#.##.#.##...##...##...#"}, {'N', "#...##...###..##.#.##..###...##...#"},
-    {'O', ".###.#...##...##...##...##...#.###."}, {'P', "####.#...##...#####.#....#....#...."},
-    {'Q', ".###.#...##...##...##.#.##..#..##.#"}, {'R', "####.#...##...#####.#.#..#..#.#...#"},
-    {'S', ".#####....#.....###.....#....#####."}, {'T', "#####..#....#....#....#....#....#.."},
-    {'U', "#...##...##...##...##...##...#.###."}, {'V', "#...##...##...##...##...#.#.#...#.."},
-    {'W', "#...##...##...##.#.##.#.##.#.#.#.#."}, {'X', "#...##...#.#.#...#...#.#.#...##...#"},
-    {'Y', "#...##...#.#.#...#....#....#....#.."}, {'Z', "#####....#...#...#...#...#....#####"},
-    {'.', "..........................##...##.."}, {'-', "...............#####..............."},
-    {'/', "....#....#...#...#...#...#....#...."}, {'(', "...#...#...#....#....#.....#.....#."},
-    {')', ".#.....#.....#....#....#...#...#..."}, {':', "......##...##........##...##......."},
-    {'_', "..............................#####"}, {',', ".....................##....#...#..."},
-    {'=', "..........#####.....#####.........."}, {'%', "##...##..#...#...#...#...#..##...##"},
-    {'*', ".......#..#.#.#.###.#.#.#..#......."}, {'>', ".#.....#.....#.....#...#...#...#..."},
-    {'<', "...#...#...#...#.....#.....#.....#."}, {'#', ".#.#..#.#.#####.#.#.#####.#.#..#.#."},
-    {'+', "......#....#..#####..#....#........"}, {'[', "###..#....#....#....#....#....###.."},
-    {']', "..###....#....#....#....#....#..###"}, {'\'', "..#....#..........................."},
-};
-
-static const char* glyph(char ch) {
-  if (ch >= 'a' && ch <= 'z') ch = (char)(ch - 'a' + 'A');
-  for (size_t i = 0; i < sizeof font / sizeof font[0]; i++)
-    if (font[i].ch == ch) return font[i].rows;
-  return NULL;
+  cairo_t* cr = c->cr;
+  set_colour(cr, col);
+  cairo_set_line_width(cr, width);
+  double d = dash;
+  cairo_set_dash(cr, &d, dash > 0 ? 1 : 0, 0);
+  /* Odd widths on pixel centres, so 1-pixel grid lines stay sharp. */
+  double off = width % 2 ? 0.5 : 0;
+  cairo_move_to(cr, x0 + off, y0 + off);
+  cairo_line_to(cr, x1 + off, y1 + off);
+  cairo_stroke(cr);
+  cairo_set_dash(cr, NULL, 0, 0);
 }
 
 int perf_canvas_text(struct perf_canvas* c, int x, int y, const char* s, int scale,
                      struct perf_rgb col) {
-  int x0 = x;
-  for (; *s; s++, x += 6 * scale) {
-    const char* g = glyph(*s);
-    if (!g) continue;
-    size_t len = strlen(g);
-    for (int r = 0; r < 7; r++)
-      for (int k = 0; k < 5; k++) {
-        size_t i = (size_t)(r * 5 + k);
-        if (i < len && g[i] == '#')
-          perf_canvas_rect(c, x + k * scale, y + r * scale, x + k * scale + scale - 1,
-                           y + r * scale + scale - 1, col);
-      }
-  }
-  return x - x0;
+  cairo_t* cr = c->cr;
+  cairo_set_font_size(cr, 11.0 * scale);
+  cairo_font_extents_t fe;
+  cairo_font_extents(cr, &fe);
+  cairo_text_extents_t te;
+  cairo_text_extents(cr, s, &te);
+  set_colour(cr, col);
+  cairo_move_to(cr, x, y + fe.ascent);
+  cairo_show_text(cr, s);
+  return (int)lround(te.x_advance);
 }
 
-int perf_canvas_text_width(const char* s, int scale) { return (int)strlen(s) * 6 * scale; }
+int perf_canvas_text_width(struct perf_canvas* c, const char* s, int scale) {
+  cairo_set_font_size(c->cr, 11.0 * scale);
+  cairo_text_extents_t te;
+  cairo_text_extents(c->cr, s, &te);
+  return (int)lround(te.x_advance);
+}
+
+#else /* no cairo: no charts (weft-perf refuses --plot and --explain-png) */
+
+int perf_charts_available(void) { return 0; }
+
+int perf_canvas_init(struct perf_canvas* c, int w, int h) {
+  memset(c, 0, sizeof *c);
+  c->w = w;
+  c->h = h;
+  errno = ENOTSUP;
+  return -1;
+}
+
+void perf_canvas_free(struct perf_canvas* c) { (void)c; }
+
+int perf_canvas_save(const struct perf_canvas* c, const char* path) {
+  (void)c, (void)path;
+  errno = ENOTSUP;
+  return -1;
+}
+
+void perf_canvas_rect(struct perf_canvas* c, int x0, int y0, int x1, int y1, struct perf_rgb col) {
+  (void)c, (void)x0, (void)y0, (void)x1, (void)y1, (void)col;
+}
+
+void perf_canvas_line(struct perf_canvas* c, int x0, int y0, int x1, int y1, int width, int dash,
+                      struct perf_rgb col) {
+  (void)c, (void)x0, (void)y0, (void)x1, (void)y1, (void)width, (void)dash, (void)col;
+}
+
+int perf_canvas_text(struct perf_canvas* c, int x, int y, const char* s, int scale,
+                     struct perf_rgb col) {
+  (void)c, (void)x, (void)y, (void)col;
+  return (int)strlen(s) * 6 * scale;
+}
+
+int perf_canvas_text_width(struct perf_canvas* c, const char* s, int scale) {
+  (void)c;
+  return (int)strlen(s) * 6 * scale;
+}
+
+#endif
 
 /* ---- charts ---- */
 
 void perf_chart_size_label(double bytes, char* buf, size_t len) {
-  static const char* units[] = {"", "K", "M", "G", "T"};
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (bytes >= 1024 && u < 4) bytes /= 1024, u++;
-  snprintf(buf, len, "%.0f%s", bytes, units[u]);
+  snprintf(buf, len, "%.0f %s", bytes, units[u]);
 }
 
 void perf_chart_time_label(double us, char* buf, size_t len) {
   if (us < 1000)
-    snprintf(buf, len, "%gUS", us);
+    snprintf(buf, len, "%g \u00b5s", us);
   else if (us < 1e6)
-    snprintf(buf, len, "%gMS", us / 1e3);
+    snprintf(buf, len, "%g ms", us / 1e3);
   else
-    snprintf(buf, len, "%gS", us / 1e6);
+    snprintf(buf, len, "%g s", us / 1e6);
 }
 
 void perf_chart_init(struct perf_chart* ch, struct perf_canvas* c, int left, int top, int width,
@@ -165,8 +183,8 @@ void perf_chart_init(struct perf_chart* ch, struct perf_canvas* c, int left, int
 
 /* The axis coordinates of a point; 0 when it can be plotted. */
 static int axis_xy(const struct perf_chart* ch, double bytes, double y, double* ax, double* ay) {
-  if (!(bytes >= 0) || !isfinite(y) || (ch->ylog && !(y > 0)) || (!ch->ylog && y < 0)) return -1;
-  *ax = log2(bytes >= 1 ? bytes : 1);
+  if (!(bytes >= 1) || !isfinite(y) || (ch->ylog && !(y > 0)) || (!ch->ylog && y < 0)) return -1;
+  *ax = log2(bytes);
   *ay = ch->ylog ? log10(y) : y;
   return 0;
 }
@@ -207,6 +225,20 @@ int perf_chart_range_end(struct perf_chart* ch) {
   return 0;
 }
 
+int perf_chart_xticks(const struct perf_chart* ch, double* ticks, int max) {
+  int step = 1;
+  while ((ch->xmax - ch->xmin) / step > 12) step *= 2;
+  double last = floor(ch->xmax + 1e-9); /* the largest size, a power of two on the axis */
+  int n = 0;
+  for (double x = ceil(ch->xmin - 1e-9); x <= last + 1e-9 && n < max; x += step) ticks[n++] = x;
+  if (n > 0 && ticks[n - 1] < last - 1e-9) {
+    /* The last size gets its label; a tick closer than half a step makes room for it. */
+    if (last - ticks[n - 1] < step / 2.0 + 1e-9) n--;
+    if (n < max) ticks[n++] = last;
+  }
+  return n;
+}
+
 static int px_x(const struct perf_chart* ch, double ax) {
   return ch->left + (int)lround((ax - ch->xmin) / (ch->xmax - ch->xmin) * ch->width);
 }
@@ -227,23 +259,24 @@ void perf_chart_axes(struct perf_chart* ch, const char* caption, const char* xla
       ylabel_fmt(v, lab, sizeof lab);
     else
       snprintf(lab, sizeof lab, "%g", v);
-    perf_canvas_text(c, l - 8 - perf_canvas_text_width(lab, 1), px_y(ch, y) - 3, lab, 1,
+    perf_canvas_text(c, l - 8 - perf_canvas_text_width(c, lab, 1), px_y(ch, y) - 6, lab, 1,
                      perf_black);
   }
-  int step = 1;
-  while ((ch->xmax - ch->xmin) / step > 12) step *= 2;
-  for (double x = ceil(ch->xmin); x <= ch->xmax + 1e-9; x += step) {
+  double ticks[64];
+  int nt = perf_chart_xticks(ch, ticks, 64);
+  for (int k = 0; k < nt; k++) {
+    double x = ticks[k];
     perf_canvas_line(c, px_x(ch, x), t, px_x(ch, x), t + h, 1, 0, perf_grid_grey);
     perf_chart_size_label(pow(2, x), lab, sizeof lab);
-    perf_canvas_text(c, px_x(ch, x) - perf_canvas_text_width(lab, 1) / 2, t + h + 8, lab, 1,
+    perf_canvas_text(c, px_x(ch, x) - perf_canvas_text_width(c, lab, 1) / 2, t + h + 8, lab, 1,
                      perf_black);
   }
   perf_canvas_line(c, l, t, l, t + h, 1, 0, perf_black);
   perf_canvas_line(c, l, t + h, l + w, t + h, 1, 0, perf_black);
   if (xlabel)
-    perf_canvas_text(c, l + w / 2 - perf_canvas_text_width(xlabel, 1) / 2, t + h + 24, xlabel, 1,
-                     perf_black);
-  if (caption) perf_canvas_text(c, 8, t - 16, caption, 1, perf_black);
+    perf_canvas_text(c, l + w / 2 - perf_canvas_text_width(c, xlabel, 1) / 2, t + h + 26, xlabel,
+                     1, perf_black);
+  if (caption) perf_canvas_text(c, 8, t - 18, caption, 1, perf_black);
 }
 
 void perf_chart_series(struct perf_chart* ch, const double* bytes, const double* y, int n,
@@ -265,9 +298,9 @@ void perf_chart_series(struct perf_chart* ch, const double* bytes, const double*
 
 void perf_chart_legend(struct perf_chart* ch, const char* label, struct perf_rgb col, int dash,
                        int hollow) {
-  int x = ch->left + 12, y = ch->top + 10 + 14 * ch->nlegend++;
-  perf_canvas_line(ch->c, x, y + 3, x + 28, y + 3, 2, dash, col);
-  perf_canvas_rect(ch->c, x + 11, y, x + 17, y + 6, col);
-  if (hollow) perf_canvas_rect(ch->c, x + 13, y + 2, x + 15, y + 4, perf_white);
+  int x = ch->left + 12, y = ch->top + 10 + 15 * ch->nlegend++;
+  perf_canvas_line(ch->c, x, y + 6, x + 28, y + 6, 2, dash, col);
+  perf_canvas_rect(ch->c, x + 11, y + 3, x + 17, y + 9, col);
+  if (hollow) perf_canvas_rect(ch->c, x + 13, y + 5, x + 15, y + 7, perf_white);
   perf_canvas_text(ch->c, x + 36, y, label, 1, perf_black);
 }

@@ -1,7 +1,9 @@
-/* weft-perf's charts, shared by --explain's plot (explain_png.c) and --plot (plot.c): a raster
- * canvas (rectangles, lines, dashes, a 5x7 upper-case font) saved as PNG (png.c), and charts
- * drawn on it with message size on a log2 x axis and a value on a linear or log10 y axis. No
- * dependency beyond libc and libm. */
+/* weft-perf's charts, shared by --explain's plot (explain_png.c) and --plot (plot.c): a canvas
+ * drawn with cairo (lines, rectangles, text in the system's sans-serif font, saved as a
+ * compressed PNG by cairo), and charts on it with message size on a log2 x axis and a value on
+ * a linear or log10 y axis. cairo (libcairo2-dev) is optional at build time: without it
+ * (WEFT_PERF_HAVE_CAIRO unset) perf_canvas_init fails with ENOTSUP and weft-perf refuses --plot
+ * and --explain-png with a message saying so. */
 #ifndef WEFT_PERF_CHART_H
 #define WEFT_PERF_CHART_H
 
@@ -16,12 +18,16 @@ extern const struct perf_rgb perf_black, perf_white, perf_grid_grey;
 extern const struct perf_rgb perf_palette[];
 extern const int perf_npalette;
 
+/* 1 when this build draws charts (cairo was found). */
+int perf_charts_available(void);
+
 struct perf_canvas {
   int w, h;
-  unsigned char* px; /* w * h * 3 bytes, rows top to bottom */
+  void* surface; /* cairo_surface_t*, cairo_t* (NULL when not drawn) */
+  void* cr;
 };
 
-/* A white canvas. 0, or -1 when out of memory. */
+/* A white canvas. 0, or -1 with errno (ENOMEM; ENOTSUP in a build without cairo). */
 int perf_canvas_init(struct perf_canvas* c, int w, int h);
 void perf_canvas_free(struct perf_canvas* c);
 /* Writes the canvas as a PNG file. 0, or -1 with errno set. */
@@ -32,15 +38,15 @@ void perf_canvas_rect(struct perf_canvas* c, int x0, int y0, int x1, int y1, str
 /* A line `width` pixels wide; dash > 0 draws dash pixels on, dash off. */
 void perf_canvas_line(struct perf_canvas* c, int x0, int y0, int x1, int y1, int width, int dash,
                       struct perf_rgb col);
-/* Text with its top-left corner at (x, y), each font pixel scale x scale; lower case prints as
- * upper case, characters without a glyph as blanks. Returns the width drawn. */
+/* Text (UTF-8, as written) with its top-left corner at (x, y), `scale` times the base size
+ * (11 px). Returns the width drawn. */
 int perf_canvas_text(struct perf_canvas* c, int x, int y, const char* s, int scale,
                      struct perf_rgb col);
-int perf_canvas_text_width(const char* s, int scale);
+int perf_canvas_text_width(struct perf_canvas* c, const char* s, int scale);
 
-/* A chart: a plot area on a canvas. x values are sizes in bytes, on a log2 axis; y values are
- * linear from 0 (ylog = 0) or on a log10 axis (ylog = 1). Only positive values are plotted on
- * a log axis. */
+/* A chart: a plot area on a canvas. x values are sizes in bytes, on a log2 axis (a size of 0
+ * has no place on it and is not plotted); y values are linear from 0 (ylog = 0) or on a log10
+ * axis (ylog = 1). Only positive values are plotted on a log axis. */
 struct perf_chart {
   struct perf_canvas* c;
   int left, top, width, height; /* the plot area, in pixels */
@@ -71,7 +77,12 @@ void perf_chart_series(struct perf_chart* ch, const double* bytes, const double*
 void perf_chart_legend(struct perf_chart* ch, const char* label, struct perf_rgb col, int dash,
                        int hollow);
 
-/* Tick labels: "4K", "1M" for bytes; "10US", "1MS", "2S" for microseconds. */
+/* The x ticks that get a label (log2 of the size): every step-th from the first whole power of
+ * two, and always the last size; a tick too close to the last is dropped. Returns how many
+ * (at most max). */
+int perf_chart_xticks(const struct perf_chart* ch, double* ticks, int max);
+
+/* Tick labels: "32 B", "4 KiB", "1 MiB" for bytes; "10 µs", "1 ms", "2 s" for microseconds. */
 void perf_chart_size_label(double bytes, char* buf, size_t len);
 void perf_chart_time_label(double us, char* buf, size_t len);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "chart.h"
 #include "perf.h"
 
 int perf_parse_size(const char* text, size_t* out) {
@@ -183,6 +184,8 @@ void perf_usage(FILE* out, const char* prog) {
       "usage: %s [COLLECTIVE…] [options]\n"
       "  COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall\n"
       "              (positional, or -t NAME, or --all for every one in turn; default all_reduce)\n"
+      "              --all also changes the defaults: -b 8 -e 64M -f 2 -n 5 -w 1 (what is\n"
+      "              given still wins)\n"
       "  -b, --minbytes SIZE     smallest size (K/M/G suffixes, powers of 1024; default 32M)\n"
       "  -e, --maxbytes SIZE     largest size (default 32M)\n"
       "  -f, --stepfactor N      multiply the size by N each step (default 1: use -i)\n"
@@ -227,7 +230,7 @@ void perf_usage(FILE* out, const char* prog) {
       "                          of LIST (taskset -c's cpulist, e.g. 8 or 8-11; modulo its\n"
       "                          length); under --vs both libraries' process k share one\n"
       "      --plot FILE         PNG of busbw and time per call against size (one line per\n"
-      "                          library and collective)\n"
+      "                          library and collective; drawn with cairo)\n"
       "      --backend B         auto, host or cuda: where buffers live (default auto)\n"
       "      --baseline          measure memcpy and TCP loopback bandwidth too\n"
       "      --baseline-only     measure only the baselines\n"
@@ -542,6 +545,15 @@ int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_
     return fail(err, errlen, "minbytes %zu is larger than maxbytes %zu", o->minbytes, o->maxbytes);
   if (o->stepfactor <= 1 && o->stepbytes == 0)
     return fail(err, errlen, "-i 0 with -f 1 would never reach maxbytes");
+  if (!perf_charts_available()) {
+    if (o->plot)
+      return fail(err, errlen, "--plot: this weft-perf was built without cairo (Debian: "
+                  "libcairo2-dev), which draws its charts; install it and rebuild");
+    if (o->explain_png_given && o->explain_png)
+      return fail(err, errlen, "--explain-png: this weft-perf was built without cairo (Debian: "
+                  "libcairo2-dev), which draws its charts; install it and rebuild");
+    o->explain_png = NULL; /* --explain alone: the table, no plot */
+  }
   if (o->vs && o->explain)
     return fail(err, errlen, "--explain and --vs: ask for the decisions in a run of its own");
   if (o->vs && o->baseline_only)

@@ -22,7 +22,7 @@ int perf_explain_png(const struct perf_explain* e, const char* path, const char*
   if (perf_chart_range_end(&ch)) return -1;
   if (perf_canvas_init(&c, W, H)) return -1;
   ch.c = &c;
-  perf_chart_axes(&ch, "TIME PER CALL", "SIZE (BYTES)", perf_chart_time_label);
+  perf_chart_axes(&ch, "Time per call", "Message size", perf_chart_time_label);
   perf_canvas_text(&c, LEFT, 10, title, 2, perf_black);
 
   int rc = -1;
@@ -42,7 +42,7 @@ int perf_explain_png(const struct perf_explain* e, const char* path, const char*
     perf_chart_legend(&ch, s->label, col, 0, 0);
     free(x);
   }
-  perf_canvas_text(&c, LEFT + 12, TOP + 10 + 14 * ch.nlegend, "SOLID: MEASURED   DASHED: PREDICTED",
+  perf_canvas_text(&c, LEFT + 12, TOP + 10 + 15 * ch.nlegend, "solid: measured, dashed: predicted",
                    1, perf_black);
   rc = perf_canvas_save(&c, path);
 out:;

@@ -1,5 +1,6 @@
 /* weft-perf --plot (see results.h): two charts on one picture, drawn with chart.h. A series is
- * the rows of one library and one test (collective, type, op, root) in measurement order. */
+ * the rows of one library and one test (collective, type, op, root) in measurement order; rows
+ * of size 0 have no place on the log2 size axis and are left out. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 #include "chart.h"
 #include "results.h"
 
-enum { W = 900, LEFT = 84, RIGHT = 24, TOP = 64, CHART_H = 320, GAP = 96, BOTTOM = 64 };
+enum { W = 900, LEFT = 84, RIGHT = 24, TOP = 64, CHART_H = 320, GAP = 100, BOTTOM = 64 };
 enum { H = TOP + CHART_H + GAP + CHART_H + BOTTOM };
 
 struct series {
@@ -54,8 +55,8 @@ int perf_plot_png(const struct perf_results* rs, const char* const labels[2], co
   int two_libs = libs_seen == 3;
 
   bw.c = lat.c = &c;
-  perf_chart_axes(&bw, "BUS BANDWIDTH, OUT-OF-PLACE (GB/S)", "SIZE (BYTES)", gbps_label);
-  perf_chart_axes(&lat, "TIME PER CALL, OUT-OF-PLACE", "SIZE (BYTES)", perf_chart_time_label);
+  perf_chart_axes(&bw, "Bus bandwidth, out of place (GB/s)", "Message size", gbps_label);
+  perf_chart_axes(&lat, "Time per call, out of place", "Message size", perf_chart_time_label);
   perf_canvas_text(&c, LEFT, 12, title, 2, perf_black);
   double *bytes = x, *busbw = x + rs->n, *time = x + 2 * rs->n;
   for (int k = 0; k < ns; k++) {

@@ -357,7 +357,7 @@ reap:
   if (o->plot) {
     char title[96];
     const char* labels[2] = {g[0].label, g[1].label};
-    snprintf(title, sizeof title, "WEFT-PERF: %s VS %s, %d RANKS", g[0].label, g[1].label,
+    snprintf(title, sizeof title, "weft-perf: %s vs %s, %d ranks", g[0].label, g[1].label,
              np * s->nlocal);
     if (perf_plot_png(&rs, labels, o->plot, title) == 0) {
       printf("# plot: busbw and time per call against size written to %s\n#\n", o->plot);

@@ -162,6 +162,22 @@ policy_tri policy_eval_cluster(const weft_policy* p, int i, const policy_facts* 
   return s.verdict;
 }
 
+int policy_env_conditions(const weft_policy* p, int upto, char* buf, size_t len) {
+  int n = 0;
+  size_t used = 0;
+  if (len) buf[0] = '\0';
+  int last = upto < 0 || upto >= p->nclusters ? p->nclusters - 1 : upto;
+  for (int i = 0; i <= last; i++)
+    for (int e = 0; e < p->clusters[i].nenv; e++, n++) {
+      if (used + 1 >= len) continue;
+      int w = snprintf(buf + used, len - used, "%s%s of '%s'", n ? ", " : "",
+                       p->clusters[i].env[e].name, p->clusters[i].name);
+      if (w > 0) used += (size_t)w;
+      if (used >= len) used = len - 1;
+    }
+  return n;
+}
+
 void policy_choose(const weft_policy* p, const policy_facts* f, policy_choice* out) {
   out->cluster = -1;
   out->decided = 1;

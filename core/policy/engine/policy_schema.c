@@ -225,7 +225,12 @@ static const char* setting_value(pl_ctx* c, const weft_param_info* pi, const pno
                                  char* buf, size_t len) {
   const char* s = pl_scalar(c, v, pi->name);
   if (s == NULL) return NULL;
-  if (pi->kind == WEFT_PARAM_STR) return s;
+  if (pi->kind == WEFT_PARAM_STR) {
+    char expected[256];
+    if (param_value_allowed(pi, s, expected, sizeof expected)) return s;
+    PL_ERR(c, v, "%s takes %s, not '%.60s'", pi->name, expected, s);
+    return NULL;
+  }
   int b;
   int64_t x;
   if (pi->min == 0 && pi->max == 1 && pn_bool(v, &b)) {

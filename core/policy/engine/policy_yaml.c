@@ -187,23 +187,33 @@ static int on_start(builder* b, const yaml_event_t* ev, pn_kind kind) {
   return 0;
 }
 
-static int check_keys(builder* b, const pnode* map) {
+/* Keys are scalars (else -1: the tree cannot be read on); a duplicate key is an error that
+ * does not stop the parse: it is reported and its pair dropped, so the checks that follow
+ * report the file's other errors too (pl_schema_build fails on any error recorded). */
+static int check_keys(builder* b, pnode* map) {
+  int kept = 0;
   for (int i = 0; i < map->n; i++) {
-    const pnode* k = map->kids[2 * i];
+    pnode *k = map->kids[2 * i], *v = map->kids[2 * i + 1];
     if (k->kind != PN_SCALAR) {
       pl_error(b->e, b->file, k->line, k->col, "mapping keys must be scalars, not %s",
                pl_kind_name(k));
       return -1;
     }
-    for (int j = 0; j < i; j++) {
+    const pnode* first = NULL;
+    for (int j = 0; j < kept && first == NULL; j++) {
       const pnode* f = map->kids[2 * j];
-      if (f->len == k->len && !memcmp(f->str, k->str, k->len)) {
-        pl_error(b->e, b->file, k->line, k->col, "duplicate key '%.80s' (first at %d:%d)",
-                 k->str, f->line, f->col);
-        return -1;
-      }
+      if (f->len == k->len && !memcmp(f->str, k->str, k->len)) first = f;
     }
+    if (first) {
+      pl_error(b->e, b->file, k->line, k->col, "duplicate key '%.80s' (first at %d:%d)", k->str,
+               first->line, first->col);
+      continue;
+    }
+    map->kids[2 * kept] = k;
+    map->kids[2 * kept + 1] = v;
+    kept++;
   }
+  map->n = kept;
   return 0;
 }
 

@@ -17,7 +17,8 @@
 #               one comparison entry per pair of rows (vs_json_check.cmake)
 # --geomean-within F  --vs: stdout has comparison blocks, and every geometric mean of a ratio
 #               they print is between 1/F and F (the same library against itself: near 1)
-# --png FILE    FILE must exist and start with the PNG signature
+# --png FILE    FILE must exist, start with the PNG signature and be under 200 KB (cairo
+#               compresses; the hand-written writer it replaced did not)
 # --warmup-calls FILE MODE W N US  FILE is the stand-in library's call trace
 #               (FAKE_NCCL_TRACE, removed before the run); MODE turn: under --vs every size's
 #               turn starts with >= W untimed calls lasting >= US microseconds, right before its
@@ -136,6 +137,10 @@ if [ -n "$png" ]; then
   if [ -s "$png" ] && head -c 8 "$png" | od -An -tx1 | tr -d ' \n' | grep -q '^89504e470d0a1a0a$'
   then
     echo "$png: a PNG of $(wc -c < "$png") bytes"
+    if [ "$(wc -c < "$png")" -ge 200000 ]; then
+      echo "FAIL: $png is 200 KB or more"
+      status=1
+    fi
   else
     echo "FAIL: $png is missing or not a PNG"
     status=1
