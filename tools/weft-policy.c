@@ -7,6 +7,7 @@
  *   weft-policy explain --env-plugin [FILE] [--hostname H] [--nic N]… [--gpu MODEL]…
  *                            what libnccl-env-weft.so would answer getEnv here
  *   weft-policy schema           the reference of schema version 1 (markdown)
+ *   weft-policy --version        weft's version
  * Exit status 2 is a usage error. */
 #include <stdio.h>
 #include <stdlib.h>
