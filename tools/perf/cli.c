@@ -182,7 +182,7 @@ static const struct opt_def opt_defs[] = {
 void perf_usage(FILE* out, const char* prog) {
   fprintf(
       out,
-      "usage: %s [COLLECTIVE…] [options]\n"
+      "usage: %s [COLLECTIVE...] [options]\n"
       "  COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall\n"
       "              (positional, or -t NAME, or --all for every one in turn; default all_reduce)\n"
       "  -b, --minbytes SIZE     smallest size (K/M/G suffixes, powers of 1024; default 32M)\n"

@@ -143,10 +143,13 @@ for t in $tools; do
     out=$("$root/usr/bin/$t" --version)
   fi
   echo "$out" | grep -q "(weft) $upstream\$" || fail "$t --version printed '$out', want weft $upstream"
-  err=$(MANWIDTH=80 man -l "$root/usr/share/man/man1/$t.1.gz" 2>&1 >man.$t.txt) ||
+  err=$(LC_ALL=C MANWIDTH=80 man -l "$root/usr/share/man/man1/$t.1.gz" 2>&1 >man.$t.txt) ||
     fail "man -l $t.1.gz failed: $err"
   [ -z "$err" ] || fail "man -l $t.1.gz warns: $err"
   grep -q -- '--version' "man.$t.txt" || fail "$t.1 does not list --version (help2man input?)"
+  if grep -q "obj-\|$WORK\|?" "man.$t.txt"; then
+    fail "$t.1 names a build path or holds characters that do not render: $(grep "obj-\|$WORK\|?" "man.$t.txt")"
+  fi
 done
 "$root/usr/bin/weft-policy" check "$root"/usr/share/weft/policies/*.yaml ||
   fail "the installed example policies do not pass weft-policy check"
