@@ -1,12 +1,13 @@
 # What `cmake --install` puts where (GNUInstallDirs; CMAKE_INSTALL_PREFIX and DESTDIR honoured),
-# by component, one component per Debian package (cmake/package.cmake):
+# by component (debian/*.install split them into the Debian packages; docs/install.md):
 #
 #   runtime    libweft.so.<soversion>; weft's libnccl.so.2 in the private LIBDIR/weft/ (never on
 #              the loader path unless the admin opts in: docs/install.md); the socket net plugin,
-#              the tuner and the env plugin in LIBDIR, where stock NCCL and weft both dlopen them;
-#              a disabled ld.so.conf.d snippet under DATADIR/weft/
+#              the tuner, the env and trace plugins in LIBDIR, where stock NCCL and weft both
+#              dlopen them; a disabled ld.so.conf.d snippet under DATADIR/weft/
 #   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
-#   tools      weft-perf, weft-conformance, weft-policy; the documentation (DOCDIR)
+#   tools      weft-perf, weft-conformance, weft-policy, weft-trace-merge; the documentation
+#              (DOCDIR); the example policies (DATADIR/weft/policies)
 #   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version;
 #              include/ beside it: nccl_device.h and nccl_device/, the device API for kernels),
 #              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
@@ -28,7 +29,7 @@ set(WEFT_SOVERSION ${PROJECT_VERSION_MAJOR})
 
 # weft_install_configured(<template> <destination dir> <name> <component>): the template, with
 # its @VARIABLES@ replaced now and @WEFT_PREFIX@ replaced at install time by the prefix installed
-# to (`cmake --install --prefix`, cpack's CPACK_PACKAGING_INSTALL_PREFIX), into DESTDIR.
+# to (`cmake --install --prefix`), into DESTDIR.
 function(weft_install_configured template dest name component)
   set(WEFT_PREFIX "@WEFT_PREFIX@")
   set(stage ${PROJECT_BINARY_DIR}/install/${name}.in)
@@ -96,8 +97,12 @@ if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
 else()
   set(WEFT_LDCONF_DIR "@WEFT_PREFIX@/${CMAKE_INSTALL_LIBDIR}/weft")
 endif()
+# Its directory can be moved (debian/rules puts it in LIBDIR/weft: the file names an
+# architecture's directory, so a Multi-Arch: same package must not ship it under share/).
+set(WEFT_LDCONF_INSTALL_DIR ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d CACHE STRING
+  "Where the disabled ld.so.conf.d snippet 00-weft-nccl.conf is installed (under the prefix)")
 weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/00-weft-nccl.conf.in
-  ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d 00-weft-nccl.conf runtime)
+  ${WEFT_LDCONF_INSTALL_DIR} 00-weft-nccl.conf runtime)
 
 # ---- tools and docs -----------------------------------------------------------------------
 foreach(t weft-perf weft-conformance weft-policy)
@@ -105,6 +110,25 @@ foreach(t weft-perf weft-conformance weft-policy)
     install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   endif()
 endforeach()
+# --version prints weft's version (weft-perf has its own WEFT_PERF_VERSION).
+target_compile_definitions(weft-policy PRIVATE WEFT_TOOL_VERSION="${PROJECT_VERSION}")
+target_compile_definitions(weft-conformance PRIVATE WEFT_TOOL_VERSION="${PROJECT_VERSION}")
+# weft-trace-merge (python3), for the trace profiler plugin's files: its version filled in and
+# python3 named directly (no /usr/bin/env lookup in an installed script).
+file(READ ${PROJECT_SOURCE_DIR}/tools/weft-trace-merge _weft_merge)
+string(REPLACE "@PROJECT_VERSION@" "${PROJECT_VERSION}" _weft_merge "${_weft_merge}")
+string(REPLACE "#!/usr/bin/env python3" "#!/usr/bin/python3" _weft_merge "${_weft_merge}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/install/weft-trace-merge CONTENT "${_weft_merge}" @ONLY)
+file(CHMOD ${PROJECT_BINARY_DIR}/install/weft-trace-merge PERMISSIONS OWNER_READ OWNER_WRITE
+  OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/tools/weft-trace-merge)
+install(PROGRAMS ${PROJECT_BINARY_DIR}/install/weft-trace-merge
+  DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
+# The example policies of docs/policy.md, where `weft-policy check` can be tried on them.
+file(GLOB WEFT_EXAMPLE_POLICIES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/examples/policies/*.yaml)
+install(FILES ${WEFT_EXAMPLE_POLICIES} DESTINATION ${CMAKE_INSTALL_DATADIR}/weft/policies
+  COMPONENT tools)
 # weft-perf finds the library under test at ../LIBDIR/weft/libnccl.so.2 from its own directory.
 file(RELATIVE_PATH WEFT_PERF_REL_LIB ${CMAKE_INSTALL_FULL_BINDIR}
   ${CMAKE_INSTALL_FULL_LIBDIR}/weft/libnccl.so.2)

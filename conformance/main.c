@@ -13,6 +13,10 @@
 #include "tuner_tests.h"
 #include "versions.h"
 
+#ifndef WEFT_TOOL_VERSION
+#define WEFT_TOOL_VERSION "0"
+#endif
+
 static void usage(FILE* to) {
   fprintf(to,
           "usage: weft-conformance net PLUGIN.so [--abi vN] [--filter GLOB] [--json FILE]\n"
@@ -24,10 +28,16 @@ static void usage(FILE* to) {
           "(PASS name | FAIL name: reason | INCONCLUSIVE name: reason | SKIP name: reason),\n"
           "under a FAIL or INCONCLUSIVE the plugin's own log lines of that test, then a count and\n"
           "a summary of what to fix first. Exit status: 0 when no test failed, 1 when one did,\n"
-          "2 on a usage error.\n");
+          "2 on a usage error.\n"
+          "  -h, --help     this text\n"
+          "      --version  print weft-conformance's version and exit\n");
 }
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+    printf("weft-conformance (weft) %s\n", WEFT_TOOL_VERSION);
+    return 0;
+  }
   if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     usage(stdout);
     return 0;

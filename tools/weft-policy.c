@@ -10,6 +10,7 @@
  *   weft-policy explain --env-plugin [FILE] [--hostname H] [--nic N]… [--gpu MODEL]…
  *                            what libnccl-env-weft.so would answer getEnv here
  *   weft-policy schema           the reference of schema version 1 (markdown)
+ *   weft-policy --version        weft's version
  * Exit status 2 is a usage error. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,10 @@
 #include "policy/policy.h"
 #include "weft-policy.h"
 
+#ifndef WEFT_TOOL_VERSION
+#define WEFT_TOOL_VERSION "0"
+#endif
+
 static int usage(FILE* out, int rc) {
   fprintf(out,
           "usage: weft-policy check FILE...\n"
@@ -25,7 +30,21 @@ static int usage(FILE* out, int rc) {
           "                               [--nodes N] [--ranks-per-node N]\n"
           "       weft-policy explain --env-plugin [FILE] [--hostname H] [--nic NAME]...\n"
           "                               [--gpu MODEL]...\n"
-          "       weft-policy schema\n");
+          "       weft-policy schema\n"
+          "       weft-policy --version\n"
+          "Commands:\n"
+          "  check FILE...      exit 0 when every policy file is valid; else one error per\n"
+          "                     line (file:line: reason), exit 1\n"
+          "  explain FILE       which cluster of FILE matches this host (or the facts given:\n"
+          "                     --hostname, --nic, --gpu, --nodes, --ranks-per-node) and why,\n"
+          "                     the settings it applies, and each other cluster's first\n"
+          "                     failed condition\n"
+          "  explain --env-plugin [FILE]\n"
+          "                     what libnccl-env-weft.so would answer getEnv here\n"
+          "  schema             the reference of policy schema version 1 (markdown)\n"
+          "  -h, --help         this text\n"
+          "      --version      print weft-policy's version and exit\n"
+          "Exit status: 0 success, 1 when check finds an invalid file, 2 a usage error.\n");
   return rc;
 }
 
@@ -66,6 +85,10 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "schema")) {
     if (argc != 2) return usage(stderr, 2);
     policy_print_schema(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("weft-policy (weft) %s\n", WEFT_TOOL_VERSION);
     return 0;
   }
   if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))

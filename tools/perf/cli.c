@@ -114,6 +114,7 @@ enum opt_id {
   O_REGISTER,
   O_COLL,
   O_HELP,
+  O_VERSION,
   O_DEFAULT_ONLY
 };
 
@@ -163,6 +164,7 @@ static const struct opt_def opt_defs[] = {
     {'G', "cudagraph", O_GRAPH, 1, NULL},
     {0, "coll", O_COLL, 1, NULL},
     {'h', "help", O_HELP, 0, NULL},
+    {0, "version", O_VERSION, 0, NULL},
     /* nccl-tests features weft-perf does not offer: accepted at their default only. */
     {'N', "run_cycles", O_DEFAULT_ONLY, 1, "1"},
     {'p', "parallel_init", O_DEFAULT_ONLY, 1, "0"},
@@ -181,7 +183,7 @@ static const struct opt_def opt_defs[] = {
 void perf_usage(FILE* out, const char* prog) {
   fprintf(
       out,
-      "usage: %s [COLLECTIVE…] [options]\n"
+      "usage: %s [COLLECTIVE...] [options]\n"
       "  COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce sendrecv alltoall\n"
       "              (positional, or -t NAME, or --all for every one in turn; default all_reduce)\n"
       "              --all also changes the defaults: -b 8 -e 64M -f 2 -n 5 -w 1 (what is\n"
@@ -242,6 +244,7 @@ void perf_usage(FILE* out, const char* prog) {
       "      --explain-png FILE  where the plot goes (implies --explain; default\n"
       "                          weft-perf-explain.png; none: no plot)\n"
       "  -h, --help              this text\n"
+      "      --version           print weft-perf's version and exit\n"
       "Under mpirun (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/PMI_SIZE) or with WEFT_RANK and\n"
       "WEFT_NRANKS, each process is one rank; NCCL_COMM_ID=host:port must then be set.\n"
       "NCCL_NVLS_ENABLE=0 is set for the run unless the environment sets it (NVLink multicast\n"
@@ -489,6 +492,7 @@ static int apply(struct perf_opts* o, const struct opt_def* d, const char* flag,
                     d->only);
       return 0;
     case O_HELP: return 1;
+    case O_VERSION: return 3;
   }
   return fail(err, errlen, "%s: internal error", flag);
 }

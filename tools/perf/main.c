@@ -47,6 +47,10 @@ int main(int argc, char** argv) {
     perf_usage(stdout, argv[0]);
     return PERF_EXIT_OK;
   }
+  if (rc == 3) {
+    printf("weft-perf (weft) %s\n", WEFT_PERF_VERSION);
+    return PERF_EXIT_OK;
+  }
   if (rc) {
     fprintf(stderr, "weft-perf: %s\n", err);
     return PERF_EXIT_USAGE;

@@ -191,8 +191,8 @@ enum { PERF_BACKEND_AUTO = 0, PERF_BACKEND_HOST = 1, PERF_BACKEND_CUDA = 2 };
  * of 1024, any case, optionally followed by "B" or "iB"). 0 on success. */
 int perf_parse_size(const char* text, size_t* out);
 
-/* Parses argv into *o (defaults first). Returns 0 to run, 1 when help was printed (exit 0),
- * or PERF_EXIT_USAGE with a one-line reason in err. */
+/* Parses argv into *o (defaults first). Returns 0 to run, 1 for --help, 3 for --version (the
+ * caller prints them and exits 0), or PERF_EXIT_USAGE with a one-line reason in err. */
 int perf_parse_args(int argc, char** argv, struct perf_opts* o, char* err, size_t errlen);
 /* Applies the defaults that depend on the run: --all without sizes runs 8 B … 64 MiB. */
 void perf_opts_finish(struct perf_opts* o);

@@ -1,6 +1,6 @@
 # What each install component must hold, relative to the install prefix, computed from the
 # source tree (abi/, include/, docs/) and the configured directories, independently of cmake/install.cmake
-# (include()d by install_tree.cmake and package_deb.cmake). Needs: SRC, LIBDIR, BINDIR,
+# (include()d by install_tree.cmake). Needs: SRC, LIBDIR, BINDIR,
 # INCLUDEDIR, DATADIR, DOCDIR, VERSION, SOVERSION, NCCL_VERSION, PLUGINS (component:file,…).
 string(REPLACE "," ";" PLUGINS "${PLUGINS}")
 # weft_expected_files(<component> <out>): the sorted list of files (symlinks included).
@@ -26,7 +26,12 @@ function(weft_expected_files component out)
     endforeach()
   elseif(component STREQUAL "tools")
     list(APPEND f ${BINDIR}/weft-perf ${BINDIR}/weft-conformance ${BINDIR}/weft-policy
+      ${BINDIR}/weft-trace-merge
       ${DOCDIR}/README.md ${DOCDIR}/LICENSE ${DOCDIR}/CONTRIBUTING.md)
+    file(GLOB policies RELATIVE ${SRC}/examples/policies ${SRC}/examples/policies/*.yaml)
+    foreach(p ${policies})
+      list(APPEND f ${DATADIR}/weft/policies/${p})
+    endforeach()
     file(GLOB docs RELATIVE ${SRC}/docs ${SRC}/docs/*.md)
     foreach(d ${docs})
       list(APPEND f ${DOCDIR}/${d})
