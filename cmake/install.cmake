@@ -6,7 +6,7 @@
 #              the tuner and the env plugin in LIBDIR, where stock NCCL and weft both dlopen them;
 #              a disabled ld.so.conf.d snippet under DATADIR/weft/
 #   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
-#   tools      weft-perf, weft-conformance, weft-policy; the documentation (DOCDIR)
+#   tools      weft-perf, weft-conformance, weft-policy, weft-ras; the documentation (DOCDIR)
 #   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version;
 #              include/ beside it: nccl_device.h and nccl_device/, the device API for kernels),
 #              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
@@ -100,7 +100,7 @@ weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/00-weft-nccl.conf.in
   ${CMAKE_INSTALL_DATADIR}/weft/ld.so.conf.d 00-weft-nccl.conf runtime)
 
 # ---- tools and docs -----------------------------------------------------------------------
-foreach(t weft-perf weft-conformance weft-policy)
+foreach(t weft-perf weft-conformance weft-policy weft-ras)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   endif()

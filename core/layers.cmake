@@ -8,7 +8,7 @@
 # headers include their own dependencies, what those call): a header of any other folder is
 # not found, so an upward include fails to compile. tests/layering checks the symbols (an
 # upward call through a hand-written declaration) and docs/design.md's table.
-set(WEFT_LAYERS util graph bootstrap plugin topo policy comm transport proxy algo host device tune
+set(WEFT_LAYERS util graph bootstrap plugin topo policy comm ras transport proxy algo host device tune
     plan lifecycle group api)
 
 # The folders a README's "Calls:" line names, in the variable out.
