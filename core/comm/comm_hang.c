@@ -499,6 +499,7 @@ int comm_hang_view(struct ncclComm* comm, int r, weft_hang_view* v) {
   v->done_seq = LD(s->done_seq);
   v->result = LD(s->done_result);
   v->hb_ms = LD(s->hb_ms);
+  v->since_ms = LD(s->since_ms);
   for (int f = 0; f < WEFT_HANG_NFUNCS; f++) v->func_done[f] = LD(s->func_done[f]);
   return 1;
 }

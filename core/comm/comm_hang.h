@@ -50,6 +50,7 @@ enum { WEFT_HANG_LIVE = 1, WEFT_HANG_DESTROYED, WEFT_HANG_ABORTED };
 typedef struct {
   int state, pid, in_call, func, result;
   uint64_t seq, done_seq, hb_ms; /* hb_ms: clock_ms of its process's last watchdog tick */
+  uint64_t since_ms;             /* clock_ms its current launch began or its last one ended */
   uint64_t func_done[WEFT_HANG_NFUNCS];
 } weft_hang_view;
 /* Rank r's slot as this process sees it: 0 when it cannot (no board yet, no shared board,

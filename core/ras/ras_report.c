@@ -142,6 +142,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
   int my_state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   int ready = my_state == WEFT_COMM_READY || my_state == WEFT_COMM_FINALIZED;
   int nok = 0, nbad = 0;
+  uint64_t stuck_ms = 0; /* the longest a listed rank has been inside one launch */
   for (int pass = 0; pass < 2; pass++) { /* pass 0 counts, pass 1 writes */
     ras_buf* t = a->text;
     ras_buf* j = a->json;
@@ -157,7 +158,8 @@ static void report_comm(struct ncclComm* comm, void* arg) {
       ras_buf_printf(t, "\nCommunicator 0x%llx%s%s: %d ranks, %d ok, %d missing or not answering; "
                      "this process's rank %d: init %s\n", (unsigned long long)comm->comm_hash,
                      comm->name[0] ? " " : "", comm->name, n, nok, nbad, comm->rank,
-                     weft_result_str((ncclResult_t)init));
+                     init == ncclSuccess ? "done" : init == ncclInProgress ? "in progress"
+                                                  : weft_result_str((ncclResult_t)init));
       ras_buf_printf(t, "  %-5s %-8s %-16s %-6s %-6s %-6s %-7s %s\n", "Rank", "PID", "Host",
                      "Init", "Error", "Abort", "Destroy", "Collectives (finished launches)");
     }
@@ -170,6 +172,8 @@ static void report_comm(struct ncclComm* comm, void* arg) {
       if (pass == 0) {
         if (k == RK_OK) nok++;
         else nbad++;
+        if (seen && v.in_call && a->now > v.since_ms && a->now - v.since_ms > stuck_ms)
+          stuck_ms = a->now - v.since_ms;
         continue;
       }
       if (k != RK_OK) continue;
@@ -252,7 +256,9 @@ static void report_comm(struct ncclComm* comm, void* arg) {
     if (comm_hang_lines(comm, -1, NULL, 0, summ, sizeof summ) && summ[0]) {
       ras_buf_printf(j, ",\n        \"hang_summary\": ");
       json_str(j, summ);
-      ras_buf_printf(t, "  Who waits for whom: %s\n", summ);
+      /* text: only when it says something (a healthy job's ranks are just at different steps) */
+      if (a->verbose || nbad || stuck_ms >= 1000)
+        ras_buf_printf(t, "  Who waits for whom: %s\n", summ);
     }
     ras_buf_printf(j, "\n      }");
     ras_buf_printf(j, "\n    }");

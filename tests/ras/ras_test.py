@@ -178,7 +178,7 @@ def main():
         text, _ = ask("text", verbose=True)
         check("Ranks: %d" % n in text and "Ok: %d" % n in text and "Status: OK" in text,
               "the text report counts %d ranks, all ok" % n)
-        check("Who waits for whom" in text, "the text report carries weft's hang summary")
+        check("Who waits for whom" in text, "the verbose text report carries weft's hang summary")
         r = raw(["CLIENT PROTOCOL 2", "TIMEOUT 5", "SET FORMAT yaml", "SET FORMAT json",
                  "MONITOR bogus", "NONSENSE"])
         check(r is not None and r[0] == "SERVER PROTOCOL 2\n" and r[1] == "OK\n" and
