@@ -456,10 +456,11 @@ ncclResult_t comm_hang_report_now(struct ncclComm* comm) {
 
 void comm_hang_poll(struct ncclComm* comm, uint64_t now, int hang_ms, int signalled) {
   struct weft_hang* h = __atomic_load_n(&comm->hang, __ATOMIC_ACQUIRE);
-  if (!h || !__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return;
+  if (!h) return;
+  ST(me(comm)->hb_ms, now); /* also during init: a long setup is not an unresponsive process */
+  if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return;
   hang_board* b = h->board;
   hang_slot* s = me(comm);
-  ST(s->hb_ms, now);
   if (signalled && now - LD(b->req_ms) > 1000) request(comm, -1);
   if (hang_ms > 0 && LD(s->in_call) && LD(s->launches) != h->auto_launch &&
       now - LD(s->since_ms) >= (uint64_t)hang_ms) {

@@ -85,11 +85,17 @@ static char pid_state(int pid) {
   return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* The rank infos, once init has filled them (before, another thread writes them). */
+static const weft_rank_info* peers_of(struct ncclComm* comm) {
+  int st = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
+  return st == WEFT_COMM_READY || st == WEFT_COMM_FINALIZED ? comm->peers : NULL;
+}
+
 static int classify(struct ncclComm* comm, int r, const weft_hang_view* v, int seen,
                     uint64_t now, int factor, const char** why) {
   *why = "";
   if (!seen) {
-    const weft_rank_info* p = comm->peers;
+    const weft_rank_info* p = peers_of(comm);
     if (p && p[r].host_hash && p[r].host_hash != p[comm->rank].host_hash) {
       *why = "on another host (its host's ranks are not visible from here)";
       return RK_REMOTE;
@@ -132,7 +138,8 @@ typedef struct {
 } report_args;
 
 static const char* host_of(struct ncclComm* comm, int r) {
-  return comm->peers ? comm->peers[r].host : "?";
+  const weft_rank_info* p = peers_of(comm);
+  return p ? p[r].host : "?";
 }
 
 static void report_comm(struct ncclComm* comm, void* arg) {
@@ -141,6 +148,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
   int init = __atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
   int my_state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   int ready = my_state == WEFT_COMM_READY || my_state == WEFT_COMM_FINALIZED;
+  const weft_rank_info* peers = peers_of(comm);
   int nok = 0, nbad = 0;
   uint64_t stuck_ms = 0; /* the longest a listed rank has been inside one launch */
   for (int pass = 0; pass < 2; pass++) { /* pass 0 counts, pass 1 writes */
@@ -193,7 +201,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
                      "          \"status\": {\n            \"init_state\": %d,\n            \"async_error\": %d,\n"
                      "            \"finalize_called\": %s,\n            \"destroy_flag\": %s,\n"
                      "            \"abort_flag\": %s\n          },\n          \"collective_counts\": {",
-                     v.pid, comm->peers ? comm->peers[r].cuda_dev : -1, rinit, aerr,
+                     v.pid, peers ? peers[r].cuda_dev : -1, rinit, aerr,
                      finalized ? "true" : "false", destroy_flag ? "true" : "false",
                      abort_flag ? "true" : "false");
       char colls[256] = "";
@@ -237,14 +245,13 @@ static void report_comm(struct ncclComm* comm, void* arg) {
                      "          \"status\": {\n            \"unresponsive\": %s,\n"
                      "            \"considered_dead\": %s\n          },\n"
                      "          \"weft\": {\n            \"state\": \"%s\",\n            \"why\": ",
-                     seen ? v.pid : (comm->peers ? comm->peers[r].pid : -1),
-                     comm->peers ? comm->peers[r].cuda_dev : -1,
+                     seen ? v.pid : (peers ? peers[r].pid : -1), peers ? peers[r].cuda_dev : -1,
                      k == RK_UNRESPONSIVE ? "true" : "false", k == RK_DEAD ? "true" : "false",
                      rk_word[k]);
       json_str(j, why);
       ras_buf_printf(j, "\n          }\n        }");
       ras_buf_printf(t, "  rank %d (pid %d, host %s) %s: %s\n", r,
-                     seen ? v.pid : (comm->peers ? comm->peers[r].pid : -1), host_of(comm, r),
+                     seen ? v.pid : (peers ? peers[r].pid : -1), host_of(comm, r),
                      k == RK_DEAD ? "DEAD" : k == RK_UNRESPONSIVE ? "UNRESPONSIVE"
                      : k == RK_REMOTE ? "NOT VISIBLE" : "MISSING", why);
     }

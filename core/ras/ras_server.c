@@ -42,6 +42,7 @@ typedef struct {
   ras_buf out;
   size_t sent;
   int json, monitor, closing; /* closing: close once out is sent */
+  int eof;                     /* the client half-closed: poll for POLLOUT only */
 } client;
 
 /* The service's state; one per process like the hang report's watchdog (comm_hang_watch.c). */
@@ -50,12 +51,15 @@ static int rcount, rrunning, rstop_pipe[2] = {-1, -1};
 static pid_t rpid;
 static pthread_t rthread;
 
+#define MAX_LISTEN 4 /* the addresses NCCL_RAS_ADDR resolves to ("localhost": ::1 and 127.0.0.1) */
+
 typedef struct {
-  int listen_fd, max_clients, factor;
+  int listen_fd[MAX_LISTEN], nlisten, max_clients, factor;
 } server;
 
-/* "host:port", "[v6]:port", ":port", "host" -> bound, listening socket, or -1. */
-static int open_listener(const char* addr) {
+/* "host:port", "[v6]:port", ":port", "host": bind and listen on every address it resolves to
+ * (at most MAX_LISTEN) into fds; returns how many. */
+static int open_listeners(const char* addr, int* fds) {
   char host[256] = "localhost", port[16];
   snprintf(port, sizeof port, "%d", WEFT_RAS_PORT);
   const char* colon = strrchr(addr, ':');
@@ -81,29 +85,36 @@ static int open_listener(const char* addr) {
   if (rc != 0) {
     INFO(NCCL_INIT, "RAS: NCCL_RAS_ADDR=%s: %s; no RAS service in pid %d", addr,
          gai_strerror(rc), (int)getpid());
-    return -1;
+    return 0;
   }
-  int fd = -1;
-  for (struct addrinfo* ai = res; ai && fd < 0; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int n = 0;
+  for (struct addrinfo* ai = res; ai && n < MAX_LISTEN; ai = ai->ai_next) {
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ai->ai_family == AF_INET6) /* "::" beside "0.0.0.0": each its own family */
+      setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
         bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
-      INFO(NCCL_INIT, "RAS: cannot listen on %s (port %s): %s; no RAS service in pid %d", host,
-           port, strerror(errno), (int)getpid());
+      INFO(NCCL_INIT, "RAS: cannot listen on %s (port %s, %s): %s", host, port,
+           ai->ai_family == AF_INET6 ? "IPv6" : "IPv4", strerror(errno));
       close(fd);
-      fd = -1;
+      continue; /* the same address twice (EADDRINUSE from ourselves) lands here too */
     }
+    fds[n++] = fd;
   }
   freeaddrinfo(res);
-  if (fd >= 0)
-    INFO(NCCL_INIT, "RAS: pid %d listens on %s port %s (SO_REUSEPORT)", (int)getpid(), host, port);
-  return fd;
+  if (n)
+    INFO(NCCL_INIT, "RAS: pid %d listens on %s port %s (%d address%s, SO_REUSEPORT)",
+         (int)getpid(), host, port, n, n > 1 ? "es" : "");
+  else
+    INFO(NCCL_INIT, "RAS: no address of %s port %s could be bound; no RAS service in pid %d",
+         host, port, (int)getpid());
+  return n;
 bad:
   WARN("NCCL_RAS_ADDR=%s: expected host:port; the RAS service is off", addr);
-  return -1;
+  return 0;
 }
 
 static void client_close(client* c) {
@@ -168,10 +179,10 @@ static void command(server* s, client* c, char* cmd) {
 }
 
 static void client_read(server* s, client* c, uint64_t now) {
-  for (;;) {
+  for (int turn = 0; turn < 16; turn++) { /* a fast sender waits for the next poll */
     ssize_t r = recv(c->fd, c->in + c->nin, sizeof c->in - 1 - c->nin, 0);
     if (r == 0) {
-      if (c->out.len > c->sent) c->closing = 1; /* half-closed: finish the answer */
+      if (c->out.len > c->sent) c->closing = c->eof = 1; /* half-closed: finish the answer */
       else client_close(c);
       return;
     }
@@ -218,8 +229,8 @@ static void* ras_main(void* arg) {
   server* s = arg;
   int max = s->max_clients;
   client* cl = calloc((size_t)max, sizeof *cl);
-  struct pollfd* pf = calloc((size_t)max + 2, sizeof *pf);
-  int* at = calloc((size_t)max + 2, sizeof *at);
+  struct pollfd* pf = calloc((size_t)max + 1 + MAX_LISTEN, sizeof *pf);
+  int* at = calloc((size_t)max + 1 + MAX_LISTEN, sizeof *at);
   ras_watch* watch = NULL;
   if (!cl || !pf || !at) {
     WARN("RAS: out of memory for %d clients; the RAS service stops", max);
@@ -230,19 +241,22 @@ static void* ras_main(void* arg) {
   for (;;) {
     int n = 0;
     pf[n++] = (struct pollfd){.fd = rstop_pipe[0], .events = POLLIN};
-    pf[n++] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+    for (int l = 0; l < s->nlisten; l++)
+      pf[n++] = (struct pollfd){.fd = s->listen_fd[l], .events = POLLIN};
+    int first = n; /* the clients' entries */
     int nmon = 0;
     for (int i = 0; i < max; i++) {
       if (cl[i].fd < 0) continue;
       nmon += cl[i].monitor;
       at[n] = i;
       pf[n++] = (struct pollfd){.fd = cl[i].fd,
-                                .events = (short)(POLLIN | (cl[i].out.len > cl[i].sent ? POLLOUT : 0))};
+                                .events = (short)((cl[i].eof ? 0 : POLLIN) |
+                                                  (cl[i].out.len > cl[i].sent ? POLLOUT : 0))};
     }
     if (poll(pf, (nfds_t)n, TICK_MS) < 0 && errno != EINTR) break;
     if (pf[0].revents) break;
     uint64_t now = clock_ms();
-    for (int k = 2; k < n; k++) {
+    for (int k = first; k < n; k++) {
       client* c = &cl[at[k]];
       if (c->fd < 0 || !pf[k].revents) continue;
       if (pf[k].revents & (POLLERR | POLLNVAL)) {
@@ -252,9 +266,10 @@ static void* ras_main(void* arg) {
       if (pf[k].revents & (POLLIN | POLLHUP)) client_read(s, c, now);
       if (c->fd >= 0 && c->out.len > c->sent) client_write(c);
     }
-    if (pf[1].revents & POLLIN) {
+    for (int l = 0; l < s->nlisten; l++) {
+      if (!(pf[1 + l].revents & POLLIN)) continue;
       for (int k = 0; k < 64; k++) { /* a bounded batch: the loop comes back */
-        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(s->listen_fd[l], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) break;
         int slot = -1, oldest = -1;
         for (int i = 0; i < max && slot < 0; i++)
@@ -307,7 +322,7 @@ done:
   free(cl);
   free(pf);
   free(at);
-  close(s->listen_fd);
+  for (int l = 0; l < s->nlisten; l++) close(s->listen_fd[l]);
   free(s);
   return NULL;
 }
@@ -323,13 +338,13 @@ void ras_comm_add(void) {
     if (s && pipe2(rstop_pipe, O_CLOEXEC) == 0) {
       s->max_clients = (int)param_int(WEFT_PARAM_RAS_MAX_CLIENTS);
       s->factor = (int)param_int(WEFT_PARAM_RAS_TIMEOUT_FACTOR);
-      s->listen_fd = open_listener(param_str(WEFT_PARAM_RAS_ADDR));
-      if (s->listen_fd >= 0 && pthread_create(&rthread, NULL, ras_main, s) == 0) {
+      s->nlisten = open_listeners(param_str(WEFT_PARAM_RAS_ADDR), s->listen_fd);
+      if (s->nlisten > 0 && pthread_create(&rthread, NULL, ras_main, s) == 0) {
         rrunning = 1;
         s = NULL;
-      } else if (s->listen_fd >= 0) {
+      } else if (s->nlisten > 0) {
         WARN("RAS: cannot start the service's thread; no RAS service in pid %d", (int)getpid());
-        close(s->listen_fd);
+        for (int l = 0; l < s->nlisten; l++) close(s->listen_fd[l]);
       }
       if (!rrunning) {
         close(rstop_pipe[0]);

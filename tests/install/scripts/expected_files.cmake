@@ -25,7 +25,7 @@ function(weft_expected_files component out)
       endforeach()
     endforeach()
   elseif(component STREQUAL "tools")
-    list(APPEND f ${BINDIR}/weft-perf ${BINDIR}/weft-conformance ${BINDIR}/weft-policy
+    list(APPEND f ${BINDIR}/weft-perf ${BINDIR}/weft-conformance ${BINDIR}/weft-policy ${BINDIR}/weft-ras
       ${DOCDIR}/README.md ${DOCDIR}/LICENSE ${DOCDIR}/CONTRIBUTING.md)
     file(GLOB docs RELATIVE ${SRC}/docs ${SRC}/docs/*.md)
     foreach(d ${docs})
