@@ -4,7 +4,8 @@
  * It connects, greets ("CLIENT PROTOCOL 2"), sends TIMEOUT and SET FORMAT when asked, then
  * STATUS (printed until the service closes) or MONITOR (printed until interrupted). A process
  * that accepts but does not greet within a second (a stopped rank process that holds one of
- * the host's SO_REUSEPORT sockets) is left and the connection made again. */
+ * the host's SO_REUSEPORT sockets), or closes the connection before greeting (a process that
+ * died with it queued), is left and the connection made again. */
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
@@ -109,10 +110,11 @@ static int connect_greeted(const opts* o) {
       close(fd);
       continue;
     }
-    if (n <= 0) {
-      fprintf(stderr, "weft-ras: the service closed the connection before greeting\n");
+    if (n <= 0) { /* a process that died with our connection in its queue: try another */
+      fprintf(stderr, "weft-ras: the connection closed before a greeting (%s); connecting again\n",
+              n < 0 ? strerror(errno) : "end of file");
       close(fd);
-      return -1;
+      continue;
     }
     if (strncasecmp(line, "SERVER PROTOCOL ", 16) != 0) {
       fprintf(stderr, "weft-ras: unexpected greeting: %s", line);

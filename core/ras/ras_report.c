@@ -85,10 +85,10 @@ static char pid_state(int pid) {
   return p && p[1] == ' ' ? p[2] : 0;
 }
 
-/* The rank infos, once init has filled them (before, another thread writes them). */
+/* The rank infos, once init has ended (while it runs, another thread writes them). */
 static const weft_rank_info* peers_of(struct ncclComm* comm) {
   int st = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
-  return st == WEFT_COMM_READY || st == WEFT_COMM_FINALIZED ? comm->peers : NULL;
+  return st != WEFT_COMM_INITIALIZING ? comm->peers : NULL;
 }
 
 static int classify(struct ncclComm* comm, int r, const weft_hang_view* v, int seen,

@@ -105,6 +105,47 @@ def raw(lines, read_until_eof=False):
     return None
 
 
+def socket_owner(client_port, pids):
+    """The pid among pids whose socket is the server side of our connection from client_port."""
+    inodes = set()
+    for tab in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(tab).read().split("\n")[1:]
+        except OSError:
+            continue
+        for ln in lines:
+            f = ln.split()
+            if len(f) > 9 and int(f[1].split(":")[1], 16) == RAS_PORT and \
+                    int(f[2].split(":")[1], 16) == client_port:
+                inodes.add("socket:[%s]" % f[9])
+    for pid in pids:
+        try:
+            for fd in os.listdir("/proc/%d/fd" % pid):
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) in inodes:
+                    return pid
+        except OSError:
+            pass
+    return None
+
+
+def monitor(pid_of):
+    """A raw MONITOR client (text); returns the socket and the pid that serves it."""
+    for attempt in range(20):
+        s = socket.create_connection(("127.0.0.1", RAS_PORT), timeout=1)
+        try:
+            s.sendall(b"CLIENT PROTOCOL 2\n")
+            if not s.recv(64).startswith(b"SERVER PROTOCOL"):
+                raise socket.timeout
+            s.sendall(b"MONITOR\n")
+            if not s.recv(64).startswith(b"OK"):
+                raise socket.timeout
+        except socket.timeout:
+            s.close()
+            continue
+        return s, socket_owner(s.getsockname()[1], pid_of.values())
+    sys.exit(check(False, "a MONITOR client was greeted") or 1)
+
+
 def comm_of(rep, nranks):
     comms = rep["communicators"] if rep else []
     check(len(comms) == 1 and rep["communicators_count"] == 1, "one communicator reported")
@@ -192,13 +233,15 @@ def main():
         done = [int(open(os.path.join(DIR, "rank%d.done" % i)).read()) for i in range(n)]
         check(len(set(done)) == 1 and done[0] > 0, "every rank checked the same AllReduces: %s" % done)
     elif SCENARIO in ("stopped", "killed"):
-        n, victim = 4, 2
+        n = 4
         start(n, range(n))
         pid_of = pids(n)
         time.sleep(0.3)
-        mon = subprocess.Popen([CLIENT, "-p", str(RAS_PORT), "-h", "127.0.0.1", "-f", "json", "-m"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        time.sleep(1.5)
+        mon, server_pid = monitor(pid_of)
+        # the victim is not the process that serves the monitor (its events would stop with it)
+        victim = next(r for r in (2, 1, 3) if pid_of[r] != server_pid)
+        print("monitor served by pid %s; victim rank %d" % (server_pid, victim))
+        time.sleep(1.0)
         t_sig = time.time()
         os.kill(pid_of[victim], signal.SIGSTOP if SCENARIO == "stopped" else signal.SIGKILL)
         key = "unresponsive" if SCENARIO == "stopped" else "considered_dead"
@@ -224,8 +267,18 @@ def main():
         check(("rank %d (pid %d" % (victim, pid_of[victim])) in text and word in text,
               "the text report names rank %d %s" % (victim, word))
         time.sleep(0.7)
-        mon.terminate()
-        events = mon.communicate(timeout=10)[0]
+        mon.settimeout(2)
+        events = ""
+        try:
+            while True:
+                b = mon.recv(65536)
+                if not b:
+                    break
+                events += b.decode()
+        except socket.timeout:
+            pass
+        mon.close()
+        print(events)
         ev = "PEER_UNRESPONSIVE" if SCENARIO == "stopped" else "PEER_DEAD"
         check(ev in events, "MONITOR streamed %s" % ev)
         if SCENARIO == "stopped":
