@@ -9,7 +9,9 @@
  *                 for RAS_STALE_MS x NCCL_RAS_TIMEOUT_FACTOR;
  *   dead          its pid no longer exists or is a zombie (considered_dead);
  *   missing       it has not mapped the board (still in init, or never arrived);
- *   remote        it runs on another host: its host's boards are not visible from here.
+ *   remote        it runs on another host: its host's boards are not visible from here; such
+ *                 ranks are counted (other_hosts_ranks_count), not listed, so a report's size
+ *                 follows the host's ranks, not the job's.
  * JSON uses NCCL's field names (communicators, ranks, missing_ranks, status, init_state,
  * async_error, abort_flag, collective_counts, unresponsive, considered_dead); what NCCL has no
  * field for goes under "weft". */
@@ -149,7 +151,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
   int my_state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   int ready = my_state == WEFT_COMM_READY || my_state == WEFT_COMM_FINALIZED;
   const weft_rank_info* peers = peers_of(comm);
-  int nok = 0, nbad = 0;
+  int nok = 0, nbad = 0, nremote = 0; /* remote: on other hosts, counted, not listed */
   uint64_t stuck_ms = 0; /* the longest a listed rank has been inside one launch */
   for (int pass = 0; pass < 2; pass++) { /* pass 0 counts, pass 1 writes */
     ras_buf* t = a->text;
@@ -179,6 +181,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
       int k = classify(comm, r, &v, seen, a->now, a->factor, &why);
       if (pass == 0) {
         if (k == RK_OK) nok++;
+        else if (k == RK_REMOTE) nremote++;
         else nbad++;
         if (seen && v.in_call && a->now > v.since_ms && a->now - v.since_ms > stuck_ms)
           stuck_ms = a->now - v.since_ms;
@@ -237,7 +240,7 @@ static void report_comm(struct ncclComm* comm, void* arg) {
       int seen = comm_hang_view(comm, r, &v);
       const char* why;
       int k = classify(comm, r, &v, seen, a->now, a->factor, &why);
-      if (k == RK_OK) continue;
+      if (k == RK_OK || k == RK_REMOTE) continue;
       ras_buf_printf(j, "%s\n        {\n          \"rank\": %d,\n          \"host\": ", first ? "" : ",", r);
       first = 0;
       json_str(j, host_of(comm, r));
@@ -253,12 +256,15 @@ static void report_comm(struct ncclComm* comm, void* arg) {
       ras_buf_printf(t, "  rank %d (pid %d, host %s) %s: %s\n", r,
                      seen ? v.pid : (peers ? peers[r].pid : -1), host_of(comm, r),
                      k == RK_DEAD ? "DEAD" : k == RK_UNRESPONSIVE ? "UNRESPONSIVE"
-                     : k == RK_REMOTE ? "NOT VISIBLE" : "MISSING", why);
+                     : "MISSING", why);
     }
     ras_buf_printf(j, "\n      ],\n      \"weft\": {\n        \"name\": ");
     json_str(j, comm->name);
-    ras_buf_printf(j, ",\n        \"this_rank\": %d,\n        \"this_rank_init_state\": %d",
-                   comm->rank, init);
+    ras_buf_printf(j, ",\n        \"this_rank\": %d,\n        \"this_rank_init_state\": %d,\n"
+                   "        \"other_hosts_ranks_count\": %d", comm->rank, init, nremote);
+    if (nremote)
+      ras_buf_printf(t, "  %d rank(s) on other hosts: not visible from here (ask on their hosts)\n",
+                     nremote);
     char summ[4096];
     if (comm_hang_lines(comm, -1, NULL, 0, summ, sizeof summ) && summ[0]) {
       ras_buf_printf(j, ",\n        \"hang_summary\": ");

@@ -10,7 +10,8 @@
  * The thread never blocks on a client: non-blocking sockets in one poll(), at most
  * WEFT_RAS_MAX_CLIENTS of them (a newcomer evicts the oldest client that has not finished a
  * command), 1023 bytes per command line, 5 s x NCCL_RAS_TIMEOUT_FACTOR to send one (a client
- * that trickles bytes is closed), 4 MiB of output waiting per client. A flood of connections or
+ * that trickles bytes is closed), no new command read while an answer waits (a client that
+ * does not read stalls and times out), 4 MiB of output waiting per client. A flood of connections or
  * garbage costs this thread, never the data path's threads. */
 #include <errno.h>
 #include <fcntl.h>
@@ -250,8 +251,9 @@ static void* ras_main(void* arg) {
       nmon += cl[i].monitor;
       at[n] = i;
       pf[n++] = (struct pollfd){.fd = cl[i].fd,
-                                .events = (short)((cl[i].eof ? 0 : POLLIN) |
-                                                  (cl[i].out.len > cl[i].sent ? POLLOUT : 0))};
+                                /* no new command while an answer waits to be read */
+                                .events = (short)(cl[i].out.len > cl[i].sent ? POLLOUT
+                                                  : cl[i].eof ? 0 : POLLIN)};
     }
     if (poll(pf, (nfds_t)n, TICK_MS) < 0 && errno != EINTR) break;
     if (pf[0].revents) break;

@@ -225,6 +225,12 @@ def main():
         check(r is not None and r[0] == "SERVER PROTOCOL 2\n" and r[1] == "OK\n" and
               r[2].startswith("ERROR") and r[3] == "OK\n" and r[4].startswith("ERROR") and
               r[5].startswith("ERROR"), "protocol replies: %s" % r)
+        for bad, word in ((["-f", "xml"], "text or json"), (["-p", "0"], "1 to 65535"),
+                          (["-t", "x"], "seconds"), (["extra"], "unexpected argument")):
+            p = subprocess.run([CLIENT] + bad, capture_output=True, text=True, timeout=20)
+            if os.path.basename(CLIENT) == "weft-ras":  # NCCL's client words its errors its own way
+                check(p.returncode == 2 and word in p.stderr,
+                      "weft-ras %s: exit 2, says '%s'" % (" ".join(bad), word))
         r = raw(["CLIENT PROTOCOL 2", "STATUS"], read_until_eof=True)
         check(r is not None and r[0].startswith("SERVER PROTOCOL 2\n") and "Job summary" in r[0],
               "a raw STATUS ends at EOF with the text report")
