@@ -6,8 +6,8 @@
 #              the tuner, the env and trace plugins in LIBDIR, where stock NCCL and weft both
 #              dlopen them; a disabled ld.so.conf.d snippet under DATADIR/weft/
 #   plugin_ib  libnccl-net-weft-ib.so         plugin_ofi  libnccl-net-weft-ofi.so
-#   tools      weft-perf, weft-conformance, weft-policy, weft-trace-merge; the documentation
-#              (DOCDIR); the example policies (DATADIR/weft/policies)
+#   tools      weft-perf, weft-conformance, weft-policy, weft-ras, weft-trace-merge; the
+#              documentation (DOCDIR); the example policies (DATADIR/weft/policies)
 #   dev        the headers (INCLUDEDIR/weft/: abi/ as it is, every frozen plugin ABI version;
 #              include/ beside it: nccl_device.h and nccl_device/, the device API for kernels),
 #              the libweft.so and LIBDIR/weft/libnccl.so link names, libweft-net-export.a
@@ -105,7 +105,7 @@ weft_install_configured(${CMAKE_CURRENT_LIST_DIR}/00-weft-nccl.conf.in
   ${WEFT_LDCONF_INSTALL_DIR} 00-weft-nccl.conf runtime)
 
 # ---- tools and docs -----------------------------------------------------------------------
-foreach(t weft-perf weft-conformance weft-policy)
+foreach(t weft-perf weft-conformance weft-policy weft-ras)
   if(TARGET ${t})
     install(TARGETS ${t} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   endif()

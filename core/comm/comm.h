@@ -117,6 +117,7 @@ struct ncclComm {
   int zc_locals;                    /* regs with local_zc set (atomic): likewise */
   weft_prof prof;                   /* profiler plugin context and activation mask */
   struct weft_hang* hang;           /* this rank's slot of the hang report board (comm_hang.c) */
+  int ras_on;                       /* counted in the RAS service's users (ras/ras_server.c) */
   uint64_t magic_end;
 };
 

@@ -48,6 +48,8 @@ typedef struct {
   int32_t wait_peer, wait_channel, wait_send, wait_proto;
   uint64_t wait_step, wait_launch, wait_ms;
   uint64_t seen_req; /* report requests this rank has answered */
+  uint64_t hb_ms;    /* the watchdog's last tick in this rank's process (RAS: unresponsive) */
+  uint64_t func_done[WEFT_HANG_NFUNCS]; /* launches finished, by their first op's function */
 } hang_slot;
 
 typedef struct {
@@ -154,6 +156,7 @@ ncclResult_t comm_hang_attach(struct ncclComm* comm) {
   ST(s->seen_req, LD(b->req));
   ST(s->wait_peer, -1);
   ST(s->since_ms, clock_ms());
+  ST(s->hb_ms, clock_ms());
   ST(s->pid, (int32_t)getpid());
   __atomic_store_n(&s->state, SLOT_LIVE, __ATOMIC_RELEASE);
   __atomic_store_n(&comm->hang, h, __ATOMIC_RELEASE);
@@ -219,6 +222,8 @@ void comm_hang_note_done(struct ncclComm* comm, ncclResult_t res) {
   ST(s->done_func, LD(s->func));
   ST(s->done_result, (int32_t)res);
   ST(s->done_launches, LD(s->launches));
+  int f = LD(s->func);
+  if (res == ncclSuccess && f >= 0 && f < WEFT_HANG_NFUNCS) ST(s->func_done[f], LD(s->func_done[f]) + 1);
   ST(s->since_ms, clock_ms());
   ST(s->phase, PHASE_NONE);
   __atomic_store_n(&s->in_call, 0, __ATOMIC_RELEASE);
@@ -363,14 +368,15 @@ static void odd_text(struct ncclComm* comm, int r, const char* key, int big_firs
                                         strncmp(key, "on ", 3) ? "has" : "is", key);
 }
 
-static void summary(struct ncclComm* comm, const char* why) {
+/* The summary line into out (cap bytes, cap >= 512); "" when memory is short. */
+static void summary_text(struct ncclComm* comm, const char* why, char* out, size_t cap) {
   int n = comm->nranks;
+  out[0] = '\0';
   char(*keys)[160] = calloc((size_t)n, sizeof *keys);
   int* waits = calloc((size_t)n, sizeof *waits);
   int* group = calloc((size_t)n, sizeof *group); /* group index of each rank */
   int* list = calloc((size_t)n, sizeof *list);
-  char* out = calloc(1, 4096);
-  if (!keys || !waits || !group || !list || !out) goto done;
+  if (!keys || !waits || !group || !list) goto done;
   for (int r = 0; r < n; r++) rank_key(comm, r, keys[r], sizeof keys[r], &waits[r]);
   int ngroups = 0, big = -1, big_n = 0, big_first = 0;
   for (int r = 0; r < n; r++) {
@@ -382,7 +388,7 @@ static void summary(struct ncclComm* comm, const char* why) {
       }
     if (group[r] < 0) group[r] = ngroups++;
   }
-  size_t o = 0, cap = 4096;
+  size_t o = 0;
   o += (size_t)snprintf(out, cap, "hang report (%s) comm %s%s0x%llx: ", why, comm->name,
                         comm->name[0] ? " " : "", (unsigned long long)comm->comm_hash);
   char* waited = calloc((size_t)n, 1);
@@ -436,12 +442,18 @@ static void summary(struct ncclComm* comm, const char* why) {
   }
   if (ngroups == 1 && nodd == 0) o += (size_t)snprintf(out + o, cap - o, " (all alike)");
   free(waited);
-  weft_log_report(__FILE__, __LINE__, "%s", out);
 done:
   free(keys);
   free(waits);
   free(group);
   free(list);
+}
+
+static void summary(struct ncclComm* comm, const char* why) {
+  char* out = calloc(1, 4096);
+  if (!out) return;
+  summary_text(comm, why, out, 4096);
+  if (out[0]) weft_log_report(__FILE__, __LINE__, "%s", out);
   free(out);
 }
 
@@ -485,7 +497,9 @@ ncclResult_t comm_hang_report_now(struct ncclComm* comm) {
 
 void comm_hang_poll(struct ncclComm* comm, uint64_t now, int hang_ms, int signalled) {
   struct weft_hang* h = __atomic_load_n(&comm->hang, __ATOMIC_ACQUIRE);
-  if (!h || !__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return;
+  if (!h) return;
+  ST(me(comm)->hb_ms, now); /* also during init: a long setup is not an unresponsive process */
+  if (!__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return;
   hang_board* b = h->board;
   hang_slot* s = me(comm);
   if (signalled && now - LD(b->req_ms) > 1000) request(comm, -1);
@@ -507,4 +521,36 @@ void comm_hang_poll(struct ncclComm* comm, uint64_t now, int hang_ms, int signal
   const char* why = by >= 0 ? "requested by a rank" : signalled ? "SIGUSR1" : "WEFT_HANG_REPORT_MS";
   own_line(comm, why);
   if (by == comm->rank || (by < 0 && summary_rank(comm) == comm->rank)) summary(comm, why);
+}
+
+/* ---- what the RAS service reads (ras/) ---- */
+
+int comm_hang_view(struct ncclComm* comm, int r, weft_hang_view* v) {
+  memset(v, 0, sizeof *v);
+  struct weft_hang* h = __atomic_load_n(&comm->hang, __ATOMIC_ACQUIRE);
+  if (!h || r < 0 || r >= comm->nranks || (!h->shared && r != comm->rank)) return 0;
+  hang_slot* s = &h->board->slot[r];
+  int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  if (state == SLOT_EMPTY) return 0;
+  v->state = state == SLOT_LIVE ? WEFT_HANG_LIVE : state == SLOT_ABORTED ? WEFT_HANG_ABORTED
+                                                                         : WEFT_HANG_DESTROYED;
+  v->pid = LD(s->pid);
+  v->in_call = LD(s->in_call);
+  v->func = LD(s->func);
+  v->seq = LD(s->seq);
+  v->done_seq = LD(s->done_seq);
+  v->result = LD(s->done_result);
+  v->hb_ms = LD(s->hb_ms);
+  v->since_ms = LD(s->since_ms);
+  for (int f = 0; f < WEFT_HANG_NFUNCS; f++) v->func_done[f] = LD(s->func_done[f]);
+  return 1;
+}
+
+int comm_hang_lines(struct ncclComm* comm, int r, char* line, size_t len, char* summ,
+                    size_t summ_len) {
+  struct weft_hang* h = __atomic_load_n(&comm->hang, __ATOMIC_ACQUIRE);
+  if (!h || !__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE)) return 0;
+  if (line && r >= 0 && r < comm->nranks) rank_line(comm, r, clock_ms(), line, len);
+  if (summ) summary_text(comm, "RAS STATUS", summ, summ_len);
+  return 1;
 }

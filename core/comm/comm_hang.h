@@ -44,6 +44,23 @@ ncclResult_t comm_hang_report_now(struct ncclComm* comm);
 /* One watchdog tick for comm: the timer, a signal, answering a request. */
 void comm_hang_poll(struct ncclComm* comm, uint64_t now, int hang_ms, int signalled);
 
+/* ---- for the RAS service (ras/): read the board, never write it ---- */
+#define WEFT_HANG_NFUNCS 16 /* ncclFunc_t values counted per rank (launches by first op) */
+enum { WEFT_HANG_LIVE = 1, WEFT_HANG_DESTROYED, WEFT_HANG_ABORTED };
+typedef struct {
+  int state, pid, in_call, func, result;
+  uint64_t seq, done_seq, hb_ms; /* hb_ms: clock_ms of its process's last watchdog tick */
+  uint64_t since_ms;             /* clock_ms its current launch began or its last one ended */
+  uint64_t func_done[WEFT_HANG_NFUNCS];
+} weft_hang_view;
+/* Rank r's slot as this process sees it: 0 when it cannot (no board yet, no shared board,
+ * the rank has not mapped it). */
+int comm_hang_view(struct ncclComm* comm, int r, weft_hang_view* v);
+/* Rank r's hang-report line and/or the summary (who waits for whom) as text; 0 before the
+ * communicator's init completed. line or summ may be NULL; summ_len >= 512. */
+int comm_hang_lines(struct ncclComm* comm, int r, char* line, size_t len, char* summ,
+                    size_t summ_len);
+
 /* ---- comm_hang_watch.c ---- */
 void comm_hang_watch_add(void);
 void comm_hang_watch_remove(void);

@@ -11,6 +11,7 @@
 #include "lifecycle/lifecycle.h"
 #include "comm/comm_hang.h"
 #include "plan/plan.h"
+#include "ras/ras.h"
 #include "transport/transport.h"
 #include "tune/tune.h"
 #include "util/check.h"
@@ -112,6 +113,10 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   int timeout = (int)param_int(WEFT_PARAM_INIT_TIMEOUT_MS);
   int op_timeout = (int)param_int(WEFT_PARAM_TIMEOUT_MS);
   if (comm->split_child && op_timeout < timeout) timeout = op_timeout;
+  if (!comm->ras_on) { /* the RAS service runs while the process has a communicator */
+    ras_comm_add();
+    comm->ras_on = 1;
+  }
   WEFT_CHECK_GOTO(bootstrap_init(id, comm->rank, comm->nranks, timeout, &comm->abort_flag,
                                  &comm->bootstrap),
                   res, fail);
@@ -190,6 +195,7 @@ void comm_join_init(struct ncclComm* comm) {
 void comm_free(struct ncclComm* comm) {
   comm_registry_remove(comm); /* first: a stale handle is refused from here on */
   comm_hang_detach(comm);     /* the peers' reports see this rank gone */
+  if (comm->ras_on) ras_comm_remove();
   for (weft_mem_reg* r = comm->regs; r; r = r->next) { /* never deregistered */
     transport_window_unmap(comm, r->zc);
     r->zc = NULL;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "nccl_profiler.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -75,6 +76,7 @@ struct trace_ctx {
   size_t nrecs, nrec_total; /* ring capacity, records ever written */
   uint64_t dropped;          /* events refused for lack of a free slot */
   int written;
+  metrics_t metrics;         /* WEFT_METRICS_DIR: Prometheus text (metrics.c) */
   trace_ctx* next;           /* every live context, for the exit flush */
 };
 
@@ -212,6 +214,7 @@ static void write_meta(FILE* f, const trace_ctx* c, int tid, const char* what, i
 
 /* Write the context's file (called with c->lock held). */
 static void write_file_locked(trace_ctx* c) {
+  metrics_write(&c->metrics, c->comm_id, c->name, c->rank, c->nranks);
   const char* dir = getenv("WEFT_TRACE_DIR");
   if (!dir || !*dir) dir = ".";
   char host[64] = "host";
@@ -483,6 +486,10 @@ static ncclResult_t trace_stop(void* handle) {
     r->dur_us = t > e->start_us ? t - e->start_us : 0;
     c->nrec_total++;
     e->live = 0;
+    if (e->type == ncclProfileColl) {
+      metrics_add(&c->metrics, e->func, e->dtype, e->count, c->nranks, r->dur_us);
+      if (metrics_due(&c->metrics, t)) metrics_write(&c->metrics, c->comm_id, c->name, c->rank, c->nranks);
+    }
   }
   pthread_mutex_unlock(&c->lock);
   return ncclSuccess;

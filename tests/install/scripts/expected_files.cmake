@@ -26,7 +26,7 @@ function(weft_expected_files component out)
     endforeach()
   elseif(component STREQUAL "tools")
     list(APPEND f ${BINDIR}/weft-perf ${BINDIR}/weft-conformance ${BINDIR}/weft-policy
-      ${BINDIR}/weft-trace-merge
+      ${BINDIR}/weft-ras ${BINDIR}/weft-trace-merge
       ${DOCDIR}/README.md ${DOCDIR}/LICENSE ${DOCDIR}/CONTRIBUTING.md)
     file(GLOB policies RELATIVE ${SRC}/examples/policies ${SRC}/examples/policies/*.yaml)
     foreach(p ${policies})

@@ -88,7 +88,7 @@ need weft-dev usr/include/weft/nccl.h usr/include/weft/weft.h usr/include/weft/n
   "$L/libweft.so" "$L/weft/libnccl.so" "$L/libweft-net-export.a" \
   "$L/cmake/weft/weftConfig.cmake" "$L/pkgconfig/weft.pc" \
   usr/share/doc/weft-dev/examples/net-plugin/CMakeLists.txt
-tools="weft-perf weft-conformance weft-policy weft-trace-merge"
+tools="weft-perf weft-conformance weft-policy weft-ras weft-trace-merge"
 for t in $tools; do
   need weft-tools "usr/bin/$t" "usr/share/man/man1/$t.1.gz"
 done
