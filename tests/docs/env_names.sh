@@ -7,9 +7,12 @@
 set -eu
 src=$1
 doc=$src/docs/env.md
-# Not settings: a cost-table marker and NCCL's pointer-type constants named in messages, and
-# prefixes (a family of names each documented on its own).
-not_settings="NCCL_ALGO_PROTO_IGNORE NCCL_PTR_HOST NCCL_PTR_CUDA NCCL_PTR_DMABUF NCCL_PROTO_ WEFT_TEST_"
+# Not settings: a cost-table marker and NCCL's pointer-type constants named in messages, NCCL's
+# API constants and initializers named in messages (window flags, the device API's and the
+# simulation's initializers), and prefixes (a family of names each documented on its own).
+not_settings="NCCL_ALGO_PROTO_IGNORE NCCL_PTR_HOST NCCL_PTR_CUDA NCCL_PTR_DMABUF NCCL_PROTO_ WEFT_TEST_ 
+  NCCL_COMM_PROPERTIES_INITIALIZER NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER NCCL_SIM_INFO_INITIALIZER 
+  NCCL_WIN_COLL_SYMMETRIC NCCL_WIN_STRICT_ORDERING"
 names=$(cd "$src" && find core plugins tools conformance -type f \
     \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.def' \) -print0 |
   xargs -0 grep -hoE '"(NCCL|WEFT)_[A-Z0-9_]+' | tr -d '"' | sort -u)
