@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     }
     case 'v': o.verbose = 1; break;
     case 'H': usage(stdout, argv[0]); return 0;
-    case 'V': printf("weft-ras (weft) %s, RAS client protocol %d\n", WEFT_RAS_VERSION, RAS_PROTOCOL); return 0;
+    case 'V': printf("weft-ras (weft) %s\n", WEFT_RAS_VERSION); return 0;
     default: usage(stderr, argv[0]); return 2;
     }
   }
