@@ -31,6 +31,7 @@
 #include "util/check.h"
 #include "util/clock.h"
 #include "util/names.h"
+#include "util/proc.h"
 
 #define RAS_STALE_MS 3000 /* a process's watchdog ticks at least every second */
 #define RAS_WATCH_MAX 4096 /* peer states MONITOR remembers */
@@ -74,19 +75,6 @@ void ras_buf_free(ras_buf* b) {
   memset(b, 0, sizeof *b);
 }
 
-/* The state letter of pid from /proc (R, S, D, T, t, Z, ...), or 0 when it cannot be read. */
-static char pid_state(int pid) {
-  char path[64], buf[256];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = fopen(path, "re");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char* p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-  return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* The rank infos, once init has ended (while it runs, another thread writes them). */
 static const weft_rank_info* peers_of(struct ncclComm* comm) {
   int st = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
@@ -106,11 +94,11 @@ static int classify(struct ncclComm* comm, int r, const weft_hang_view* v, int s
     return RK_MISSING;
   }
   if (v->state != WEFT_HANG_LIVE) return RK_OK; /* destroyed/aborted: shown by its flags */
-  char st = v->pid > 0 ? pid_state(v->pid) : 0;
-  if ((v->pid > 0 && kill(v->pid, 0) != 0 && errno == ESRCH) || st == 'Z' || st == 'X') {
+  if (v->pid > 0 && !proc_alive(v->pid)) {
     *why = "its process exited";
     return RK_DEAD;
   }
+  char st = v->pid > 0 ? proc_state(v->pid) : 0;
   if (st == 'T' || st == 't') {
     *why = "its process is stopped";
     return RK_UNRESPONSIVE;
