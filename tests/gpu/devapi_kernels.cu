@@ -315,8 +315,13 @@ int main(int argc, char** argv) {
   static world w;
   memset(&w, 0, sizeof w);
   w.n = w.nlocal = n;
-  int devs[MAXR] = {0};
+  /* Ranks sharing GPU 0 in one process: grouped ncclCommInitRank (ncclCommInitAll refuses a
+   * device named twice, as NCCL's does). */
   CK(cudaSetDevice(0));
-  EXPECT_OK(ncclCommInitAll(w.comm, n, devs));
+  ncclUniqueId id;
+  EXPECT_OK(ncclGetUniqueId(&id));
+  EXPECT_OK(ncclGroupStart());
+  for (int r = 0; r < n; r++) EXPECT_OK(ncclCommInitRank(&w.comm[r], n, id, r));
+  EXPECT_OK(ncclGroupEnd());
   return run(&w);
 }
