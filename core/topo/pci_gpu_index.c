@@ -10,9 +10,9 @@
 
 /* The first line of `dir/name`'s file parsed as a hexadecimal number; 0 on failure. */
 static unsigned long read_hex(const char* dir, const char* name) {
-  char path[512];
+  char path[512 + 64]; /* dir is at most 511 characters, name a short attribute's */
   int n = snprintf(path, sizeof path, "%s/%s", dir, name);
-  if (n < 0 || (size_t)n >= sizeof path) return 0; /* a path that long is no sysfs device */
+  if (n < 0 || (size_t)n >= sizeof path) return 0;
   FILE* f = fopen(path, "r");
   if (!f) return 0;
   unsigned long v = 0;
