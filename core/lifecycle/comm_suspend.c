@@ -32,9 +32,9 @@ ncclResult_t comm_suspend(struct ncclComm* comm) {
     res = ncclInvalidUsage;
   } else {
     /* Refuse operations first, then look for one in flight: plan_launch counts itself in
-     * flight, then reads the mark, so either it sees the mark or this sees it. */
+     * flight, then reads the mark, so either it sees the mark or this sees it (all four
+     * accesses sequentially consistent). */
     __atomic_store_n(&comm->suspended, 1, __ATOMIC_SEQ_CST);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (comm->plan && __atomic_load_n(&comm->plan->inflight, __ATOMIC_SEQ_CST) > 0) {
       __atomic_store_n(&comm->suspended, 0, __ATOMIC_SEQ_CST);
       WARN("ncclCommSuspend: comm %p (rank %d) has an operation in flight on another thread",

@@ -135,7 +135,7 @@ int plan_wait_idle(struct ncclComm* comm, int timeout_ms) {
   if (!comm->plan) return 1;
   uint64_t deadline = clock_ms() + (uint64_t)timeout_ms;
   weft_backoff bo = {0};
-  while (__atomic_load_n(&comm->plan->inflight, __ATOMIC_ACQUIRE) > 0) {
+  while (__atomic_load_n(&comm->plan->inflight, __ATOMIC_SEQ_CST) > 0) {
     if (clock_ms() > deadline) return 0;
     backoff_wait(&bo);
   }
