@@ -102,6 +102,19 @@ int test_count_my_shm(void);
 #define WEFT_TEST_SANITIZED 0
 #endif
 
+/* Threads a sanitizer runs of its own that a forked process may start after its first count:
+ * ThreadSanitizer's background thread. */
+#if defined(__SANITIZE_THREAD__)
+#define WEFT_TEST_SANITIZER_THREADS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WEFT_TEST_SANITIZER_THREADS 1
+#endif
+#endif
+#ifndef WEFT_TEST_SANITIZER_THREADS
+#define WEFT_TEST_SANITIZER_THREADS 0
+#endif
+
 /* Deterministic per-test random numbers (xorshift); seed from WEFT_TEST_SEED or the given one. */
 uint64_t test_seed(uint64_t fallback);
 uint64_t test_rand(uint64_t* state);
