@@ -176,8 +176,14 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
         __atomic_compare_exchange_n(&comm->async_error, &ok, (int)e, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_RELAXED)) {
       __atomic_store_n(&comm->state, WEFT_COMM_FAILED, __ATOMIC_RELEASE);
-      WARN("rank %d: a kernel stopped waiting for a peer (%s); the communicator has failed",
-           comm->rank, e == ncclRemoteError ? "aborted" : "no progress within WEFT_TIMEOUT_MS");
+      int peer = device_exec_error_peer(comm);
+      const char* why = e == ncclRemoteError ? "aborted" : "no progress within WEFT_TIMEOUT_MS";
+      if (peer >= 0)
+        WARN("rank %d: ncclWaitSignal stopped waiting for rank %d's signals (%s); the "
+             "communicator has failed", comm->rank, peer, why);
+      else
+        WARN("rank %d: a kernel stopped waiting for a peer (%s); the communicator has failed",
+             comm->rank, why);
     }
     if (e != ncclSuccess) r = (ncclResult_t)__atomic_load_n(&comm->async_error, __ATOMIC_ACQUIRE);
   }

@@ -26,7 +26,7 @@
 #define DEVICE_DEFAULT_CHANNELS 64
 
 struct weft_device {
-  uint32_t* words;     /* host-mapped: [0] abort, [1] error */
+  uint32_t* words;     /* host-mapped: [0] abort, [1] error, [2] signal wait's peer + 1 */
   uint32_t* words_dev; /* the same, as the kernels address them */
   cudaEvent_t last;    /* recorded after each launch outside capture */
   int have_last;
@@ -190,6 +190,12 @@ ncclResult_t device_exec_error(struct ncclComm* comm) {
   return e == 2 ? ncclRemoteError : ncclSystemError;
 }
 
+int device_exec_error_peer(struct ncclComm* comm) {
+  struct weft_device* d = comm->device;
+  if (!d) return -1;
+  return (int)__atomic_load_n(&d->words[2], __ATOMIC_ACQUIRE) - 1;
+}
+
 /* From this size a copy captured into a CUDA graph runs faster on the SMs than as a memcpy
  * node (H200: 775 us against 541 us per GiB; at 256 MiB the node still wins, 126 against
  * 138 us). Launched, copies up to WEFT_LAUNCHED_SM_COPY_MAX_BYTES between device buffers of
@@ -271,7 +277,7 @@ ncclResult_t device_exec_rma_wait(struct ncclComm* comm, const uint64_t* sig, ui
       a.peer[k] = peers[i + k];
       a.count[k] = counts[i + k];
     }
-    CUDA_TRY(comm, (cudaError_t)weft_dev_rma_wait(&c, sig, consumed, &a, stream),
+    CUDA_TRY(comm, (cudaError_t)weft_dev_rma_wait(&c, sig, consumed, &a, d->words_dev + 2, stream),
              "the signal wait kernel launch");
   }
 out:

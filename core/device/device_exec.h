@@ -50,6 +50,8 @@ ncclResult_t device_exec_rma_wait(struct ncclComm* comm, const uint64_t* sig, ui
                                   int n, const int* peers, const uint64_t* counts, void* stream);
 /* What the kernels reported: ncclSuccess, or the error a wait ended with. */
 ncclResult_t device_exec_error(struct ncclComm* comm);
+/* The peer whose signals a one-sided wait gave up on (ncclWaitSignal), or -1: none did. */
+int device_exec_error_peer(struct ncclComm* comm);
 
 /* Channels a device communicator proposes (NCCL_MIN/MAX_NCHANNELS, config CTAs applied by the
  * caller). */

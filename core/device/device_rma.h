@@ -20,8 +20,9 @@ typedef struct {
   uint64_t count[WEFT_DEV_RMA_WAIT_MAX];
 } weft_dev_rma_wait_args;
 int weft_dev_rma_signal(uint64_t* slot, void* stream);
+/* who: a host-mapped word where the first wait to give up records its peer plus one. */
 int weft_dev_rma_wait(const weft_dev_comm* c, const uint64_t* sig, uint64_t* consumed,
-                      const weft_dev_rma_wait_args* a, void* stream);
+                      const weft_dev_rma_wait_args* a, uint32_t* who, void* stream);
 
 #ifdef __cplusplus
 }

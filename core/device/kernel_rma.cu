@@ -9,7 +9,8 @@
  * weft_dev_rma_wait: thread i waits (acquire, system scope; bounded by the communicator's abort
  * word and WEFT_TIMEOUT_MS, as every kernel wait) until the local counter of peer[i] reaches
  * what earlier waits consumed plus count[i], then records that as consumed. The consumed
- * counts live in device memory, so a captured wait replays as "count[i] more". */
+ * counts live in device memory, so a captured wait replays as "count[i] more". A wait that
+ * gives up records its peer (plus one) in `who`, the first only, for the host's report. */
 #include <cuda_runtime.h>
 
 #include "device/dev_sync.cuh"
@@ -25,12 +26,15 @@ __global__ void rma_signal_kernel(uint64_t* slot) {
 }
 
 __global__ void rma_wait_kernel(weft_dev_comm c, const uint64_t* sig, uint64_t* consumed,
-                                weft_dev_rma_wait_args a) {
+                                weft_dev_rma_wait_args a, volatile uint32_t* who) {
   int i = threadIdx.x;
   if (i < a.n) {
     int p = a.peer[i];
     uint64_t target = consumed[p] + a.count[i], seen = 0;
-    if (wait_counter(&sig[p], target, c, &seen) == WAIT_OK) consumed[p] = target;
+    if (wait_counter(&sig[p], target, c, &seen) == WAIT_OK)
+      consumed[p] = target;
+    else if (*who == 0) /* a plain store, as the error word: racing givers-up keep one peer */
+      *who = (uint32_t)p + 1;
   }
   __threadfence_system();
 }
@@ -41,7 +45,8 @@ extern "C" int weft_dev_rma_signal(uint64_t* slot, void* stream) {
 }
 
 extern "C" int weft_dev_rma_wait(const weft_dev_comm* c, const uint64_t* sig, uint64_t* consumed,
-                                 const weft_dev_rma_wait_args* a, void* stream) {
-  rma_wait_kernel<<<1, WEFT_DEV_RMA_WAIT_MAX, 0, (cudaStream_t)stream>>>(*c, sig, consumed, *a);
+                                 const weft_dev_rma_wait_args* a, uint32_t* who, void* stream) {
+  rma_wait_kernel<<<1, WEFT_DEV_RMA_WAIT_MAX, 0, (cudaStream_t)stream>>>(*c, sig, consumed, *a,
+                                                                         who);
   return (int)cudaGetLastError();
 }

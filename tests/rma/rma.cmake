@@ -9,6 +9,20 @@ foreach(tr shm net)
   weft_add_test(NAME rma_wait_fails_fast_when_peer_killed_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c LABELS mp fault ARGS killed ${tr} TIMEOUT 90)
 endforeach()
+# Across hosts: 2 hosts (network + UTS namespaces) x 2 ranks, rma_put_signal's rounds per rank;
+# the net between the hosts is weft's built-in socket net, then the external socket plugin
+# loaded through NCCL_NET_PLUGIN (label netns: root only, skipped otherwise).
+foreach(via builtin plugin)
+  set(_plug "")
+  if(via STREQUAL "plugin")
+    set(_plug $<TARGET_FILE:nccl-net-weft-socket>)
+  endif()
+  add_test(NAME rma_two_hosts_netns_${via}
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rma_netns.sh
+            $<TARGET_FILE:rma_put_signal_wait_2_ranks_shm> ${_plug})
+  set_tests_properties(rma_two_hosts_netns_${via} PROPERTIES LABELS "netns;mp" TIMEOUT 180
+    SKIP_RETURN_CODE 77 RUN_SERIAL TRUE ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+endforeach()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
 weft_add_test(NAME rma_one_thread_drives_every_rank_in_a_group
@@ -60,4 +74,8 @@ if(WEFT_HAVE_CUDA)
       SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
       ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
   endforeach()
+  add_test(NAME rma_gpu_wait_timeout_names_peer COMMAND rma_gpu --timeout)
+  set_tests_properties(rma_gpu_wait_timeout_names_peer PROPERTIES LABELS "gpu;mp;fault" TIMEOUT 120
+    SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+    ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
 endif()

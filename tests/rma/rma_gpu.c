@@ -8,9 +8,13 @@
  *  graph:  each rank captures [put to the next rank, wait for one signal from the previous]
  *          on its stream and replays it REPLAYS times with new source data each time: every
  *          replay must deliver (the signal adds one, the wait consumes one, on the GPU).
- * Usage: rma_gpu --procs N | --gpus N [--share] */
+ *  --timeout (2 processes): rank 1 signals once where rank 0 waits for two; rank 0's wait kernel
+ *          gives up at WEFT_TIMEOUT_MS (2 s here), and ncclCommGetAsyncError then reports an
+ *          error whose WARN names rank 1 as the peer whose signals did not come.
+ * Usage: rma_gpu --procs N | --gpus N [--share] | --timeout */
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -217,8 +221,48 @@ static int body(gpu_world* w, void* arg) {
   return GPU_PASS;
 }
 
+/* --timeout: see the top of the file. */
+static int body_timeout(gpu_world* w, void* arg) {
+  (void)arg;
+  gpu_rank* r = &w->loc[0];
+  char* win = NULL;
+  ncclWindow_t win_h;
+  CUDA_OK(cudaSetDevice(r->dev));
+  CUDA_OK(cudaMalloc((void**)&win, 4096));
+  NCCL_CHECK(r, ncclCommWindowRegister(r->comm, win, 4096, &win_h, NCCL_WIN_COLL_SYMMETRIC));
+  if (r->rank == 1) {
+    NCCL_CHECK(r, ncclSignal(0, 0, 0, 0, r->comm, r->stream));
+    CUDA_OK(cudaStreamSynchronize(r->stream));
+    sleep(5); /* alive past rank 0's timeout: the wait must end by the timeout, not a death */
+  } else {
+    ncclWaitSignalDesc_t d = {2, 1, 0, 0};
+    double t0 = gpu_now_s();
+    NCCL_CHECK(r, ncclWaitSignal(1, &d, r->comm, r->stream));
+    CUDA_OK(cudaStreamSynchronize(r->stream)); /* the kernel gives up; the stream drains */
+    double took = gpu_now_s() - t0;
+    ncclResult_t async = ncclSuccess;
+    NCCL_CHECK(r, ncclCommGetAsyncError(r->comm, &async));
+    const char* e = ncclGetLastError(r->comm);
+    printf("rank 0: wait for 2 signals from rank 1 ended after %.1f s: %s: %s\n", took,
+           ncclGetErrorString(async), e ? e : "");
+    if (async == ncclSuccess || !e || !strstr(e, "rank 1's signals") || took < 1.9) {
+      fprintf(stderr, "FAIL rank 0: expected an async error naming rank 1's signals after >= 2 s\n");
+      return GPU_FAIL;
+    }
+  }
+  NCCL_CHECK(r, ncclCommAbort(r->comm)); /* rank 0's communicator has failed: abort, not destroy */
+  r->comm = NULL;
+  CUDA_OK(cudaFree(win));
+  return GPU_PASS;
+}
+
 int main(int argc, char** argv) {
   test_require_weft_lib();
+  if (argc == 2 && !strcmp(argv[1], "--timeout")) {
+    setenv("WEFT_TIMEOUT_MS", "2000", 1);
+    gpu_set_share(1);
+    return gpu_run_procs(2, body_timeout, NULL, test_seed(0x0e51dedull), 60);
+  }
   gpu_set_cmdline(argc, argv);
   setvbuf(stdout, NULL, _IOLBF, 0);
   int procs = 0, gpus = 0;
@@ -227,7 +271,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--procs") && i + 1 < argc) procs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--gpus") && i + 1 < argc) gpus = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: %s --procs N | --gpus N [--share]\n", argv[0]);
+      fprintf(stderr, "usage: %s --procs N | --gpus N [--share] | --timeout\n", argv[0]);
       return 2;
     }
   }

@@ -8,7 +8,10 @@
  * the larger puts span many steps and fill the FIFO, so the target's rma thread must drain
  * while the target's program is busy elsewhere.
  *
- * Usage: rma_put_signal <nranks> shm|net */
+ * Usage: rma_put_signal <nranks> shm|net
+ *        rma_put_signal --rank R <nranks>: one rank of a job started elsewhere (rma_netns.sh:
+ *        ranks on two hosts), the unique id from NCCL_COMM_ID, the seed from WEFT_TEST_SEED
+ *        (the same on every rank, so each computes the same plan). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,8 +117,24 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* --rank R N: every rank derives the same plan from the seed the launcher set. */
+static int one_rank(int rank, int n) {
+  if (!getenv("NCCL_COMM_ID") || !getenv("WEFT_TEST_SEED") || n < 2 || rank < 0 || rank >= n) {
+    fprintf(stderr, "--rank R N needs 0 <= R < N, N >= 2, NCCL_COMM_ID and WEFT_TEST_SEED\n");
+    return 2;
+  }
+  params pr;
+  pr.seed = test_seed(0);
+  uint64_t st = pr.seed | 1;
+  pr.region = 4096 + test_rand(&st) % (200 * 1024);
+  ncclUniqueId id;
+  EXPECT_OK(ncclGetUniqueId(&id)); /* from NCCL_COMM_ID */
+  return rank_main(rank, n, &id, &pr);
+}
+
 int main(int argc, char** argv) {
   test_require_weft_lib();
+  if (argc == 4 && strcmp(argv[1], "--rank") == 0) return one_rank(atoi(argv[2]), atoi(argv[3]));
   int n = argc > 1 ? atoi(argv[1]) : 3;
   if (argc > 2 && strcmp(argv[2], "net") == 0) setenv("NCCL_SHM_DISABLE", "1", 1);
   params pr;

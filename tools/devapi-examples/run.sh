@@ -42,8 +42,10 @@ for e in 06_device_api/01_allreduce_lsa 07_kernel_fusion/01_rmsnorm_lsa; do
   name=$(basename "$e")
   log=$work/$name.log
   # As the examples' Makefile does, without its repository-relative includes: the example,
-  # the examples' common utilities, NVIDIA's headers; linked against weft's library.
-  if ! "$nvcc" -std=c++17 -arch="$arch" -I"$inc" -I"$ex/common/include" \
+  # the examples' common utilities, the group's own include/ (07_kernel_fusion's rmsnorm
+  # helpers), NVIDIA's headers; linked against weft's library.
+  group=$ex/$(dirname "$e")
+  if ! "$nvcc" -std=c++17 -arch="$arch" -I"$inc" -I"$ex/common/include" -I"$group/include" \
       "$dir/main.cu" "$ex/common/src/utils.cc" -L"$lib" -lnccl -lpthread \
       -Xlinker -rpath="$lib" -o "$work/$name" >"$log" 2>&1; then
     echo "FAIL $e: does not build against $inc (see $log)"

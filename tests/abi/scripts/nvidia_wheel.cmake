@@ -24,12 +24,16 @@ function(nvidia_wheel work version out)
       if(NOT PIP)
         message(FATAL_ERROR "pip is needed to fetch NVIDIA's nccl ${version} wheel")
       endif()
+      # Bounded: on a machine without PyPI (a lent GPU machine) pip's defaults retry for
+      # minutes while other tests wait on the lock; this fails in well under a minute instead.
       execute_process(COMMAND ${PIP} download --no-deps --disable-pip-version-check
+                              --timeout 15 --retries 2
                               nvidia-nccl-cu13==${version} -d ${root}
         RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
       file(GLOB wheels ${root}/nvidia_nccl_cu13-${version}-*.whl)
       if(NOT rc EQUAL 0 OR NOT wheels)
-        message(FATAL_ERROR "pip download nvidia-nccl-cu13==${version} failed (${rc}):\n${e}")
+        message(FATAL_ERROR "pip download nvidia-nccl-cu13==${version} failed (${rc}); offline, "
+          "unpack the wheel's include/ under ${root}/x/nvidia/nccl (WEFT_NCCL_WHEEL_DIR):\n${e}")
       endif()
     endif()
     list(GET wheels 0 wheel)

@@ -1,0 +1,73 @@
+#!/bin/sh
+# One-sided calls across hosts: two hosts in network + UTS namespaces (a veth pair between them,
+# host names rmahost-1 and rmahost-2), two host-mode ranks on each, one communicator. Each rank
+# runs rma_put_signal's rounds (puts of random pieces into every rank's window, signals, waits,
+# checked against the reference the target computes), so puts between the hosts cross the
+# socket net and puts within a host take that host's own path.
+# Needs root, ip(8) and unshare(1); exits 77 (skip) without them.
+# Usage: rma_netns.sh RMA_PUT_SIGNAL_BIN [NET_PLUGIN_SO]: with the plugin (libnccl-net-weft-socket.so)
+# the net between the hosts is that external plugin, loaded as NCCL loads one.
+set -u
+bin=$1
+plugin=${2:-}
+if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
+for t in ip unshare hostname timeout; do
+  command -v $t >/dev/null 2>&1 || { echo "SKIP: needs $t"; exit 77; }
+done
+nsa=weftrma$$a
+nsb=weftrma$$b
+dir=$(mktemp -d /tmp/weft-rma-netns-XXXXXX)
+cleanup() {
+  ip netns del $nsa 2>/dev/null
+  ip netns del $nsb 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+if ! ip netns add $nsa 2>/dev/null || ! ip netns add $nsb 2>/dev/null; then
+  echo "SKIP: cannot create network namespaces"; exit 77
+fi
+ip link add wr0 netns $nsa type veth peer name wr0 netns $nsb || exit 1
+ip -n $nsa addr add 10.78.0.1/24 dev wr0 && ip -n $nsb addr add 10.78.0.2/24 dev wr0 || exit 1
+for ns in $nsa $nsb; do ip -n $ns link set lo up && ip -n $ns link set wr0 up || exit 1; done
+
+seed=${WEFT_TEST_SEED:-$(date +%s)}
+echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}"
+extra=""
+[ -n "$plugin" ] && extra="NCCL_NET_PLUGIN=$plugin NCCL_NET=weft-socket"
+n=4
+for r in 0 1 2 3; do
+  h=$((r / 2 + 1)) ns=$nsa
+  [ $h = 2 ] && ns=$nsb
+  ip netns exec $ns unshare --uts sh -c "hostname rmahost-$h && exec env $extra \
+    NCCL_COMM_ID=10.78.0.1:29565 NCCL_SOCKET_IFNAME=wr0 WEFT_TEST_SEED=$seed \
+    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ALL NCCL_BUFFSIZE=262144 \
+    WEFT_INIT_TIMEOUT_MS=20000 timeout 90 '$bin' --rank $r $n" >"$dir/rank$r.log" 2>&1 &
+  eval "pid$r=\$!"
+done
+failed=0
+for r in 0 1 2 3; do
+  eval "wait \$pid$r"; rc=$?
+  if [ $rc != 0 ]; then
+    echo "FAIL rank $r (exit $rc):"; tail -30 "$dir/rank$r.log" | sed 's/^/  /'; failed=1
+  else
+    grep -E "rounds of puts|NET/.* selected" "$dir/rank$r.log" | sed 's/^/  /'
+  fi
+done
+# The job really spanned two hosts, and rank 0's one-sided connections took the net to the other
+# host and shared memory within its own.
+expect() { # PATTERN WHAT
+  if ! grep -qE "$1" "$dir/rank0.log"; then echo "FAIL rank 0: $2 (no log line '$1')"; failed=1; fi
+}
+if [ $failed = 0 ]; then
+  expect "4 ranks on 2 node\(s\)" "not 2 hosts"
+  expect "one-sided .* to rank 1 via SHM" "rank 1 (same host) not over shared memory"
+  expect "one-sided .* to rank 2 via [A-Za-z]" "no one-sided connection to rank 2"
+  [ -n "$plugin" ] && expect "one-sided .* to rank 2 via weft-socket" "the plugin not used"
+  if grep -qE "one-sided .* to rank [23] via SHM" "$dir/rank0.log"; then
+    echo "FAIL rank 0: a rank on the other host reached through shared memory"; failed=1
+  fi
+  grep -E "tuning: 4 ranks|one-sided .* to rank" "$dir/rank0.log" | sed 's/^/  /'
+fi
+[ $failed = 0 ] && echo "one-sided calls across two hosts passed"
+exit $failed
