@@ -156,9 +156,10 @@ const char* ipcmap_acquire_error(int e);
 void ipcmap_release(struct ncclComm* comm, const tconn* c, void* base);
 int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why,
                         size_t whylen);
-int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc);
+int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc, char* why,
+                     size_t whylen);
 /* Either of the two, IPC first: IPCMAP_IPC (handle, offset), IPCMAP_FD (fd, offset, alloc) or
- * 0 (why says why IPC could not). */
+ * 0 (why says why neither could). */
 enum { IPCMAP_IPC = 1, IPCMAP_FD = 2 };
 int ipcmap_describe(void* buff, uint8_t* handle, uint64_t* offset, int* fd, uint64_t* alloc,
                     char* why, size_t whylen);

@@ -118,20 +118,35 @@ int ipcmap_describe_ipc(void* buff, uint8_t* handle, uint64_t* offset, char* why
   return 1;
 }
 
-int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc) {
+int ipcmap_export_fd(void* buff, int* fd, uint64_t* offset, uint64_t* alloc, char* why,
+                     size_t whylen) {
   const weft_cuda_drv* d = cuda_drv();
   uintptr_t base = 0;
   size_t len = 0;
   CUmemGenericAllocationHandle h;
   *fd = -1;
-  if (!d->retain_handle || !d->export_handle || !d->release ||
-      !cuda_alloc_range(buff, &base, &len))
+  if (!d->retain_handle || !d->export_handle || !d->release) {
+    snprintf(why, whylen, "the CUDA driver lacks the cuMem export calls");
     return 0;
-  if (d->retain_handle(&h, buff) != CUDA_SUCCESS) return 0;
-  CUresult r = d->export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  }
+  if (!cuda_alloc_range(buff, &base, &len)) {
+    snprintf(why, whylen, "cuMemGetAddressRange does not know %p", buff);
+    return 0;
+  }
+  /* Each step named: cudaMalloc memory stops at the retain, cuMem memory created without a
+   * POSIX fd handle type (ncclMemAlloc falls back to that where a container refuses it) at the
+   * export. */
+  CUresult r = d->retain_handle(&h, buff);
+  if (r != CUDA_SUCCESS) {
+    snprintf(why, whylen, "cuMemRetainAllocationHandle: %s (not cuMem memory: cudaMalloc?)",
+             cuda_drv_error(r));
+    return 0;
+  }
+  r = d->export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
   d->release(h);
   if (r != CUDA_SUCCESS) {
     *fd = -1;
+    snprintf(why, whylen, "cuMemExportToShareableHandle (POSIX fd): %s", cuda_drv_error(r));
     return 0;
   }
   *offset = (uint64_t)((uintptr_t)buff - (uintptr_t)base);
@@ -143,7 +158,10 @@ int ipcmap_describe(void* buff, uint8_t* handle, uint64_t* offset, int* fd, uint
                     char* why, size_t whylen) {
   *fd = -1;
   if (ipcmap_describe_ipc(buff, handle, offset, why, whylen)) return IPCMAP_IPC;
-  if (ipcmap_export_fd(buff, fd, offset, alloc)) return IPCMAP_FD;
+  char fd_why[128];
+  if (ipcmap_export_fd(buff, fd, offset, alloc, fd_why, sizeof fd_why)) return IPCMAP_FD;
+  size_t used = strlen(why);
+  if (used < whylen) snprintf(why + used, whylen - used, "; %s", fd_why);
   return 0;
 }
 

@@ -69,7 +69,7 @@ typedef struct {
   uint64_t ptr;      /* the buffer's address in the owner's process */
   uint64_t alloc;    /* the allocation's bytes */
   uint64_t offset;   /* the buffer's offset in it */
-  char why[96];
+  char why[176];
 } lsa_offer;
 
 /* A handle on rank q's allocation as offered; 0 with why set when none can be had. */
@@ -117,9 +117,10 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
   }
   int fd = -1;
   uint64_t off = 0, alloc = 0;
-  if (!ipcmap_export_fd(buff, &fd, &off, &alloc)) {
-    snprintf(me->why, sizeof me->why,
-             "it is not cuMem memory (ncclMemAlloc): cudaMalloc memory cannot be mapped flat");
+  char why[120];
+  if (!ipcmap_export_fd(buff, &fd, &off, &alloc, why, sizeof why)) {
+    snprintf(me->why, sizeof me->why, "its memory cannot be mapped flat (ncclMemAlloc memory "
+             "can): %s", why);
     return;
   }
   me->ok = 1;
@@ -212,7 +213,7 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, weft_window_lsa** o
     lsa_release(l);
     return ncclSystemError;
   }
-  char why[160] = "";
+  char why[224] = "";
   offer(comm, buff, &all[me]);
   int export_fd = all[me].fd;
   ncclResult_t res = bootstrap_allgather(comm->bootstrap, all, sizeof *all);
