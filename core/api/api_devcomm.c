@@ -27,6 +27,8 @@
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "device/device_exec.h"
 #endif
 
 /* One resource of the buffer: its bytes, alignment and where its handle goes. */
@@ -140,8 +142,14 @@ static void fill_common(void* out, ncclDevCommLayout_t layout, uint32_t version,
                         struct ncclComm* comm, int lsa_size, int lsa_rank, void* table,
                         const weft_mem_reg* rw, uint32_t lsa_handle, int lsa_barriers,
                         uint32_t hybrid_handle) {
-  uintptr_t flat = 0;
+  uintptr_t flat = 0, abort_word = 0;
   uint32_t stride4g = 0;
+#ifdef WEFT_HAVE_CUDA
+  /* The device executor's abort word: set on ncclCommAbort, revoke and a failed connection, so
+   * the waits of device-API kernels (barriers, GIN waits poll abortFlag) end with the
+   * communicator's collectives. */
+  abort_word = (uintptr_t)device_exec_abort_word(comm->device);
+#endif
   if (rw) {
     flat = rw->lsa ? (uintptr_t)transport_window_lsa_base(rw->lsa) : (uintptr_t)rw->buff;
     stride4g = rw->lsa ? (uint32_t)(transport_window_lsa_stride(rw->lsa) / NCCL_DEVCOMM_4G) : 0;
@@ -164,6 +172,7 @@ static void fill_common(void* out, ncclDevCommLayout_t layout, uint32_t version,
     (D)->lsaBarrier.bufHandle = lsa_handle;                                       \
     (D)->lsaBarrier.nBarriers = lsa_barriers;                                     \
     (D)->hybridLsaBarrier.bufHandle = hybrid_handle;                              \
+    (D)->abortFlag = abort_word;                                                  \
   } while (0)
   if (layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
     ncclDevComm_v2_30_t* d = out;

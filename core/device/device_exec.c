@@ -135,6 +135,8 @@ void device_exec_stop(struct weft_device* d) {
   if (d) __atomic_store_n(&d->words[0], 1u, __ATOMIC_RELEASE);
 }
 
+uint32_t* device_exec_abort_word(struct weft_device* d) { return d ? d->words_dev : NULL; }
+
 void device_exec_wait_idle(struct ncclComm* comm, struct weft_device* d, int abort) {
   if (!d) return;
   dev_guard g;

@@ -26,6 +26,9 @@ void device_exec_destroy(struct ncclComm* comm, struct weft_device* d, int abort
 /* Make running and later kernels of the communicator give up their waits (a connection
  * failed under them: the proxy calls this). Thread-safe. */
 void device_exec_stop(struct weft_device* d);
+/* The word device_exec_stop sets, as kernels address it (host-mapped; nonzero: give up), for
+ * NCCL's device communicator (ncclDevComm.abortFlag): device-API kernels' waits end with it. */
+uint32_t* device_exec_abort_word(struct weft_device* d);
 
 /* Enqueue the works of one communicator's group (ops: the group's ops, in call order). */
 ncclResult_t device_exec_launch(struct ncclComm* comm, const weft_op* ops, weft_work* works,
