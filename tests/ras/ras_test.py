@@ -297,12 +297,37 @@ def main():
         rep, _ = ask("json")
         c = comm_of(rep, n)
         if c:
-            check(c["size"] == n and c["ranks_count"] == 0 and c["missing_ranks_count"] == n,
-                  "during init: size %d, no rank on a board, all %d missing" % (n, n))
+            # the bootstrap root (in rank 0's process: NCCL_COMM_ID) says who has checked in
+            check(c["size"] == n and c["ranks_count"] == n - 1 and c["missing_ranks_count"] == 1,
+                  "during init: size %d, %d ranks checked in, 1 missing (got %d, %d)" %
+                  (n, n - 1, c["ranks_count"], c["missing_ranks_count"]))
             check(c["weft"]["this_rank_init_state"] == 7, "the answering rank's init is in progress (7)")
-            check(any(m["rank"] == n - 1 for m in c["missing_ranks"]), "rank %d is listed missing" % (n - 1))
+            miss = c["missing_ranks"]
+            check(len(miss) == 1 and miss[0]["rank"] == n - 1 and miss[0]["weft"]["state"] == "not_arrived",
+                  "rank %d is named as not arrived: %s" % (n - 1, [(m["rank"], m["weft"]["state"]) for m in miss]))
+            check(sorted(r["rank"] for r in c["ranks"]) == list(range(n - 1)) and
+                  all(r["status"]["init_state"] == 7 for r in c["ranks"]),
+                  "ranks 0-%d are listed, init in progress" % (n - 2))
+            check(c["weft"]["init"]["root_answered"] and c["weft"]["init"]["not_arrived_count"] == 1,
+                  "the init block: the root answered, 1 not arrived")
         text, _ = ask("text")
         check("init ncclInProgress" in text or "in progress" in text.lower(), "the text report says init is in progress")
+        check(("rank %d (pid -1, host ?) NOT ARRIVED" % (n - 1)) in text and
+              ("%d of %d ranks checked in" % (n - 1, n)) in text,
+              "the text report names rank %d as not arrived" % (n - 1))
+        # then rank 0, whose process holds the root, goes too: the others say the root is gone
+        os.kill(PROCS[0].pid, signal.SIGKILL)
+        PROCS[0].wait()
+        rep = None
+        for i in range(10):
+            rep, _ = ask("json")
+            if rep and rep["communicators"] and not rep["communicators"][0]["weft"]["init"]["root_answered"]:
+                break
+            time.sleep(0.3)
+        c = rep and rep["communicators"] and rep["communicators"][0]
+        check(c and not c["weft"]["init"]["root_answered"] and
+              any("bootstrap root does not answer" in m["weft"]["why"] for m in c["missing_ranks"]),
+              "with the root's process gone, the report says the bootstrap root does not answer")
         for p in PROCS:
             p.kill()
             p.wait()
