@@ -32,9 +32,44 @@ DIR = tempfile.mkdtemp(prefix="weft-ras-")
 PROCS = []
 
 
-def start(nranks, ranks, secs=60):
+def start(nranks, ranks, secs=60, wrap=None):
     for r in ranks:
-        PROCS.append(subprocess.Popen([JOB, str(r), str(nranks), DIR, str(secs)], env=ENV))
+        cmd = [JOB, str(r), str(nranks), DIR, str(secs)]
+        PROCS.append(subprocess.Popen(wrap(r, cmd) if wrap else cmd, env=ENV))
+
+
+def netns_setup():
+    """Two hosts: network, UTS and mount namespaces (a veth pair, host names ras-host-a and
+    ras-host-b, each its own /dev/shm so that neither sees the other's status boards)."""
+    import shutil
+    if os.geteuid() != 0:
+        print("SKIP: needs root for network namespaces")
+        sys.exit(77)
+    for t in ("ip", "unshare", "nsenter", "mount", "hostname"):
+        if not shutil.which(t):
+            print("SKIP: needs", t)
+            sys.exit(77)
+    tag = "wras%d" % os.getpid()
+    nss = [tag + "a", tag + "b"]
+    for ns in nss:
+        if subprocess.run(["ip", "netns", "add", ns]).returncode != 0:
+            print("SKIP: cannot create network namespaces")
+            sys.exit(77)
+        CLEANUP.append(["ip", "netns", "del", ns])
+    cmds = [["ip", "link", "add", "wr0", "netns", nss[0], "type", "veth", "peer", "name", "wr0",
+             "netns", nss[1]],
+            ["ip", "-n", nss[0], "addr", "add", "10.78.0.1/24", "dev", "wr0"],
+            ["ip", "-n", nss[1], "addr", "add", "10.78.0.2/24", "dev", "wr0"]]
+    for ns in nss:
+        cmds += [["ip", "-n", ns, "link", "set", "lo", "up"], ["ip", "-n", ns, "link", "set", "wr0", "up"]]
+    for c in cmds:
+        if subprocess.run(c).returncode != 0:
+            sys.exit(check(False, "netns setup: %s" % " ".join(c)) or 1)
+    return nss
+
+
+CLEANUP = []
+HOLDERS = []  # processes that hold a host's namespaces: killed last
 
 
 def pids(nranks, timeout=60):
@@ -53,8 +88,13 @@ def pids(nranks, timeout=60):
     sys.exit(check(False, "all %d ranks finished init within %d s" % (nranks, timeout)) or 1)
 
 
+NETNS = []  # the twohost scenario: the namespace weft-ras runs in
+
+
 def ask(fmt="json", verbose=False, timeout=20):
     cmd = [CLIENT, "-p", str(RAS_PORT), "-h", "127.0.0.1", "-f", fmt] + (["-v"] if verbose else [])
+    if NETNS:
+        cmd = ["ip", "netns", "exec", NETNS[0]] + cmd
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     took = time.time() - t0
@@ -331,6 +371,63 @@ def main():
         for p in PROCS:
             p.kill()
             p.wait()
+    elif SCENARIO == "twohost":
+        # 2 hosts x 4 ranks; STATUS asked on host a names host b's ranks (from b's RAS peers),
+        # then a SIGSTOPped rank of b (rank 4: the first process a asks there, so a passes over
+        # it when it stays silent) as unresponsive, then a SIGKILLed one (rank 5) as dead.
+        nss = netns_setup()
+        NETNS.append(nss[0])
+        n, per = 8, 4
+        ENV["NCCL_COMM_ID"] = "10.78.0.1:29611"
+        ENV["NCCL_SOCKET_IFNAME"] = "wr0"
+
+        holders = []  # one process per host holds its UTS and mount namespaces
+        for h in range(2):
+            holders.append(subprocess.Popen(
+                ["ip", "netns", "exec", nss[h], "unshare", "--uts", "--mount", "sh", "-c",
+                 "mount -t tmpfs weft-ras-shm /dev/shm && hostname ras-host-%s && echo up && "
+                 "exec sleep 300" % "ab"[h]], stdout=subprocess.PIPE, text=True))
+            HOLDERS.append(holders[-1])
+            if holders[-1].stdout.readline().strip() != "up":
+                sys.exit(check(False, "host %s's namespaces are set up" % "ab"[h]) or 1)
+
+        def wrap(r, cmd):  # the rank joins its host's namespaces (the holder's: the pid of sleep)
+            return ["nsenter", "-t", str(holders[r // per].pid), "-n", "-u", "-m"] + cmd
+        start(n, range(n), wrap=wrap)
+        pid_of = pids(n)
+        time.sleep(0.5)
+        rep, took = ask("json")
+        check_healthy(rep, n, pid_of)
+        c = rep and rep["communicators"][0]
+        if c:
+            hosts = {r["rank"]: r["host"] for r in c["ranks"]}
+            check(all(hosts.get(r) == "ras-host-%s" % "ab"[r // per] for r in range(n)),
+                  "each rank's host named: %s" % hosts)
+            check(c["weft"]["other_hosts_asked"] == 1 and c["weft"]["other_hosts_answered"] == 1 and
+                  c["weft"]["other_hosts_ranks_count"] == 0,
+                  "host b asked and answered, no rank left uncounted (%.2f s)" % took)
+            check(rep["weft"]["host"] == "ras-host-a", "answered on host a (%s)" % rep["weft"]["host"])
+        for victim, sig, key in ((4, signal.SIGSTOP, "unresponsive"), (5, signal.SIGKILL, "considered_dead")):
+            t_sig = time.time()
+            os.kill(pid_of[victim], sig)
+            named, c = False, None
+            while time.time() - t_sig < 15 and not named:
+                rep, took = ask("json")
+                c = rep and rep["communicators"][0]
+                miss = [m for m in c["missing_ranks"] if m["rank"] == victim] if c else []
+                named = bool(miss and miss[0]["status"][key] and miss[0]["pid"] == pid_of[victim]
+                             and miss[0]["host"] == "ras-host-b")
+            check(named, "host a names rank %d on host b %s %.1f s after the signal (report took %.1f s)"
+                  % (victim, key, time.time() - t_sig, took))
+            live = n - (1 if victim == 4 else 2)
+            check(c and c["ranks_count"] == live and c["weft"]["other_hosts_answered"] == 1,
+                  "%d ranks ok, host b still answered (by a live process)" % live)
+        text, _ = ask("text")
+        check(("rank 4 (pid %d, host ras-host-b) UNRESPONSIVE" % pid_of[4]) in text and
+              ("rank 5 (pid %d, host ras-host-b) DEAD" % pid_of[5]) in text,
+              "the text report from host a names ranks 4 and 5 of host b")
+        os.kill(pid_of[4], signal.SIGCONT)
+        stop_job()
     elif SCENARIO == "hostile":
         n = 4
         start(n, range(n))
@@ -405,6 +502,11 @@ finally:
                 pass
             p.kill()
             p.wait()
+    for p in HOLDERS:
+        p.kill()
+        p.wait()
+    for c in CLEANUP:
+        subprocess.run(c)
 if FAILS:
     print("FAILED:", FAILS)
 sys.exit(rc)
