@@ -9,9 +9,9 @@
  *                 for RAS_STALE_MS x NCCL_RAS_TIMEOUT_FACTOR;
  *   dead          its pid no longer exists or is a zombie (considered_dead);
  *   missing       it has not mapped the board (still in init, or never arrived);
- *   remote        it runs on another host: its host's boards are not visible from here; such
- *                 ranks are counted (other_hosts_ranks_count), not listed, so a report's size
- *                 follows the host's ranks, not the job's.
+ *   remote        it runs on another host whose RAS peers were not asked (RAS off there):
+ *                 counted (other_hosts_ranks_count), not listed. Ranks of other hosts that
+ *                 were asked come from ras_gather.c (their host's own view of them).
  * JSON uses NCCL's field names (communicators, ranks, missing_ranks, status, init_state,
  * async_error, abort_flag, collective_counts, unresponsive, considered_dead); what NCCL has no
  * field for goes under "weft". */
