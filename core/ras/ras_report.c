@@ -36,7 +36,6 @@
 #define RAS_STALE_MS 3000 /* a process's watchdog ticks at least every second */
 #define RAS_WATCH_MAX 4096 /* peer states MONITOR remembers */
 
-
 void ras_buf_printf(ras_buf* b, const char* fmt, ...) {
   if (b->full) return;
   for (;;) {

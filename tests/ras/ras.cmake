@@ -33,4 +33,9 @@ if(WEFT_NCCLRAS)
     set_tests_properties(ras_status_${s}_ncclras PROPERTIES LABELS "mp;fault" TIMEOUT 120
       SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
   endforeach()
+  add_test(NAME ras_status_twohost_netns_ncclras
+    COMMAND ${WEFT_RAS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/ras_test.py $<TARGET_FILE:ras_job>
+      ${WEFT_NCCLRAS} twohost)
+  set_tests_properties(ras_status_twohost_netns_ncclras PROPERTIES LABELS "netns;mp;fault"
+    TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
 endif()

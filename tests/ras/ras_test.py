@@ -6,7 +6,7 @@ Each run takes a free port for NCCL_RAS_ADDR and one for NCCL_COMM_ID, so tests 
 parallel. Exit 0: pass, 1: fail, 77: skip."""
 import json, os, signal, socket, subprocess, sys, tempfile, time
 
-JOB, CLIENT, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+JOB, CLIENT, SCENARIO = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
 FAILS = []
 
 
