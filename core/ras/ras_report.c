@@ -284,6 +284,11 @@ static void report_comm(struct ncclComm* comm, void* arg) {
         ras_buf_printf(j, ",\n            \"why\": ");
         json_str(j, ras_why_text[w.why]);
       }
+      if (peers && peers[r].ras_addr.sa.sa_family) { /* where its process answers other hosts */
+        char pa[WEFT_SOCKADDR_STRLEN];
+        ras_buf_printf(j, ",\n            \"ras_peer\": ");
+        json_str(j, socket_addr_str(&peers[r].ras_addr, pa, sizeof pa));
+      }
       char line[512];
       int local = detail && net_row(nc, r) == NULL;
       if (local && comm_hang_lines(comm, r, line, sizeof line, NULL, 0)) {

@@ -69,6 +69,30 @@ def netns_setup():
 
 
 CLEANUP = []
+# Run inside host a against host b's RAS peer port (argv: host port): 300 idle connections,
+# 50 with garbage, then one well-formed question with a wrong key, which must get no rows (the
+# connection closed, or the answer "no such communicator").
+FLOOD = r"""
+import os, socket, struct, sys
+host, port = sys.argv[1], int(sys.argv[2])
+idle = []
+for i in range(300):
+    s = socket.socket(); s.settimeout(2); s.connect((host, port)); idle.append(s)
+for i in range(50):
+    s = socket.socket(); s.settimeout(2); s.connect((host, port))
+    s.sendall(os.urandom(4096)); s.close()
+s = socket.create_connection((host, port), timeout=5)
+s.sendall(struct.pack("<QQQii", 0x7765667472617331, 0x1234, 0x5678, 8, 2))
+try:
+    got = s.recv(64)
+    print("wrong key: no rows" if got == b"" or len(got) >= 16 and struct.unpack("<Qii", got[:16])[1:] == (1, 0)
+          else "wrong key: answered %r" % got[:16])
+except socket.timeout:
+    print("wrong key: no answer in 5 s")
+for s in idle:
+    s.close()
+print("flood: %d idle, 50 garbage" % len(idle))
+"""
 HOLDERS = []  # processes that hold a host's namespaces: killed last
 
 
@@ -407,6 +431,24 @@ def main():
                   c["weft"]["other_hosts_ranks_count"] == 0,
                   "host b asked and answered, no rank left uncounted (%.2f s)" % took)
             check(rep["weft"]["host"] == "ras-host-a", "answered on host a (%s)" % rep["weft"]["host"])
+        # a flood on host b's RAS peer port (rank 4's process, the one host a asks first): idle
+        # connections past its 64, garbage, a question with a wrong key; the next report is whole
+        peer = c and next((r["weft"].get("ras_peer") for r in c["ranks"] if r["rank"] == 4), None)
+        check(bool(peer), "rank 4's RAS peer address is reported: %s" % peer)
+        if peer:
+            host, port = peer.rsplit(":", 1)
+            rss0 = rss_kb(pid_of[4])
+            flood = subprocess.run(["ip", "netns", "exec", nss[0], sys.executable, "-c", FLOOD, host, port],
+                                   capture_output=True, text=True, timeout=60)
+            print(flood.stdout.strip(), flood.stderr.strip())
+            check(flood.returncode == 0 and "wrong key: no rows" in flood.stdout,
+                  "the peer port gives a question with a wrong key no rows")
+            rep, took = ask("json")
+            c2 = rep and rep["communicators"][0]
+            check(c2 and c2["ranks_count"] == n and c2["weft"]["other_hosts_answered"] == 1,
+                  "after the flood host a still lists all %d ranks (%.2f s)" % (n, took))
+            grow = rss_kb(pid_of[4]) - rss0
+            check(grow < 8 * 1024, "rank 4's process grew by %d KiB during the flood (< 8 MiB)" % grow)
         for victim, sig, key in ((4, signal.SIGSTOP, "unresponsive"), (5, signal.SIGKILL, "considered_dead")):
             t_sig = time.time()
             os.kill(pid_of[victim], sig)
