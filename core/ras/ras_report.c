@@ -89,8 +89,8 @@ const char* const ras_why_text[RAS_WHY_COUNT] = {
     "no process of its host answered in time (stopped, hung or unreachable)",
     "never checked in with the bootstrap root: init waits for it",
     "checked in with the bootstrap root; waits for the others",
-    "the bootstrap root does not answer (its process is gone or has not started; with "
-    "NCCL_COMM_ID it runs in rank 0's process)",
+    /* one literal: clang's -Wstring-concatenation flags a split one in an array */
+    "the bootstrap root does not answer (gone or not started; NCCL_COMM_ID: rank 0's process)",
 };
 
 int ras_local_row(struct ncclComm* comm, int r, uint64_t now, int factor, ras_row* out) {
