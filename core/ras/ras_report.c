@@ -90,7 +90,7 @@ const char* const ras_why_text[RAS_WHY_COUNT] = {
     "never checked in with the bootstrap root: init waits for it",
     "checked in with the bootstrap root; waits for the others",
     /* one literal: clang's -Wstring-concatenation flags a split one in an array */
-    "the bootstrap root does not answer (gone or not started; NCCL_COMM_ID: rank 0's process)",
+    "the bootstrap root does not answer (gone, not started, or done: all checked in)",
 };
 
 int ras_local_row(struct ncclComm* comm, int r, uint64_t now, int factor, ras_row* out) {
