@@ -62,6 +62,8 @@ ncclResult_t bootstrap_recv_unless(weft_bootstrap* b, int peer, int tag, void* d
  * first, at most max of them into tags; returns how many were written. */
 int bootstrap_queued_tags(const weft_bootstrap* b, int peer, int lo, int hi, int* tags, int max);
 
+/* This rank's bootstrap listener (the interface the bootstrap chose). */
+const weft_sockaddr* bootstrap_listen_addr(const weft_bootstrap* b);
 int bootstrap_rank(const weft_bootstrap* b);
 int bootstrap_nranks(const weft_bootstrap* b);
 /* Set the bound on later waits (init uses the init timeout; afterwards the op timeout). */
@@ -71,6 +73,19 @@ void bootstrap_set_timeout(weft_bootstrap* b, int timeout_ms);
  * alive or cannot be told. For waits outside the bootstrap that depend on peer (net connection
  * setup). Same thread rules as bootstrap_recv. */
 int bootstrap_peer_gone(weft_bootstrap* b, int peer, const char** how);
+
+/* While an init runs: ask its root (the address in id) which ranks have not checked in yet.
+ * One connection, at most timeout_ms; never logs. ncclRemoteError when the root does not answer
+ * (refused: its process is gone or not started yet, or the init is past the root; or silent).
+ * nranks 0 in out: nobody has checked in (the root has no nranks yet). */
+#define BOOTSTRAP_PROGRESS_RANGES 64
+typedef struct {
+  int nranks, nmissing, waited_ms;
+  int nranges; /* the first ranges of missing ranks, each first..last */
+  int first[BOOTSTRAP_PROGRESS_RANGES], last[BOOTSTRAP_PROGRESS_RANGES];
+} bootstrap_init_progress;
+ncclResult_t bootstrap_query_init(const ncclUniqueId* id, int rank, int nranks, int timeout_ms,
+                                  bootstrap_init_progress* out);
 
 /* Make every wait in progress or to come return promptly with an error (from any thread). */
 void bootstrap_abort(weft_bootstrap* b);

@@ -252,6 +252,7 @@ fail:
 }
 
 int bootstrap_rank(const weft_bootstrap* b) { return b->rank; }
+const weft_sockaddr* bootstrap_listen_addr(const weft_bootstrap* b) { return &b->listen_addr; }
 int bootstrap_nranks(const weft_bootstrap* b) { return b->nranks; }
 
 void bootstrap_set_timeout(weft_bootstrap* b, int timeout_ms) {

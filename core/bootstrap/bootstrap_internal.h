@@ -6,7 +6,9 @@
  *   CHECKIN  rank -> root   hello only (carries the rank's listener); the root then closes it;
  *   VERDICT  root -> rank   hello + bs_verdict + nranges bs_range (the root connects back);
  *   RING     rank -> rank+1 hello, then collective steps: bs_coll_hdr + data;
- *   P2P      rank -> peer   hello, then messages: bs_p2p_hdr + payload. */
+ *   P2P      rank -> peer   hello, then messages: bs_p2p_hdr + payload;
+ *   QUERY    anyone -> root hello only; the root answers on that connection with a
+ *                           bs_verdict (PROGRESS: who has not checked in yet) + ranges, closes. */
 #ifndef WEFT_BOOTSTRAP_INTERNAL_H
 #define WEFT_BOOTSTRAP_INTERNAL_H
 
@@ -20,12 +22,13 @@
 #define BS_MAX_RANKS (1 << 20)         /* bound on nranks before anything is sized by it */
 #define BS_HELLO_TIMEOUT_MS 1000       /* an accepted connection must say hello within this */
 #define BS_MAX_PENDING 128             /* unauthenticated connections held at once */
-#define BS_MAX_RANGES 64               /* missing-rank ranges carried by a timeout verdict */
+#define BS_MAX_RANGES BOOTSTRAP_PROGRESS_RANGES /* missing-rank ranges carried by a timeout verdict */
 #define BS_MAX_QUEUED_BYTES (64u << 20) /* unexpected p2p bytes held per bootstrap */
 #define BS_POLL_SLICE_MS 20            /* how often an external abort flag is looked at */
 #define BS_GIVE_UP_MS 2000             /* retries of a refused/unroutable root before failing */
 
-enum { BS_KIND_CHECKIN = 1, BS_KIND_VERDICT = 2, BS_KIND_RING = 3, BS_KIND_P2P = 4 };
+enum { BS_KIND_CHECKIN = 1, BS_KIND_VERDICT = 2, BS_KIND_RING = 3, BS_KIND_P2P = 4,
+       BS_KIND_QUERY = 5 };
 
 typedef struct {
   uint64_t magic;
@@ -47,7 +50,9 @@ enum {
   BS_VERDICT_DUPLICATE = 3,     /* this rank had already checked in */
   BS_VERDICT_NRANKS = 4,        /* ranks disagree on nranks: root_nranks (the first check-in)
                                  * against odd_nranks (odd_rank's); every rank gets it */
-  BS_VERDICT_CLAIMED = 5        /* two parties claimed one rank (a bs_claim in the ranges) */
+  BS_VERDICT_CLAIMED = 5,       /* two parties claimed one rank (a bs_claim in the ranges) */
+  BS_VERDICT_PROGRESS = 6       /* QUERY's answer: nmissing, the first nranges ranges of them,
+                                 * waited_ms since the first check-in (root_nranks 0: none yet) */
 };
 
 typedef struct {

@@ -27,6 +27,7 @@
 
 #define ROOT_CONNECT_MS 2000 /* connecting back to one rank */
 #define ROOT_DELIVER_MS 10000 /* connecting back to all of them */
+#define ROOT_QUERY_MS 200 /* sending a progress query its answer */
 
 typedef struct root_state {
   weft_bootstrap_id id;
@@ -106,10 +107,39 @@ static void send_claimed(root_state* s, int rank, const weft_sockaddr* to) {
   send_verdict(s, rank, s->nranks, to, &v, ranges, ROOT_CONNECT_MS);
 }
 
+/* QUERY: who has not checked in yet, answered on the query's own connection (a few hundred
+ * bytes; a reader that does not take them costs this thread at most ROOT_QUERY_MS). */
+static void answer_query(root_state* s, int fd, const bs_hello* h) {
+  unsigned char buf[sizeof(bs_hello) + sizeof(bs_verdict) + BS_MAX_RANGES * sizeof(bs_range)];
+  bs_hello r;
+  bs_verdict v;
+  bs_range ranges[BS_MAX_RANGES];
+  bs_hello_init(&r, &s->id, BS_KIND_VERDICT, h->rank, h->nranks);
+  memset(&v, 0, sizeof v);
+  v.status = BS_VERDICT_PROGRESS;
+  v.root_nranks = s->nranks;
+  if (s->nranks > 0) {
+    v.nranges = (uint32_t)bs_missing_ranges(s->present, s->nranks, ranges, BS_MAX_RANGES,
+                                            &v.nmissing);
+    v.waited_ms = (uint32_t)(clock_ms() - s->first_ms);
+  }
+  memcpy(buf, &r, sizeof r);
+  memcpy(buf + sizeof r, &v, sizeof v);
+  size_t len = sizeof r + sizeof v;
+  if (v.nranges) memcpy(buf + len, ranges, v.nranges * sizeof(bs_range));
+  len += v.nranges * sizeof(bs_range);
+  if (socket_send_all(fd, buf, len, ROOT_QUERY_MS) != ncclSuccess)
+    INFO(NCCL_BOOTSTRAP, "%s: the answer to rank %d's progress query did not go out", s->name,
+         h->rank);
+}
+
 static int on_checkin(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from) {
   root_state* s = ctx;
   char a[WEFT_SOCKADDR_STRLEN];
-  (void)fd;
+  if (h->kind == BS_KIND_QUERY) {
+    answer_query(s, fd, h);
+    return 0;
+  }
   if (h->kind != BS_KIND_CHECKIN) {
     INFO(NCCL_BOOTSTRAP, "%s: dropped connection from %s: not a check-in (kind %u)", s->name,
          socket_addr_str(from, a, sizeof a), h->kind);
@@ -432,5 +462,57 @@ ncclResult_t bs_root_add_shared(weft_bootstrap_id* id, const weft_sockaddr* bind
   v->roots = s;
   __atomic_fetch_add(&live_roots, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&srv_lock);
+  return ncclSuccess;
+}
+
+/* ---- asking a root how its init goes (the RAS service, while a rank waits in init) ---- */
+
+ncclResult_t bootstrap_query_init(const ncclUniqueId* uid, int rank, int nranks, int timeout_ms,
+                                  bootstrap_init_progress* out) {
+  weft_bootstrap_id id;
+  memset(out, 0, sizeof *out);
+  if (nranks < 1 || nranks > BS_MAX_RANKS || rank < 0 || rank >= nranks) return ncclInvalidArgument;
+  if (bootstrap_id_decode(uid, &id) != ncclSuccess) return ncclInvalidArgument;
+  int fd = -1, done = 0;
+  uint64_t deadline = clock_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
+  ncclResult_t res = socket_connect_start(&id.addr, &fd); /* one try: no retry on refusal */
+  while (res == ncclSuccess && !done) {
+    res = socket_connect_poll(fd, &done);
+    if (res != ncclSuccess || done) break;
+    if (clock_ms() >= deadline) {
+      res = ncclRemoteError;
+      break;
+    }
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    poll(&p, 1, 10);
+  }
+  bs_hello h, r;
+  bs_verdict v;
+  bs_hello_init(&h, &id, BS_KIND_QUERY, rank, nranks);
+  int ms = timeout_ms > 0 ? timeout_ms : 1;
+  if (res == ncclSuccess) res = socket_send_all(fd, &h, sizeof h, ms);
+  if (res == ncclSuccess) res = socket_recv_all(fd, &r, sizeof r, ms);
+  if (res == ncclSuccess && (bs_hello_check(&r, id.magic, id.secret) != NULL ||
+                             r.kind != BS_KIND_VERDICT))
+    res = ncclRemoteError;
+  if (res == ncclSuccess) res = socket_recv_all(fd, &v, sizeof v, ms);
+  if (res == ncclSuccess && (v.status != BS_VERDICT_PROGRESS || v.nranges > BS_MAX_RANGES ||
+                             v.root_nranks < 0 || v.root_nranks > BS_MAX_RANKS))
+    res = ncclRemoteError;
+  bs_range ranges[BS_MAX_RANGES];
+  if (res == ncclSuccess && v.nranges)
+    res = socket_recv_all(fd, ranges, v.nranges * sizeof(bs_range), ms);
+  if (fd >= 0) socket_close(fd);
+  if (res != ncclSuccess) return ncclRemoteError; /* refused, closed, silent or not a root */
+  out->nranks = v.root_nranks;
+  out->nmissing = v.root_nranks ? (int)v.nmissing : nranks;
+  out->waited_ms = (int)v.waited_ms;
+  out->nranges = 0;
+  for (uint32_t i = 0; i < v.nranges; i++) {
+    if (ranges[i].first < 0 || ranges[i].last < ranges[i].first || ranges[i].last >= v.root_nranks)
+      return ncclRemoteError;
+    out->first[out->nranges] = ranges[i].first;
+    out->last[out->nranges++] = ranges[i].last;
+  }
   return ncclSuccess;
 }

@@ -49,7 +49,7 @@ const char* bs_hello_check(const bs_hello* h, uint64_t magic, uint64_t secret) {
   if (h->magic != magic) return "wrong magic";
   if (!secret_equal(h->secret, secret)) return "wrong secret";
   if (h->version != BS_WIRE_VERSION) return "unknown wire version";
-  if (h->kind < BS_KIND_CHECKIN || h->kind > BS_KIND_P2P) return "unknown connection kind";
+  if (h->kind < BS_KIND_CHECKIN || h->kind > BS_KIND_QUERY) return "unknown connection kind";
   if (h->nranks < 1 || h->nranks > BS_MAX_RANKS) return "nranks out of range";
   if (h->rank < 0 || h->rank >= h->nranks) return "rank out of range";
   if (h->kind == BS_KIND_CHECKIN) {

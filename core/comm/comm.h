@@ -36,6 +36,7 @@ typedef struct {
   uint64_t host_hash;
   char host[64];
   weft_p2p_rank_info p2p; /* device mode: what decides p2p against shm (transport/) */
+  weft_sockaddr ras_addr; /* its process's RAS peer listener (ras/ras_peer.c); family 0: none */
 } weft_rank_info;
 
 /* Whether two ranks run on one host (the host hash and the name agree). */
@@ -118,6 +119,12 @@ struct ncclComm {
   weft_prof prof;                   /* profiler plugin context and activation mask */
   struct weft_hang* hang;           /* this rank's slot of the hang report board (comm_hang.c) */
   int ras_on;                       /* counted in the RAS service's users (ras/ras_server.c) */
+  /* The id this communicator's init joined, readable once init_id_set (atomic) is 1: the RAS
+   * service asks its bootstrap root who has not arrived while the init waits; ras_key (from the
+   * id's secret) proves to another host's RAS peer that a query comes from one of the ranks. */
+  ncclUniqueId init_id;
+  int init_id_set;
+  uint64_t ras_key;
   uint64_t magic_end;
 };
 

@@ -63,6 +63,7 @@ static ncclResult_t fill_rank_info(const struct ncclComm* comm, weft_rank_info* 
   info->pid = (int)getpid();
   gethostname(info->host, sizeof info->host - 1);
   info->host_hash = hash_bytes(info->host, strlen(info->host), 0xcbf29ce484222325ull);
+  ras_peer_addr(bootstrap_listen_addr(comm->bootstrap), &info->ras_addr);
   return transport_p2p_rank_info(comm, &info->p2p);
 }
 
@@ -106,6 +107,9 @@ ncclResult_t comm_init_run(struct ncclComm* comm, const ncclUniqueId* id) {
   weft_log_set_thread_rank(comm->rank, comm->cuda_dev);
   comm_print_banner();
   comm->comm_hash = hash_bytes(id, sizeof *id, 0xcbf29ce484222325ull);
+  comm->ras_key = hash_bytes(id, sizeof *id, 0x9e3779b97f4a7c15ull) | 1;
+  comm->init_id = *id;
+  __atomic_store_n(&comm->init_id_set, 1, __ATOMIC_RELEASE);
   policy_comm_begin(comm); /* before anything below reads a setting */
   /* WEFT_INIT_TIMEOUT_MS allows for ranks that start late. A split child's ranks are all in the
    * split already (its parent's allgather saw them): one that does not arrive has failed, and

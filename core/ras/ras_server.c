@@ -51,6 +51,8 @@ static pthread_mutex_t rlock = PTHREAD_MUTEX_INITIALIZER;
 static int rcount, rrunning, rstop_pipe[2] = {-1, -1};
 static pid_t rpid;
 static pthread_t rthread;
+static ras_peer_server* rpeer; /* the RAS peer listener's thread (ras_peer.c), once asked for */
+static weft_sockaddr rpeer_addr;
 
 #define MAX_LISTEN 4 /* the addresses NCCL_RAS_ADDR resolves to ("localhost": ::1 and 127.0.0.1) */
 
@@ -155,8 +157,11 @@ static void command(server* s, client* c, char* cmd) {
       reply(c, "ERROR: Invalid format (text or json)\n");
     }
   } else if (strcasecmp(cmd, "STATUS") == 0 || strcasecmp(cmd, "VERBOSE STATUS") == 0) {
+    ras_net net; /* other hosts and a root first: this thread waits at most a few seconds */
+    ras_gather(&net, s->factor);
     ras_report_status(&c->out, c->json ? RAS_JSON : RAS_TEXT, cmd[0] == 'V' || cmd[0] == 'v',
-                      s->factor);
+                      s->factor, &net);
+    ras_net_free(&net);
     c->closing = 1; /* the report ends at EOF */
   } else if (strcasecmp(cmd, "MONITOR") == 0 || strncasecmp(cmd, "MONITOR ", 8) == 0) {
     const char* g = cmd[7] ? cmd + 8 : "lifecycle";
@@ -334,6 +339,7 @@ void ras_comm_add(void) {
   if (rpid != getpid()) { /* a forked child has none of its parent's threads */
     rpid = getpid();
     rcount = rrunning = 0;
+    rpeer = NULL;
   }
   if (rcount++ == 0 && param_int(WEFT_PARAM_RAS_ENABLE)) {
     server* s = calloc(1, sizeof *s);
@@ -370,6 +376,30 @@ void ras_comm_remove(void) {
     close(rstop_pipe[0]);
     close(rstop_pipe[1]);
     rstop_pipe[0] = rstop_pipe[1] = -1;
+    ras_peer_stop(rpeer);
+    rpeer = NULL;
   }
+  pthread_mutex_unlock(&rlock);
+}
+
+void ras_peer_addr(const weft_sockaddr* near, weft_sockaddr* out) {
+  memset(out, 0, sizeof *out);
+  pthread_mutex_lock(&rlock);
+  if (rpid == getpid() && rrunning && !rpeer && near) {
+    weft_sockaddr want = *near;
+    socket_addr_set_port(&want, 0);
+    int fd = -1;
+    if (socket_listen(&want, &fd, &rpeer_addr) == ncclSuccess &&
+        socket_set_nonblocking(fd, 1) == ncclSuccess && (rpeer = ras_peer_start(fd)) != NULL) {
+      char a[WEFT_SOCKADDR_STRLEN];
+      INFO(NCCL_INIT | NCCL_RAS, "RAS: pid %d answers other hosts on %s", (int)getpid(),
+           socket_addr_str(&rpeer_addr, a, sizeof a));
+    } else {
+      INFO(NCCL_INIT | NCCL_RAS, "RAS: no peer listener in pid %d: other hosts' reports will "
+           "count this process's ranks as not asked", (int)getpid());
+      if (fd >= 0) close(fd);
+    }
+  }
+  if (rpid == getpid() && rpeer) *out = rpeer_addr;
   pthread_mutex_unlock(&rlock);
 }

@@ -6,7 +6,7 @@ Each run takes a free port for NCCL_RAS_ADDR and one for NCCL_COMM_ID, so tests 
 parallel. Exit 0: pass, 1: fail, 77: skip."""
 import json, os, signal, socket, subprocess, sys, tempfile, time
 
-JOB, CLIENT, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+JOB, CLIENT, SCENARIO = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
 FAILS = []
 
 
@@ -32,9 +32,68 @@ DIR = tempfile.mkdtemp(prefix="weft-ras-")
 PROCS = []
 
 
-def start(nranks, ranks, secs=60):
+def start(nranks, ranks, secs=60, wrap=None):
     for r in ranks:
-        PROCS.append(subprocess.Popen([JOB, str(r), str(nranks), DIR, str(secs)], env=ENV))
+        cmd = [JOB, str(r), str(nranks), DIR, str(secs)]
+        PROCS.append(subprocess.Popen(wrap(r, cmd) if wrap else cmd, env=ENV))
+
+
+def netns_setup():
+    """Two hosts: network, UTS and mount namespaces (a veth pair, host names ras-host-a and
+    ras-host-b, each its own /dev/shm so that neither sees the other's status boards)."""
+    import shutil
+    if os.geteuid() != 0:
+        print("SKIP: needs root for network namespaces")
+        sys.exit(77)
+    for t in ("ip", "unshare", "nsenter", "mount", "hostname"):
+        if not shutil.which(t):
+            print("SKIP: needs", t)
+            sys.exit(77)
+    tag = "wras%d" % os.getpid()
+    nss = [tag + "a", tag + "b"]
+    for ns in nss:
+        if subprocess.run(["ip", "netns", "add", ns]).returncode != 0:
+            print("SKIP: cannot create network namespaces")
+            sys.exit(77)
+        CLEANUP.append(["ip", "netns", "del", ns])
+    cmds = [["ip", "link", "add", "wr0", "netns", nss[0], "type", "veth", "peer", "name", "wr0",
+             "netns", nss[1]],
+            ["ip", "-n", nss[0], "addr", "add", "10.78.0.1/24", "dev", "wr0"],
+            ["ip", "-n", nss[1], "addr", "add", "10.78.0.2/24", "dev", "wr0"]]
+    for ns in nss:
+        cmds += [["ip", "-n", ns, "link", "set", "lo", "up"], ["ip", "-n", ns, "link", "set", "wr0", "up"]]
+    for c in cmds:
+        if subprocess.run(c).returncode != 0:
+            sys.exit(check(False, "netns setup: %s" % " ".join(c)) or 1)
+    return nss
+
+
+CLEANUP = []
+# Run inside host a against host b's RAS peer port (argv: host port): 300 idle connections,
+# 50 with garbage, then one well-formed question with a wrong key, which must get no rows (the
+# connection closed, or the answer "no such communicator").
+FLOOD = r"""
+import os, socket, struct, sys
+host, port = sys.argv[1], int(sys.argv[2])
+idle = []
+for i in range(300):
+    s = socket.socket(); s.settimeout(2); s.connect((host, port)); idle.append(s)
+for i in range(50):
+    s = socket.socket(); s.settimeout(2); s.connect((host, port))
+    s.sendall(os.urandom(4096)); s.close()
+s = socket.create_connection((host, port), timeout=5)
+s.sendall(struct.pack("<QQQii", 0x7765667472617331, 0x1234, 0x5678, 8, 2))
+try:
+    got = s.recv(64)
+    print("wrong key: no rows" if got == b"" or len(got) >= 16 and struct.unpack("<Qii", got[:16])[1:] == (1, 0)
+          else "wrong key: answered %r" % got[:16])
+except socket.timeout:
+    print("wrong key: no answer in 5 s")
+for s in idle:
+    s.close()
+print("flood: %d idle, 50 garbage" % len(idle))
+"""
+HOLDERS = []  # processes that hold a host's namespaces: killed last
 
 
 def pids(nranks, timeout=60):
@@ -53,8 +112,13 @@ def pids(nranks, timeout=60):
     sys.exit(check(False, "all %d ranks finished init within %d s" % (nranks, timeout)) or 1)
 
 
+NETNS = []  # the twohost scenario: the namespace weft-ras runs in
+
+
 def ask(fmt="json", verbose=False, timeout=20):
     cmd = [CLIENT, "-p", str(RAS_PORT), "-h", "127.0.0.1", "-f", fmt] + (["-v"] if verbose else [])
+    if NETNS:
+        cmd = ["ip", "netns", "exec", NETNS[0]] + cmd
     t0 = time.time()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     took = time.time() - t0
@@ -297,15 +361,115 @@ def main():
         rep, _ = ask("json")
         c = comm_of(rep, n)
         if c:
-            check(c["size"] == n and c["ranks_count"] == 0 and c["missing_ranks_count"] == n,
-                  "during init: size %d, no rank on a board, all %d missing" % (n, n))
+            # the bootstrap root (in rank 0's process: NCCL_COMM_ID) says who has checked in
+            check(c["size"] == n and c["ranks_count"] == n - 1 and c["missing_ranks_count"] == 1,
+                  "during init: size %d, %d ranks checked in, 1 missing (got %d, %d)" %
+                  (n, n - 1, c["ranks_count"], c["missing_ranks_count"]))
             check(c["weft"]["this_rank_init_state"] == 7, "the answering rank's init is in progress (7)")
-            check(any(m["rank"] == n - 1 for m in c["missing_ranks"]), "rank %d is listed missing" % (n - 1))
+            miss = c["missing_ranks"]
+            check(len(miss) == 1 and miss[0]["rank"] == n - 1 and miss[0]["weft"]["state"] == "not_arrived",
+                  "rank %d is named as not arrived: %s" % (n - 1, [(m["rank"], m["weft"]["state"]) for m in miss]))
+            check(sorted(r["rank"] for r in c["ranks"]) == list(range(n - 1)) and
+                  all(r["status"]["init_state"] == 7 for r in c["ranks"]),
+                  "ranks 0-%d are listed, init in progress" % (n - 2))
+            check(c["weft"]["init"]["root_answered"] and c["weft"]["init"]["not_arrived_count"] == 1,
+                  "the init block: the root answered, 1 not arrived")
         text, _ = ask("text")
         check("init ncclInProgress" in text or "in progress" in text.lower(), "the text report says init is in progress")
+        check(("rank %d (pid -1, host ?) NOT ARRIVED" % (n - 1)) in text and
+              ("%d of %d ranks checked in" % (n - 1, n)) in text,
+              "the text report names rank %d as not arrived" % (n - 1))
+        # then rank 0, whose process holds the root, goes too: the others say the root is gone
+        os.kill(PROCS[0].pid, signal.SIGKILL)
+        PROCS[0].wait()
+        rep = None
+        for i in range(10):
+            rep, _ = ask("json")
+            if rep and rep["communicators"] and not rep["communicators"][0]["weft"]["init"]["root_answered"]:
+                break
+            time.sleep(0.3)
+        c = rep and rep["communicators"] and rep["communicators"][0]
+        check(c and not c["weft"]["init"]["root_answered"] and
+              any("bootstrap root does not answer" in m["weft"]["why"] for m in c["missing_ranks"]),
+              "with the root's process gone, the report says the bootstrap root does not answer")
         for p in PROCS:
             p.kill()
             p.wait()
+    elif SCENARIO == "twohost":
+        # 2 hosts x 4 ranks; STATUS asked on host a names host b's ranks (from b's RAS peers),
+        # then a SIGSTOPped rank of b (rank 4: the first process a asks there, so a passes over
+        # it when it stays silent) as unresponsive, then a SIGKILLed one (rank 5) as dead.
+        nss = netns_setup()
+        NETNS.append(nss[0])
+        n, per = 8, 4
+        ENV["NCCL_COMM_ID"] = "10.78.0.1:29611"
+        ENV["NCCL_SOCKET_IFNAME"] = "wr0"
+
+        holders = []  # one process per host holds its UTS and mount namespaces
+        for h in range(2):
+            holders.append(subprocess.Popen(
+                ["ip", "netns", "exec", nss[h], "unshare", "--uts", "--mount", "sh", "-c",
+                 "mount -t tmpfs weft-ras-shm /dev/shm && hostname ras-host-%s && echo up && "
+                 "exec sleep 300" % "ab"[h]], stdout=subprocess.PIPE, text=True))
+            HOLDERS.append(holders[-1])
+            if holders[-1].stdout.readline().strip() != "up":
+                sys.exit(check(False, "host %s's namespaces are set up" % "ab"[h]) or 1)
+
+        def wrap(r, cmd):  # the rank joins its host's namespaces (the holder's: the pid of sleep)
+            return ["nsenter", "-t", str(holders[r // per].pid), "-n", "-u", "-m"] + cmd
+        start(n, range(n), wrap=wrap)
+        pid_of = pids(n)
+        time.sleep(0.5)
+        rep, took = ask("json")
+        check_healthy(rep, n, pid_of)
+        c = rep and rep["communicators"][0]
+        if c:
+            hosts = {r["rank"]: r["host"] for r in c["ranks"]}
+            check(all(hosts.get(r) == "ras-host-%s" % "ab"[r // per] for r in range(n)),
+                  "each rank's host named: %s" % hosts)
+            check(c["weft"]["other_hosts_asked"] == 1 and c["weft"]["other_hosts_answered"] == 1 and
+                  c["weft"]["other_hosts_ranks_count"] == 0,
+                  "host b asked and answered, no rank left uncounted (%.2f s)" % took)
+            check(rep["weft"]["host"] == "ras-host-a", "answered on host a (%s)" % rep["weft"]["host"])
+        # a flood on host b's RAS peer port (rank 4's process, the one host a asks first): idle
+        # connections past its 64, garbage, a question with a wrong key; the next report is whole
+        peer = c and next((r["weft"].get("ras_peer") for r in c["ranks"] if r["rank"] == 4), None)
+        check(bool(peer), "rank 4's RAS peer address is reported: %s" % peer)
+        if peer:
+            host, port = peer.rsplit(":", 1)
+            rss0 = rss_kb(pid_of[4])
+            flood = subprocess.run(["ip", "netns", "exec", nss[0], sys.executable, "-c", FLOOD, host, port],
+                                   capture_output=True, text=True, timeout=60)
+            print(flood.stdout.strip(), flood.stderr.strip())
+            check(flood.returncode == 0 and "wrong key: no rows" in flood.stdout,
+                  "the peer port gives a question with a wrong key no rows")
+            rep, took = ask("json")
+            c2 = rep and rep["communicators"][0]
+            check(c2 and c2["ranks_count"] == n and c2["weft"]["other_hosts_answered"] == 1,
+                  "after the flood host a still lists all %d ranks (%.2f s)" % (n, took))
+            grow = rss_kb(pid_of[4]) - rss0
+            check(grow < 8 * 1024, "rank 4's process grew by %d KiB during the flood (< 8 MiB)" % grow)
+        for victim, sig, key in ((4, signal.SIGSTOP, "unresponsive"), (5, signal.SIGKILL, "considered_dead")):
+            t_sig = time.time()
+            os.kill(pid_of[victim], sig)
+            named, c = False, None
+            while time.time() - t_sig < 15 and not named:
+                rep, took = ask("json")
+                c = rep and rep["communicators"][0]
+                miss = [m for m in c["missing_ranks"] if m["rank"] == victim] if c else []
+                named = bool(miss and miss[0]["status"][key] and miss[0]["pid"] == pid_of[victim]
+                             and miss[0]["host"] == "ras-host-b")
+            check(named, "host a names rank %d on host b %s %.1f s after the signal (report took %.1f s)"
+                  % (victim, key, time.time() - t_sig, took))
+            live = n - (1 if victim == 4 else 2)
+            check(c and c["ranks_count"] == live and c["weft"]["other_hosts_answered"] == 1,
+                  "%d ranks ok, host b still answered (by a live process)" % live)
+        text, _ = ask("text")
+        check(("rank 4 (pid %d, host ras-host-b) UNRESPONSIVE" % pid_of[4]) in text and
+              ("rank 5 (pid %d, host ras-host-b) DEAD" % pid_of[5]) in text,
+              "the text report from host a names ranks 4 and 5 of host b")
+        os.kill(pid_of[4], signal.SIGCONT)
+        stop_job()
     elif SCENARIO == "hostile":
         n = 4
         start(n, range(n))
@@ -380,6 +544,11 @@ finally:
                 pass
             p.kill()
             p.wait()
+    for p in HOLDERS:
+        p.kill()
+        p.wait()
+    for c in CLEANUP:
+        subprocess.run(c)
 if FAILS:
     print("FAILED:", FAILS)
 sys.exit(rc)
