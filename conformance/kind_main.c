@@ -1,0 +1,219 @@
+/* The GIN and RMA suites' driver: options, loading the plugin in the runner (after a child has
+ * shown that dlopen survives), the exported versions and the one under test, adapting it to the
+ * views (kind_shim.h), the gate that skips what cannot run, and the root-cause order of the
+ * summary. Test names are the suite's word ("gin_", "rma_") and the table's name. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kind_suite.h"
+#include "stage.h"
+
+static void usage(int is_gin) {
+  fprintf(stderr,
+          "usage: weft-conformance %s PLUGIN.so [--abi vN] [--filter GLOB[,GLOB...]] [--json FILE]\n"
+          "                           [--timeout S] [--list] [-v]\n"
+          "  --abi vN     the table version to test (%s; default: the newest exported)\n"
+          "  --filter     run tests whose names match a glob; !GLOB excludes\n"
+          "  --json FILE  write a machine-readable report\n"
+          "  --timeout S  per-test timeout in seconds (default 60)\n"
+          "  --list       print the selected test names and exit\n",
+          is_gin ? "gin" : "rma", is_gin ? "11..15" : "13..15");
+}
+
+static void load(kind_ctx* c) {
+  char why[512];
+  if (!conf_probe_dlopen(c->path, why, sizeof why)) {
+    snprintf(c->load_error, sizeof c->load_error, "%s", why);
+    return;
+  }
+  c->dl = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
+  if (c->dl == NULL) {
+    snprintf(c->load_error, sizeof c->load_error, "%s", dlerror());
+    return;
+  }
+  int lo = c->is_gin ? WEFT_GIN_MIN_VERSION : WEFT_RMA_MIN_VERSION;
+  int hi = c->is_gin ? WEFT_GIN_MAX_VERSION : WEFT_RMA_MAX_VERSION;
+  for (int v = lo; v <= hi; v++) {
+    const void* t = dlsym(c->dl, c->is_gin ? gin_shim_symbol(v) : rma_shim_symbol(v));
+    if (t) {
+      c->exported |= 1u << v;
+      c->raw[v] = t;
+    }
+  }
+  if (!c->is_gin && !(c->exported & (1u << 13))) { /* NCCL reads a GIN v13 table as RMA v13 */
+    const void* t = dlsym(c->dl, gin_shim_symbol(13));
+    if (t) {
+      c->exported |= 1u << 13;
+      c->raw[13] = t;
+      c->gin13_as_rma = 1;
+    }
+  }
+  if (c->requested_version) {
+    if (c->exported & (1u << c->requested_version)) c->version = c->requested_version;
+  } else {
+    for (int v = hi; v >= lo && !c->version; v--)
+      if (c->exported & (1u << v)) c->version = v;
+  }
+  if (!c->version) return;
+  char reason[200];
+  const char* sym = c->is_gin ? gin_shim_symbol(c->version)
+                    : c->gin13_as_rma && c->version == 13 ? gin_shim_symbol(13)
+                                                          : rma_shim_symbol(c->version);
+  ncclResult_t r = c->is_gin ? gin_shim_adapt(c->raw[c->version], c->version, &c->gin, reason, sizeof reason)
+                             : rma_shim_adapt(c->raw[c->version], c->version, &c->rma, reason, sizeof reason);
+  if (r != ncclSuccess) {
+    snprintf(c->adapt_error, sizeof c->adapt_error, "%s: %s", sym, reason);
+    return;
+  }
+  c->data = c->is_gin ? (c->gin.has_host_rma ? &c->gin.rma : NULL) : &c->rma;
+}
+
+static conf_result gate(void* ctx, const conf_test* t, char* why, size_t len) {
+  kind_ctx* c = ctx;
+  const char* name = strchr(t->name, '_') + 1;
+  if (strcmp(name, "plugin_loads_with_rtld_now_local") == 0) return CONF_PASS;
+  if (c->dl == NULL) {
+    snprintf(why, len, "the plugin does not load");
+    return CONF_SKIP;
+  }
+  if (strcmp(name, "plugin_exports_a_supported_version") == 0) return CONF_PASS;
+  if (!c->version) {
+    snprintf(why, len, "no supported table is exported");
+    return CONF_SKIP;
+  }
+  if (strcmp(name, "table_has_name_and_mandatory_entries") == 0) return CONF_PASS;
+  if (c->adapt_error[0]) {
+    snprintf(why, len, "the table is incomplete (%s)", c->adapt_error);
+    return CONF_SKIP;
+  }
+  return CONF_PASS;
+}
+
+enum { ST_LOAD = 0, ST_ABI = 10, ST_INIT = 20, ST_GROUP = 40, ST_DATA = 50, ST_MEMORY = 65,
+       ST_PEER = 80, ST_TEARDOWN = 90 };
+
+static const char* hint(const char* name, const char* reason, int* stage) {
+  static const struct {
+    const char* part;
+    int stage;
+    const char* hint;
+  } hints[] = {
+      {"plugin_loads", ST_LOAD, "the library must dlopen with RTLD_NOW|RTLD_LOCAL"},
+      {"plugin_exports", ST_ABI, "export ncclGinPlugin_vN / ncclRmaPlugin_vN (NCCL 2.30 reads "
+                                 "GIN v13-v14 and RMA v13-v14, 2.32 GIN v13-v15 and RMA v13-v17)"},
+      {"table_has", ST_ABI, "every mandatory entry must be set: NCCL calls them unchecked"},
+      {"init_gives", ST_INIT, "NCCL calls init once per communicator and skips a plugin whose "
+                              "init fails"},
+      {"devices_and", ST_INIT, "NCCL picks the backend from these properties"},
+      {"bad_device", ST_INIT, "out-of-range devices must be refused, not crash"},
+      {"group_of", ST_GROUP, "connect must form the group from every rank's listen handle"},
+      {"context_has", ST_GROUP, "GPU code reaches a GDAKI backend only through the device handle"},
+      {"regmr", ST_MEMORY, "collective registration must be repeatable"},
+      {"many_contexts", ST_GROUP, "every context index below nContexts must carry puts"},
+      {"put_lands", ST_DATA, "a signal must become visible only after the data of its own put"},
+      {"strong_signal", ST_DATA, "a strong signal must order every earlier put of its context"},
+      {"signal_counts", ST_DATA, "every signal must be applied exactly once, atomically"},
+      {"iget", ST_DATA, "iget must copy the remote registration's bytes"},
+      {"iflush", ST_DATA, "after iflush completes, earlier puts must be visible at the target"},
+      {"bad_arguments", ST_DATA, "a bad rank, range or signal op must be refused, not applied"},
+      {"close_with", ST_TEARDOWN, "closing with puts in flight must return, not hang or crash"},
+      {"peer_leaving", ST_PEER, "a peer that leaves must surface as an error, not a hang"},
+  };
+  const char* tail = strchr(name, '_') ? strchr(name, '_') + 1 : name;
+  for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
+    if (strncmp(tail, hints[i].part, strlen(hints[i].part)) == 0) {
+      *stage = hints[i].stage;
+      if (reason && strstr(reason, "differ from what was sent") && hints[i].stage > ST_DATA)
+        *stage = ST_DATA + 5;
+      return hints[i].hint;
+    }
+  *stage = ST_TEARDOWN;
+  return NULL;
+}
+
+int kind_suite_main(int is_gin, int argc, char** argv) {
+  static kind_ctx ctx;
+  conf_options opt = {.timeout_s = 60, .hint = hint};
+  ctx.is_gin = is_gin;
+  ctx.wait_s = 15;
+  if (argc < 1) {
+    usage(is_gin);
+    return 2;
+  }
+  static char libname[256];
+  ctx.path = conf_plugin_path(argv[0], is_gin ? "gin" : "rma", libname, sizeof libname);
+  for (int i = 1; i < argc; i++) {
+    const char* a = argv[i];
+    const char* next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--abi") == 0 && next) {
+      ctx.requested_version = atoi(next[0] == 'v' ? next + 1 : next);
+      int lo = is_gin ? WEFT_GIN_MIN_VERSION : WEFT_RMA_MIN_VERSION;
+      int hi = is_gin ? WEFT_GIN_MAX_VERSION : WEFT_RMA_MAX_VERSION;
+      if (ctx.requested_version < lo || ctx.requested_version > hi) {
+        fprintf(stderr, "weft-conformance: --abi %s: versions v%d..v%d are supported\n", next, lo, hi);
+        return 2;
+      }
+      i++;
+    } else if (strcmp(a, "--filter") == 0 && next) {
+      opt.filter = next;
+      i++;
+    } else if (strcmp(a, "--json") == 0 && next) {
+      opt.json_path = next;
+      i++;
+    } else if (strcmp(a, "--timeout") == 0 && next) {
+      opt.timeout_s = atof(next);
+      i++;
+    } else if (strcmp(a, "--list") == 0) {
+      opt.list_only = 1;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+      opt.verbose = 1;
+    } else {
+      usage(is_gin);
+      return 2;
+    }
+  }
+  if (opt.timeout_s <= 0) {
+    usage(is_gin);
+    return 2;
+  }
+  if (ctx.wait_s > opt.timeout_s / 3) ctx.wait_s = opt.timeout_s / 3;
+  kc = &ctx;
+  conf_stage_init();
+  if (!opt.list_only) load(&ctx);
+
+  int total = kind_tests_count + (is_gin ? kind_gin_tests_count : 0);
+  conf_test* all = calloc((size_t)total, sizeof *all);
+  char (*names)[96] = calloc((size_t)total, sizeof *names);
+  if (all == NULL || names == NULL) return 1;
+  for (int i = 0; i < total; i++) {
+    all[i] = i < kind_tests_count ? kind_tests[i] : kind_gin_tests[i - kind_tests_count];
+    snprintf(names[i], sizeof names[i], "%s_%s", is_gin ? "gin" : "rma", all[i].name);
+    all[i].name = names[i];
+  }
+  char versions[64] = "", json_versions[64] = "";
+  for (int v = 0; v <= WEFT_GIN_MAX_VERSION; v++) {
+    if (!(ctx.exported & (1u << v))) continue;
+    size_t a = strlen(versions), b = strlen(json_versions);
+    snprintf(versions + a, sizeof versions - a, "%sv%d", a ? " " : "", v);
+    snprintf(json_versions + b, sizeof json_versions - b, "%s%d", b ? ", " : "", v);
+  }
+  if (!opt.list_only) {
+    printf("# weft-conformance %s %s: ", is_gin ? "gin" : "rma", ctx.path);
+    if (!ctx.dl) printf("not loadable\n");
+    else if (!ctx.version) printf("no usable version\n");
+    else
+      printf("\"%s\", exports %s%s, testing v%d%s\n",
+             *(const char* const*)ctx.raw[ctx.version] ? *(const char* const*)ctx.raw[ctx.version]
+                                                       : "(null)",
+             versions, ctx.gin13_as_rma ? " (v13 as ncclGinPlugin_v13)" : "", ctx.version,
+             is_gin && ctx.version >= 14 ? " (no host data path: the data tests skip)" : "");
+  }
+  char extra[256];
+  snprintf(extra, sizeof extra, "\"abi\": %d, \"exported\": [%s]", ctx.version, json_versions);
+  int rc = conf_run(is_gin ? "gin" : "rma", ctx.path, all, total, &ctx, gate, &opt, extra);
+  free(all);
+  free(names);
+  return rc;
+}
