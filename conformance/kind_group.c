@@ -18,6 +18,7 @@
 
 #include "kind_suite.h"
 #include "net_suite.h"
+#include "plugin/net_shim.h"
 #include "stage.h"
 
 kind_ctx* kc;
@@ -25,6 +26,8 @@ kind_ctx* kc;
 typedef struct {
   int result[KG_MAX_RANKS];
   int reported[KG_MAX_RANKS];
+  int order[KG_MAX_RANKS]; /* when its verdict came, among the ranks that did not pass */
+  int next_order;
   char reason[KG_MAX_RANKS][512];
 } kg_shared;
 
@@ -118,7 +121,29 @@ conf_result kg_barrier(kg_rank* r) {
   return kg_allgather(r, &one, all, 1);
 }
 
+conf_result kind_co_net_init(void) {
+  static int done;
+  static weft_net_view view;
+  static void* net_ctx;
+  static ncclNetCommConfig_v12_t config = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
+  if (kc->net_raw == NULL || done) return CONF_PASS;
+  char why[256];
+  if (net_shim_bind(kc->net_raw, kc->net_version, &view, why, sizeof why) != ncclSuccess)
+    return conf_inconclusive("the library's ncclNetPlugin_v%d, which NCCL loads before its "
+                             "%s table, is rejected: %s", kc->net_version,
+                             kc->is_gin ? "GIN" : "RMA", why);
+  conf_stage_set("net init");
+  ncclResult_t r = view.api.init(&net_ctx, 0x5eedull, &config, nt_logger, NULL);
+  if (r != ncclSuccess)
+    return conf_inconclusive("the library's ncclNetPlugin_v%d init, which NCCL calls before "
+                             "the %s table's, returned %s", kc->net_version,
+                             kc->is_gin ? "GIN" : "RMA", kind_result_name(r));
+  done = 1;
+  return CONF_PASS;
+}
+
 conf_result kg_init(kg_rank* r) {
+  CONF_TRY(kind_co_net_init());
   if (kc->is_gin) KG_CALL(r, "init", kc->gin.gin.init(&r->ictx, 0x5eedull, nt_logger));
   else KG_CALL(r, "init", kc->rma.init(&r->ictx, 0x5eedull, nt_logger));
   int ndev = 0;
@@ -250,6 +275,7 @@ conf_result kg_run(int nranks, int ncontexts, kg_body body, void* arg) {
       r.oob[0] = socks[p][1];
       conf_clear_reason();
       conf_result res = rank_main(&r, ncontexts, body, arg);
+      if (res != CONF_PASS) sh->order[p] = __atomic_add_fetch(&sh->next_order, 1, __ATOMIC_ACQ_REL);
       sh->result[p] = res;
       snprintf(sh->reason[p], sizeof sh->reason[p], "%s", conf_reason());
       __atomic_store_n(&sh->reported[p], 1, __ATOMIC_RELEASE);
@@ -262,11 +288,13 @@ conf_result kg_run(int nranks, int ncontexts, kg_body body, void* arg) {
   kg_rank r0 = {.rank = 0, .nranks = nranks, .seed = seed};
   for (int p = 1; p < nranks; p++) r0.oob[p] = socks[p][0];
   conf_result res = rank_main(&r0, ncontexts, body, arg);
+  if (res != CONF_PASS) sh->order[0] = __atomic_add_fetch(&sh->next_order, 1, __ATOMIC_ACQ_REL);
   char mine[1024];
   snprintf(mine, sizeof mine, "%s", conf_reason());
   for (int p = 1; p < nranks; p++) close(r0.oob[p]);
   /* The others' verdicts: each rank gets the test's time to finish. */
   conf_result merged = res;
+  int first = res != CONF_PASS ? sh->order[0] : 0;
   char why[1536] = "";
   if (res != CONF_PASS) snprintf(why, sizeof why, "%s", mine);
   for (int p = 1; p < nranks; p++) {
@@ -289,10 +317,14 @@ conf_result kg_run(int nranks, int ncontexts, kg_body body, void* arg) {
       pr = (conf_result)sh->result[p];
       snprintf(pwhy, sizeof pwhy, "%s", sh->reason[p]);
     }
-    /* FAIL beats INCONCLUSIVE beats SKIP beats PASS; the first failure's reason is kept. */
+    /* FAIL beats INCONCLUSIVE beats SKIP beats PASS; among equals, the rank whose verdict
+     * came first (a peer's failure often makes the others fail after it). */
     int rank_of[] = {[CONF_PASS] = 0, [CONF_SKIP] = 1, [CONF_INCONCLUSIVE] = 2, [CONF_FAIL] = 3};
-    if (rank_of[pr] > rank_of[merged]) {
+    int when = sh->order[p] ? sh->order[p] : 1 << 30; /* killed: no order, after the others */
+    if (rank_of[pr] > rank_of[merged] ||
+        (pr != CONF_PASS && rank_of[pr] == rank_of[merged] && when < first)) {
       merged = pr;
+      first = when;
       snprintf(why, sizeof why, "%s", pwhy);
     }
   }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kind_suite.h"
+#include "plugin/net_shim.h"
 #include "stage.h"
 
 static void usage(int is_gin) {
@@ -50,6 +51,8 @@ static void load(kind_ctx* c) {
       c->gin13_as_rma = 1;
     }
   }
+  for (int v = WEFT_NET_MAX_VERSION; v >= WEFT_NET_MIN_VERSION && !c->net_raw; v--)
+    if ((c->net_raw = dlsym(c->dl, net_shim_symbol(v))) != NULL) c->net_version = v;
   if (c->requested_version) {
     if (c->exported & (1u << c->requested_version)) c->version = c->requested_version;
   } else {
@@ -210,6 +213,9 @@ int kind_suite_main(int is_gin, int argc, char** argv) {
              versions, ctx.gin13_as_rma ? " (v13 as ncclGinPlugin_v13)" : "", ctx.version,
              is_gin && ctx.version >= 14 ? " (no host data path: the data tests skip)" : "");
   }
+  if (!opt.list_only && ctx.net_raw)
+    printf("# the library also exports ncclNetPlugin_v%d: each test inits it first, as NCCL "
+           "does before it opens the %s table\n", ctx.net_version, is_gin ? "GIN" : "RMA");
   char extra[256];
   snprintf(extra, sizeof extra, "\"abi\": %d, \"exported\": [%s]", ctx.version, json_versions);
   int rc = conf_run(is_gin ? "gin" : "rma", ctx.path, all, total, &ctx, gate, &opt, extra);

@@ -30,6 +30,8 @@ typedef struct {
   const ncclRma_v15_t* data; /* NULL: no host data path (GIN v14/v15) */
   char adapt_error[256];
   double wait_s; /* bound on one request */
+  const void* net_raw; /* the library's own newest ncclNetPlugin_vN, NCCL inits it first */
+  int net_version;
 } kind_ctx;
 
 extern kind_ctx* kc; /* the suite's context */
@@ -53,6 +55,11 @@ typedef conf_result (*kg_body)(kg_rank* r, void* arg);
  * ncontexts contexts (0: no group at all, the body opens what it needs), and merge the verdicts.
  * The seed of the random data is printed with a failure. */
 conf_result kg_run(int nranks, int ncontexts, kg_body body, void* arg);
+
+/* When the library also exports a net plugin, init it once in this process, as NCCL has by the
+ * time it opens the GIN/RMA tables of the same library (some plugins depend on it). A net that
+ * fails is INCONCLUSIVE: it is not what the suite tests. */
+conf_result kind_co_net_init(void);
 
 /* Steps of kg_run for bodies that open themselves (ncontexts 0). Each names the failing call. */
 conf_result kg_init(kg_rank* r);
