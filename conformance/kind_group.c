@@ -121,6 +121,10 @@ conf_result kg_barrier(kg_rank* r) {
   return kg_allgather(r, &one, all, 1);
 }
 
+static const char* kind_label(void) {
+  return kc->suite == KIND_SUITE_GIN ? "GIN" : kc->suite == KIND_SUITE_RMA ? "RMA" : "CollNet";
+}
+
 conf_result kind_co_net_init(void) {
   static int done;
   static weft_net_view view;
@@ -130,14 +134,13 @@ conf_result kind_co_net_init(void) {
   char why[256];
   if (net_shim_bind(kc->net_raw, kc->net_version, &view, why, sizeof why) != ncclSuccess)
     return conf_inconclusive("the library's ncclNetPlugin_v%d, which NCCL loads before its "
-                             "%s table, is rejected: %s", kc->net_version,
-                             kc->is_gin ? "GIN" : "RMA", why);
+                             "%s table, is rejected: %s", kc->net_version, kind_label(), why);
   conf_stage_set("net init");
   ncclResult_t r = view.api.init(&net_ctx, 0x5eedull, &config, nt_logger, NULL);
   if (r != ncclSuccess)
     return conf_inconclusive("the library's ncclNetPlugin_v%d init, which NCCL calls before "
-                             "the %s table's, returned %s", kc->net_version,
-                             kc->is_gin ? "GIN" : "RMA", kind_result_name(r));
+                             "the %s table's, returned %s", kc->net_version, kind_label(),
+                             kind_result_name(r));
   done = 1;
   return CONF_PASS;
 }

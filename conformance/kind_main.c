@@ -11,7 +11,23 @@
 #include "plugin/net_shim.h"
 #include "stage.h"
 
-static void usage(int is_gin) {
+static const char* suite_word(int suite) {
+  return suite == KIND_SUITE_GIN ? "gin" : suite == KIND_SUITE_RMA ? "rma" : "collnet";
+}
+
+static void version_range(int suite, int* lo, int* hi) {
+  *lo = suite == KIND_SUITE_GIN ? WEFT_GIN_MIN_VERSION
+        : suite == KIND_SUITE_RMA ? WEFT_RMA_MIN_VERSION : WEFT_COLLNET_MIN_VERSION;
+  *hi = suite == KIND_SUITE_GIN ? WEFT_GIN_MAX_VERSION
+        : suite == KIND_SUITE_RMA ? WEFT_RMA_MAX_VERSION : WEFT_COLLNET_MAX_VERSION;
+}
+
+static const char* table_symbol(int suite, int v) {
+  return suite == KIND_SUITE_GIN ? gin_shim_symbol(v)
+         : suite == KIND_SUITE_RMA ? rma_shim_symbol(v) : collnet_shim_symbol(v);
+}
+
+static void usage(int suite) {
   fprintf(stderr,
           "usage: weft-conformance %s PLUGIN.so [--abi vN] [--filter GLOB[,GLOB...]] [--json FILE]\n"
           "                           [--timeout S] [--list] [-v]\n"
@@ -20,7 +36,7 @@ static void usage(int is_gin) {
           "  --json FILE  write a machine-readable report\n"
           "  --timeout S  per-test timeout in seconds (default 60)\n"
           "  --list       print the selected test names and exit\n",
-          is_gin ? "gin" : "rma", is_gin ? "11..15" : "13..15");
+          suite_word(suite), suite == KIND_SUITE_GIN ? "11..15" : suite == KIND_SUITE_RMA ? "13..15" : "6..12");
 }
 
 static void load(kind_ctx* c) {
@@ -34,16 +50,16 @@ static void load(kind_ctx* c) {
     snprintf(c->load_error, sizeof c->load_error, "%s", dlerror());
     return;
   }
-  int lo = c->is_gin ? WEFT_GIN_MIN_VERSION : WEFT_RMA_MIN_VERSION;
-  int hi = c->is_gin ? WEFT_GIN_MAX_VERSION : WEFT_RMA_MAX_VERSION;
+  int lo, hi;
+  version_range(c->suite, &lo, &hi);
   for (int v = lo; v <= hi; v++) {
-    const void* t = dlsym(c->dl, c->is_gin ? gin_shim_symbol(v) : rma_shim_symbol(v));
+    const void* t = dlsym(c->dl, table_symbol(c->suite, v));
     if (t) {
       c->exported |= 1u << v;
       c->raw[v] = t;
     }
   }
-  if (!c->is_gin && !(c->exported & (1u << 13))) { /* NCCL reads a GIN v13 table as RMA v13 */
+  if (c->suite == KIND_SUITE_RMA && !(c->exported & (1u << 13))) { /* NCCL reads a GIN v13 table as RMA v13 */
     const void* t = dlsym(c->dl, gin_shim_symbol(13));
     if (t) {
       c->exported |= 1u << 13;
@@ -61,16 +77,19 @@ static void load(kind_ctx* c) {
   }
   if (!c->version) return;
   char reason[200];
-  const char* sym = c->is_gin ? gin_shim_symbol(c->version)
-                    : c->gin13_as_rma && c->version == 13 ? gin_shim_symbol(13)
-                                                          : rma_shim_symbol(c->version);
-  ncclResult_t r = c->is_gin ? gin_shim_adapt(c->raw[c->version], c->version, &c->gin, reason, sizeof reason)
-                             : rma_shim_adapt(c->raw[c->version], c->version, &c->rma, reason, sizeof reason);
+  const char* sym = c->gin13_as_rma && c->version == 13 ? gin_shim_symbol(13)
+                                                       : table_symbol(c->suite, c->version);
+  const void* t = c->raw[c->version];
+  ncclResult_t r =
+      c->suite == KIND_SUITE_GIN   ? gin_shim_adapt(t, c->version, &c->gin, reason, sizeof reason)
+      : c->suite == KIND_SUITE_RMA ? rma_shim_adapt(t, c->version, &c->rma, reason, sizeof reason)
+                                   : collnet_shim_adapt(t, c->version, &c->collnet, reason, sizeof reason);
   if (r != ncclSuccess) {
     snprintf(c->adapt_error, sizeof c->adapt_error, "%s: %s", sym, reason);
     return;
   }
-  c->data = c->is_gin ? (c->gin.has_host_rma ? &c->gin.rma : NULL) : &c->rma;
+  c->data = c->suite == KIND_SUITE_GIN ? (c->gin.has_host_rma ? &c->gin.rma : NULL)
+            : c->suite == KIND_SUITE_RMA ? &c->rma : NULL;
 }
 
 static conf_result gate(void* ctx, const conf_test* t, char* why, size_t len) {
@@ -123,6 +142,9 @@ static const char* hint(const char* name, const char* reason, int* stage) {
       {"bad_arguments", ST_DATA, "a bad rank, range or signal op must be refused, not applied"},
       {"close_with", ST_TEARDOWN, "closing with puts in flight must return, not hang or crash"},
       {"peer_leaving", ST_PEER, "a peer that leaves must surface as an error, not a hang"},
+      {"init_and_devices", ST_INIT, "NCCL skips a CollNet whose init fails or has no device"},
+      {"reduce_support", ST_INIT, "NCCL asks reduceSupport for every (type, op) before use"},
+      {"allreduce", ST_DATA, "every claimed (type, op) must reduce exactly as NCCL would"},
   };
   const char* tail = strchr(name, '_') ? strchr(name, '_') + 1 : name;
   for (size_t i = 0; i < sizeof hints / sizeof hints[0]; i++)
@@ -136,24 +158,28 @@ static const char* hint(const char* name, const char* reason, int* stage) {
   return NULL;
 }
 
-int kind_suite_main(int is_gin, int argc, char** argv) {
+int kind_suite_main(int suite, int argc, char** argv) {
   static kind_ctx ctx;
   conf_options opt = {.timeout_s = 60, .hint = hint};
+  int is_gin = suite == KIND_SUITE_GIN;
+  ctx.suite = suite;
   ctx.is_gin = is_gin;
   ctx.wait_s = 15;
   if (argc < 1) {
-    usage(is_gin);
+    usage(suite);
     return 2;
   }
   static char libname[256];
-  ctx.path = conf_plugin_path(argv[0], is_gin ? "gin" : "rma", libname, sizeof libname);
+  /* a bare name: libnccl-<gin|rma>-<name>.so; CollNet lives in the net library */
+  ctx.path = conf_plugin_path(argv[0], suite == KIND_SUITE_COLLNET ? "net" : suite_word(suite),
+                              libname, sizeof libname);
   for (int i = 1; i < argc; i++) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--abi") == 0 && next) {
       ctx.requested_version = atoi(next[0] == 'v' ? next + 1 : next);
-      int lo = is_gin ? WEFT_GIN_MIN_VERSION : WEFT_RMA_MIN_VERSION;
-      int hi = is_gin ? WEFT_GIN_MAX_VERSION : WEFT_RMA_MAX_VERSION;
+      int lo, hi;
+      version_range(suite, &lo, &hi);
       if (ctx.requested_version < lo || ctx.requested_version > hi) {
         fprintf(stderr, "weft-conformance: --abi %s: versions v%d..v%d are supported\n", next, lo, hi);
         return 2;
@@ -173,12 +199,12 @@ int kind_suite_main(int is_gin, int argc, char** argv) {
     } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
       opt.verbose = 1;
     } else {
-      usage(is_gin);
+      usage(suite);
       return 2;
     }
   }
   if (opt.timeout_s <= 0) {
-    usage(is_gin);
+    usage(suite);
     return 2;
   }
   if (ctx.wait_s > opt.timeout_s / 3) ctx.wait_s = opt.timeout_s / 3;
@@ -186,15 +212,25 @@ int kind_suite_main(int is_gin, int argc, char** argv) {
   conf_stage_init();
   if (!opt.list_only) load(&ctx);
 
-  int total = kind_tests_count + (is_gin ? kind_gin_tests_count : 0);
+  const struct {
+    const conf_test* t;
+    int n;
+  } parts[] = {{kind_load_tests, kind_load_tests_count},
+               {suite == KIND_SUITE_COLLNET ? collnet_tests : kind_tests,
+                suite == KIND_SUITE_COLLNET ? collnet_tests_count : kind_tests_count},
+               {kind_gin_tests, is_gin ? kind_gin_tests_count : 0}};
+  int total = 0;
+  for (size_t p = 0; p < 3; p++) total += parts[p].n;
   conf_test* all = calloc((size_t)total, sizeof *all);
   char (*names)[96] = calloc((size_t)total, sizeof *names);
   if (all == NULL || names == NULL) return 1;
-  for (int i = 0; i < total; i++) {
-    all[i] = i < kind_tests_count ? kind_tests[i] : kind_gin_tests[i - kind_tests_count];
-    snprintf(names[i], sizeof names[i], "%s_%s", is_gin ? "gin" : "rma", all[i].name);
-    all[i].name = names[i];
-  }
+  int k = 0;
+  for (size_t p = 0; p < 3; p++)
+    for (int i = 0; i < parts[p].n; i++, k++) {
+      all[k] = parts[p].t[i];
+      snprintf(names[k], sizeof names[k], "%s_%s", suite_word(suite), all[k].name);
+      all[k].name = names[k];
+    }
   char versions[64] = "", json_versions[64] = "";
   for (int v = 0; v <= WEFT_GIN_MAX_VERSION; v++) {
     if (!(ctx.exported & (1u << v))) continue;
@@ -203,7 +239,7 @@ int kind_suite_main(int is_gin, int argc, char** argv) {
     snprintf(json_versions + b, sizeof json_versions - b, "%s%d", b ? ", " : "", v);
   }
   if (!opt.list_only) {
-    printf("# weft-conformance %s %s: ", is_gin ? "gin" : "rma", ctx.path);
+    printf("# weft-conformance %s %s: ", suite_word(suite), ctx.path);
     if (!ctx.dl) printf("not loadable\n");
     else if (!ctx.version) printf("no usable version\n");
     else
@@ -215,10 +251,11 @@ int kind_suite_main(int is_gin, int argc, char** argv) {
   }
   if (!opt.list_only && ctx.net_raw)
     printf("# the library also exports ncclNetPlugin_v%d: each test inits it first, as NCCL "
-           "does before it opens the %s table\n", ctx.net_version, is_gin ? "GIN" : "RMA");
+           "does before it opens the %s table\n", ctx.net_version,
+           suite == KIND_SUITE_GIN ? "GIN" : suite == KIND_SUITE_RMA ? "RMA" : "CollNet");
   char extra[256];
   snprintf(extra, sizeof extra, "\"abi\": %d, \"exported\": [%s]", ctx.version, json_versions);
-  int rc = conf_run(is_gin ? "gin" : "rma", ctx.path, all, total, &ctx, gate, &opt, extra);
+  int rc = conf_run(suite_word(suite), ctx.path, all, total, &ctx, gate, &opt, extra);
   free(all);
   free(names);
   return rc;

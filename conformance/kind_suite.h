@@ -15,8 +15,11 @@
 
 #define KG_MAX_RANKS 8
 
+enum { KIND_SUITE_GIN = 0, KIND_SUITE_RMA = 1, KIND_SUITE_COLLNET = 2 };
+
 typedef struct {
-  int is_gin;        /* the gin suite (else rma) */
+  int suite;         /* KIND_SUITE_* */
+  int is_gin;        /* the gin suite */
   const char* path;
   void* dl;
   char load_error[512];
@@ -27,6 +30,7 @@ typedef struct {
   const void* raw[WEFT_GIN_MAX_VERSION + 1];
   weft_gin_view gin; /* adapted in each test process */
   ncclRma_v15_t rma;
+  weft_collnet_view collnet;
   const ncclRma_v15_t* data; /* NULL: no host data path (GIN v14/v15) */
   char adapt_error[256];
   double wait_s; /* bound on one request */
@@ -86,12 +90,17 @@ const char* kind_result_name(ncclResult_t r);
 conf_result kg_alloc(size_t len, void** out);
 void kg_free(void* p, size_t len);
 
-/* The GIN and RMA test tables (kind_tests*.c). */
+/* The test tables: loading (every suite), GIN and RMA (kind_tests.c), CollNet
+ * (collnet_tests.c). */
+extern const conf_test kind_load_tests[];
+extern const int kind_load_tests_count;
+extern const conf_test collnet_tests[];
+extern const int collnet_tests_count;
 extern const conf_test kind_tests[];
 extern const int kind_tests_count;
 extern const conf_test kind_gin_tests[]; /* the gin suite's only */
 extern const int kind_gin_tests_count;
 
-int kind_suite_main(int is_gin, int argc, char** argv);
+int kind_suite_main(int suite, int argc, char** argv);
 
 #endif

@@ -38,8 +38,9 @@ static conf_result t_exports(void* arg) {
   (void)arg;
   if (kc->dl == NULL) return conf_fail("dlopen: %s", kc->load_error);
   if (kc->version == 0)
-    return conf_fail("exports no %s", kc->is_gin ? "ncclGinPlugin_v11..v15"
-                                                 : "ncclRmaPlugin_v13..v15 or ncclGinPlugin_v13");
+    return conf_fail("exports no %s", kc->suite == KIND_SUITE_GIN   ? "ncclGinPlugin_v11..v15"
+                                      : kc->suite == KIND_SUITE_RMA ? "ncclRmaPlugin_v13..v15 or ncclGinPlugin_v13"
+                                                                    : "ncclCollNetPlugin_v6..v12");
   return CONF_PASS;
 }
 
@@ -694,10 +695,14 @@ static conf_result t_peer_leaves(void* arg) {
   return kg_run(2, 1, b_peer_leaves, NULL);
 }
 
-const conf_test kind_tests[] = {
+const conf_test kind_load_tests[] = {
     {"plugin_loads_with_rtld_now_local", t_loads, 0},
     {"plugin_exports_a_supported_version", t_exports, 0},
     {"table_has_name_and_mandatory_entries", t_table, 0},
+};
+const int kind_load_tests_count = sizeof kind_load_tests / sizeof kind_load_tests[0];
+
+const conf_test kind_tests[] = {
     {"init_gives_each_communicator_a_context", t_init, 0},
     {"devices_and_properties_are_sane", t_devices, 0},
     {"bad_device_is_refused", t_bad_device, 0},

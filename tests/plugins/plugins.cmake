@@ -327,3 +327,25 @@ if(TARGET nccl-net-weft-socket)
       ENV "NCCL_SOCKET_IFNAME=lo")
   endforeach()
 endif()
+
+# ---- CollNet (weft-conformance collnet) ----
+# weft has no CollNet plugin (no fabric here reduces in the network): collnet-ref, a star of
+# TCP sockets reducing on rank 0 (tests/plugins/broken/collnet_ref.c), must pass; the same with
+# float32 max computed as min must fail the reduction test, naming the call.
+foreach(what ref broken-collnetmax)
+  add_library(nccl-net-collnet-${what} SHARED ${WEFT_BROKEN_DIR}/collnet_ref.c)
+  target_include_directories(nccl-net-collnet-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+  target_compile_definitions(nccl-net-collnet-${what} PRIVATE REF_NAME="collnet-${what}")
+  set_target_properties(nccl-net-collnet-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+endforeach()
+target_compile_definitions(nccl-net-collnet-broken-collnetmax PRIVATE BROKEN_MAX)
+weft_conformance_test(NAME conformance_collnet_ref_passes SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-ref.so ALL_PASS
+  EXPECT_PASS collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_OUTPUT "6 passed, 0 failed")
+weft_conformance_test(NAME conformance_collnet_flags_wrong_reduction SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetmax.so
+  EXPECT_FAIL collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_PASS collnet_reduce_support_answers_every_pair
+  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32, max")
