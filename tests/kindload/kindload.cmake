@@ -31,7 +31,7 @@ foreach(spec ${KINDLOAD_SPECS})
 endforeach()
 
 foreach(c gin_every_version rma_every_version list_order_and_errors none_and_default
-          net_library_lookups window_strict_ordering)
+          net_library_lookups window_strict_ordering layouts)
   set(name kindload_${c})
   weft_add_test(NAME ${name} SOURCES ${CMAKE_CURRENT_LIST_DIR}/kindload_test.c LABELS plugin
     TIMEOUT 60 LIBS weft_netload_core ARGS ${c} ENV "LD_LIBRARY_PATH=${KINDLOAD_DIR}")

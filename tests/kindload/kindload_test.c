@@ -3,6 +3,7 @@
  * libnccl-net-collnet-vN.so, and broken ones). Usage: kindload_test <case>; one process per
  * case. WARNs go to a file so a case can read them. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,39 @@ static int case_window_strict_ordering(void) {
   return 0;
 }
 
+/* The layouts the headers claim, against offsets read from NCCL 2.32.6's v14→v15 GIN adapter
+ * (its stores into the v15 table and config) and from NCCL's published v11..v14 headers. */
+static int case_layouts(void) {
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, getGinProperties), 0x18);
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, getProperties), 0x20);
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, connect), 0x30);
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, createContext), 0x38);
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, regMrSym), 0x40);
+  EXPECT_EQ_INT((int)offsetof(ncclGin_v15_t, finalize), 0x80);
+  EXPECT_EQ_INT((int)sizeof(ncclGin_v15_t), 136);
+  EXPECT_EQ_INT((int)offsetof(ncclGinProperties_v15_t, barrierOptions), 4);
+  EXPECT_EQ_INT((int)sizeof(ncclGinProperties_v15_t), 8);
+  EXPECT_EQ_INT((int)sizeof(ncclGinConfig_v15_t), 24);
+  EXPECT_EQ_INT((int)sizeof(ncclGin_v14_t), 136);
+  EXPECT_EQ_INT((int)sizeof(ncclGinConfig_v14_t), 28);
+  EXPECT_EQ_INT((int)sizeof(ncclGinProperties_v14_t), 2);
+  EXPECT_EQ_INT((int)sizeof(ncclGin_v13_t), 168);
+  EXPECT_EQ_INT((int)sizeof(ncclGinConfig_v13_t), 20);
+  EXPECT_EQ_INT((int)sizeof(ncclGin_v12_t), 152);
+  EXPECT_EQ_INT((int)sizeof(ncclGin_v11_t), 152);
+  EXPECT_EQ_INT((int)sizeof(ncclRma_v14_t), 168);
+  EXPECT_EQ_INT((int)sizeof(ncclRma_v15_t), 168);
+  EXPECT_EQ_INT((int)sizeof(ncclRmaConfig_v14_t), 12);
+  EXPECT_EQ_INT((int)sizeof(ncclCollNet_v6_t), 15 * 8);
+  EXPECT_EQ_INT((int)sizeof(ncclCollNet_v8_t), 17 * 8);
+  EXPECT_EQ_INT((int)sizeof(ncclCollNet_v9_t), 18 * 8);
+  EXPECT_EQ_INT((int)sizeof(ncclCollNet_v12_t), 19 * 8);
+  EXPECT_EQ_INT((int)sizeof(ncclNetSGE_v8_t), 24);
+  EXPECT_EQ_INT(NCCL_NET_MR_FLAG_FORCE_SO, 1);
+  EXPECT_EQ_INT(NCCL_WIN_STRICT_ORDERING, 2);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s <case>\n", argv[0]);
@@ -208,6 +242,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(c, "none_and_default")) rc = case_none_and_default();
   else if (!strcmp(c, "net_library_lookups")) rc = case_net_library_lookups();
   else if (!strcmp(c, "window_strict_ordering")) rc = case_window_strict_ordering();
+  else if (!strcmp(c, "layouts")) rc = case_layouts();
   else {
     fprintf(stderr, "unknown case %s\n", c);
     return 2;
