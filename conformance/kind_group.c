@@ -58,18 +58,6 @@ void kg_leave(kg_rank* r) {
   _exit(0);
 }
 
-conf_result kg_alloc(size_t len, void** out) {
-  size_t n = len ? len : 1;
-  void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return conf_skip("cannot allocate %zu bytes", len);
-  *out = p;
-  return CONF_PASS;
-}
-
-void kg_free(void* p, size_t len) {
-  if (p) munmap(p, len ? len : 1);
-}
-
 static int send_full(int fd, const void* buf, size_t len) {
   const char* p = buf;
   while (len) {
@@ -213,6 +201,11 @@ conf_result kg_reg(kg_rank* r, void* buf, size_t len, uint64_t flags, void** mh)
                                                            flags, mh, &gh)
                                     : kc->rma.regMrSym(r->coll, buf, len, NCCL_PTR_HOST, flags, mh));
   return CONF_PASS;
+}
+
+conf_result kg_buffer(kg_rank* r, size_t len, uint64_t flags, void** buf, void** mh) {
+  CONF_TRY(nt_alloc(len, buf));
+  return kg_reg(r, *buf, len, flags, mh);
 }
 
 conf_result kg_dereg(kg_rank* r, void* mh) {

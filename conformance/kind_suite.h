@@ -78,6 +78,8 @@ conf_result kg_barrier(kg_rank* r);
 /* Collective registration of host memory through the kind's regMrSym. */
 conf_result kg_reg(kg_rank* r, void* buf, size_t len, uint64_t flags, void** mh);
 conf_result kg_dereg(kg_rank* r, void* mh);
+/* nt_alloc'ed memory, registered (free with kg_dereg and nt_free). */
+conf_result kg_buffer(kg_rank* r, size_t len, uint64_t flags, void** buf, void** mh);
 /* test() until done, at most kc->wait_s; FAIL naming what (the call that posted it). */
 conf_result kg_wait(kg_rank* r, void* req, const char* what);
 
@@ -86,9 +88,6 @@ void kg_leave(kg_rank* r) __attribute__((noreturn));
 /* "ncclRemoteError", … */
 const char* kind_result_name(ncclResult_t r);
 
-/* Memory (page-aligned, zeroed); SKIP when it cannot be had. */
-conf_result kg_alloc(size_t len, void** out);
-void kg_free(void* p, size_t len);
 
 /* The test tables: loading (every suite), GIN and RMA (kind_tests.c), CollNet
  * (collnet_tests.c). */

@@ -175,14 +175,14 @@ static conf_result b_reg_cycles(kg_rank* r, void* arg) {
   (void)arg;
   void* buf;
   size_t len = 4 * MiB;
-  CONF_TRY(kg_alloc(len, &buf));
+  CONF_TRY(nt_alloc(len, &buf));
   for (int i = 0; i < 40; i++) {
     void* mh = NULL;
     size_t n = ((size_t)(i * 7919) % len) + 1;
     CONF_TRY(kg_reg(r, buf, n, i % 2 ? NCCL_NET_MR_FLAG_FORCE_SO : 0, &mh));
     CONF_TRY(kg_dereg(r, mh));
   }
-  kg_free(buf, len);
+  nt_free(buf, len);
   return kg_barrier(r);
 }
 
@@ -252,8 +252,8 @@ static conf_result b_order(kg_rank* r, void* argp) {
   order_args* a = argp;
   size_t len = a->block * (size_t)a->nblocks;
   void *data, *sig;
-  CONF_TRY(kg_alloc(len, &data));
-  CONF_TRY(kg_alloc(4096, &sig));
+  CONF_TRY(nt_alloc(len, &data));
+  CONF_TRY(nt_alloc(4096, &sig));
   void *dmh, *smh;
   CONF_TRY(kg_reg(r, data, len, 0, &dmh));
   CONF_TRY(kg_reg(r, sig, 4096, NCCL_NET_MR_FLAG_FORCE_SO, &smh));
@@ -330,8 +330,8 @@ static conf_result b_order(kg_rank* r, void* argp) {
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, smh));
   CONF_TRY(kg_dereg(r, dmh));
-  kg_free(data, len);
-  kg_free(sig, 4096);
+  nt_free(data, len);
+  nt_free(sig, 4096);
   return CONF_PASS;
 }
 
@@ -398,8 +398,8 @@ static conf_result b_counts(kg_rank* r, void* arg) {
   (void)arg;
   void *data, *sig;
   size_t len = 64 * (size_t)KG_MAX_RANKS * SC_THREADS;
-  CONF_TRY(kg_alloc(len, &data));
-  CONF_TRY(kg_alloc(4096, &sig));
+  CONF_TRY(nt_alloc(len, &data));
+  CONF_TRY(nt_alloc(4096, &sig));
   void *dmh, *smh;
   CONF_TRY(kg_reg(r, data, len, 0, &dmh));
   CONF_TRY(kg_reg(r, sig, 4096, NCCL_NET_MR_FLAG_SIGNAL_NEVER_RESET, &smh));
@@ -444,8 +444,8 @@ static conf_result b_counts(kg_rank* r, void* arg) {
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, smh));
   CONF_TRY(kg_dereg(r, dmh));
-  kg_free(data, len);
-  kg_free(sig, 4096);
+  nt_free(data, len);
+  nt_free(sig, 4096);
   return CONF_PASS;
 }
 
@@ -461,8 +461,8 @@ static conf_result b_get(kg_rank* r, void* arg) {
   (void)arg;
   size_t len = 3 * MiB + 123;
   void *src, *dst;
-  CONF_TRY(kg_alloc(len, &src));
-  CONF_TRY(kg_alloc(len, &dst));
+  CONF_TRY(nt_alloc(len, &src));
+  CONF_TRY(nt_alloc(len, &dst));
   void *smh, *dmh;
   CONF_TRY(kg_reg(r, src, len, 0, &smh));
   CONF_TRY(kg_reg(r, dst, len, 0, &dmh));
@@ -480,8 +480,8 @@ static conf_result b_get(kg_rank* r, void* arg) {
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, dmh));
   CONF_TRY(kg_dereg(r, smh));
-  kg_free(src, len);
-  kg_free(dst, len);
+  nt_free(src, len);
+  nt_free(dst, len);
   return CONF_PASS;
 }
 
@@ -496,10 +496,8 @@ static conf_result t_get(void* arg) {
 static conf_result b_flush(kg_rank* r, void* arg) {
   (void)arg;
   size_t len = 2 * MiB;
-  void* buf;
-  CONF_TRY(kg_alloc(len, &buf));
-  void* mh;
-  CONF_TRY(kg_reg(r, buf, len, 0, &mh));
+  void *buf, *mh;
+  CONF_TRY(kg_buffer(r, len, 0, &buf, &mh));
   CONF_TRY(kg_barrier(r));
   if (r->rank == 0) {
     fill_seeded(buf, len, r->seed);
@@ -517,7 +515,7 @@ static conf_result b_flush(kg_rank* r, void* arg) {
   if (r->rank == 1) CONF_TRY(nt_check(buf, len, r->seed, "iput then iflush: the put at rank 1"));
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, mh));
-  kg_free(buf, len);
+  nt_free(buf, len);
   return CONF_PASS;
 }
 
@@ -533,8 +531,8 @@ static conf_result t_flush(void* arg) {
 static conf_result b_contexts(kg_rank* r, void* arg) {
   (void)arg;
   void *buf, *sig;
-  CONF_TRY(kg_alloc(MiB, &buf));
-  CONF_TRY(kg_alloc(4096, &sig));
+  CONF_TRY(nt_alloc(MiB, &buf));
+  CONF_TRY(nt_alloc(4096, &sig));
   void *mh, *smh;
   CONF_TRY(kg_reg(r, buf, MiB, 0, &mh));
   CONF_TRY(kg_reg(r, sig, 4096, 0, &smh));
@@ -576,8 +574,8 @@ static conf_result b_contexts(kg_rank* r, void* arg) {
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, smh));
   CONF_TRY(kg_dereg(r, mh));
-  kg_free(buf, MiB);
-  kg_free(sig, 4096);
+  nt_free(buf, MiB);
+  nt_free(sig, 4096);
   return CONF_PASS;
 }
 
@@ -592,10 +590,8 @@ static conf_result t_contexts(void* arg) {
 
 static conf_result b_bad_args(kg_rank* r, void* arg) {
   (void)arg;
-  void* buf;
-  CONF_TRY(kg_alloc(65536, &buf));
-  void* mh;
-  CONF_TRY(kg_reg(r, buf, 65536, 0, &mh));
+  void *buf, *mh;
+  CONF_TRY(kg_buffer(r, 65536, 0, &buf, &mh));
   CONF_TRY(kg_barrier(r));
   void* req = NULL;
   conf_stage_set("iput");
@@ -612,7 +608,7 @@ static conf_result b_bad_args(kg_rank* r, void* arg) {
   if (res == ncclSuccess) return conf_fail("iputSignal with signalOp 0x77 returned ncclSuccess");
   CONF_TRY(kg_barrier(r));
   CONF_TRY(kg_dereg(r, mh));
-  kg_free(buf, 65536);
+  nt_free(buf, 65536);
   return CONF_PASS;
 }
 
@@ -627,10 +623,8 @@ static conf_result t_bad_args(void* arg) {
 static conf_result b_close_in_flight(kg_rank* r, void* arg) {
   (void)arg;
   size_t len = 8 * MiB;
-  void* buf;
-  CONF_TRY(kg_alloc(len, &buf));
-  void* mh;
-  CONF_TRY(kg_reg(r, buf, len, 0, &mh));
+  void *buf, *mh;
+  CONF_TRY(kg_buffer(r, len, 0, &buf, &mh));
   CONF_TRY(kg_barrier(r));
   int peer = (r->rank + 1) % r->nranks;
   for (int i = 0; i < 16; i++) { /* posted, never tested */
@@ -642,7 +636,7 @@ static conf_result b_close_in_flight(kg_rank* r, void* arg) {
   CONF_TRY(kg_barrier(r)); /* both have posted everything: now both close at once */
   CONF_TRY(kg_dereg(r, mh));
   CONF_TRY(kg_close(r)); /* destroyContext, closeColl, finalize with puts in flight */
-  kg_free(buf, len);
+  nt_free(buf, len);
   return CONF_PASS;
 }
 
@@ -655,10 +649,8 @@ static conf_result t_close_in_flight(void* arg) {
 static conf_result b_peer_leaves(kg_rank* r, void* arg) {
   (void)arg;
   size_t len = 4 * MiB;
-  void* buf;
-  CONF_TRY(kg_alloc(len, &buf));
-  void* mh;
-  CONF_TRY(kg_reg(r, buf, len, 0, &mh));
+  void *buf, *mh;
+  CONF_TRY(kg_buffer(r, len, 0, &buf, &mh));
   CONF_TRY(kg_barrier(r));
   if (r->rank == 1) kg_leave(r);
   double t0 = nt_now();

@@ -9,19 +9,13 @@
 #include "nccl_collnet.h"
 #include "nccl_gin.h"
 #include "nccl_rma.h"
+#include "kind_fixture.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
 /* Each build uses the entries of one kind and version only. */
 #pragma GCC diagnostic ignored "-Wunused-function"
 
-typedef struct {
-  int inits;
-  int finalizes;
-  uint64_t last_comm_id;
-  uint64_t last_mr_flags;
-  int regs;
-} fixture_stats_t;
 
 EXPORT fixture_stats_t fixture_stats;
 

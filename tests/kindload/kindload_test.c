@@ -10,17 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kind_fixture.h"
 #include "plugin/kind.h"
 #include "testutil.h"
 #include "util/log.h"
 
-typedef struct {
-  int inits;
-  int finalizes;
-  uint64_t last_comm_id;
-  uint64_t last_mr_flags;
-  int regs;
-} fixture_stats_t;
 
 static char log_path[PATH_MAX];
 
