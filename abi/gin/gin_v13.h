@@ -13,6 +13,7 @@
 
 #include "../nccl.h"
 #include "../nccl_common.h"
+#include "../net/net_v11.h"
 #include "../net/net_v12.h"
 
 typedef struct {

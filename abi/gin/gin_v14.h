@@ -12,6 +12,7 @@
 
 #include "../nccl.h"
 #include "../nccl_common.h"
+#include "../net/net_v11.h"
 #include "../net/net_v12.h"
 
 typedef struct {

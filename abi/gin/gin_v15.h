@@ -15,6 +15,7 @@
 
 #include "../nccl.h"
 #include "../nccl_common.h"
+#include "../net/net_v11.h"
 #include "../net/net_v12.h"
 
 /* Which barrier NCCL's device code should build for the backend (values are NCCL's). */
