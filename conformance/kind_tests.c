@@ -488,7 +488,7 @@ static conf_result b_get(kg_rank* r, void* arg) {
 static conf_result t_get(void* arg) {
   (void)arg;
   CONF_TRY(need_data());
-  if (kc->data->iget == NULL) return conf_skip("GIN v%d has no iget", kc->version);
+  if (kc->data->iget == NULL) return conf_skip("%s v%d has no iget", kc->is_gin ? "GIN" : "this RMA plugin's", kc->version);
   return kg_run(2, 1, b_get, NULL);
 }
 
@@ -522,7 +522,7 @@ static conf_result b_flush(kg_rank* r, void* arg) {
 static conf_result t_flush(void* arg) {
   (void)arg;
   CONF_TRY(need_data());
-  if (kc->data->iflush == NULL) return conf_skip("GIN v%d has no iflush", kc->version);
+  if (kc->data->iflush == NULL) return conf_skip("%s v%d has no iflush", kc->is_gin ? "GIN" : "this RMA plugin's", kc->version);
   return kg_run(2, 1, b_flush, NULL);
 }
 
