@@ -2,12 +2,15 @@
  *   weft-conformance net PLUGIN.so [options]     (see net_main.c)
  *   weft-conformance tuner PLUGIN.so [options]   (see tuner_tests.c)
  *   weft-conformance profiler PLUGIN.so [options] (see profiler_tests.c)
+ *   weft-conformance gin|rma|collnet PLUGIN.so [options]  (see kind_main.c, kind_tests.c,
+ *                                                 collnet_tests.c)
  *   weft-conformance versions LIB.so...          (see versions.c: tables exported, and which
  *                                                 one weft and NCCL 2.19-2.30 would load)
  * Exit status: 0 when no test failed, 1 when one did, 2 on a usage error; --help exits 0. */
 #include <stdio.h>
 #include <string.h>
 
+#include "kind_suite.h"
 #include "net_tests.h"
 #include "profiler_tests.h"
 #include "tuner_tests.h"
@@ -23,6 +26,9 @@ static void usage(FILE* to) {
           "                            [--timeout S] [--call-limit S] [--bench] [--list] [-v]\n"
           "       weft-conformance tuner PLUGIN.so [--filter GLOB] [--json FILE] [--timeout S]\n"
           "                            [--list] [-v]\n"
+          "       weft-conformance gin|rma|collnet PLUGIN.so [--abi vN] [--filter GLOB]\n"
+          "                            [--json FILE]\n"
+          "                            [--timeout S] [--list] [-v]\n"
           "       weft-conformance versions LIB.so...\n"
           "Each test runs in a child process under a timeout; output is one line per test\n"
           "(PASS name | FAIL name: reason | INCONCLUSIVE name: reason | SKIP name: reason),\n"
@@ -55,6 +61,10 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "net") == 0) return net_suite_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "tuner") == 0) return tuner_suite_main(argc - 2, argv + 2);
   if (strcmp(argv[1], "profiler") == 0) return profiler_suite_main(argc - 2, argv + 2);
+  if (strcmp(argv[1], "gin") == 0) return kind_suite_main(KIND_SUITE_GIN, argc - 2, argv + 2);
+  if (strcmp(argv[1], "rma") == 0) return kind_suite_main(KIND_SUITE_RMA, argc - 2, argv + 2);
+  if (strcmp(argv[1], "collnet") == 0)
+    return kind_suite_main(KIND_SUITE_COLLNET, argc - 2, argv + 2);
   if (strcmp(argv[1], "versions") == 0) return versions_main(argc - 2, argv + 2);
   usage(stderr);
   return 2;

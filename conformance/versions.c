@@ -1,5 +1,6 @@
 /* weft-conformance versions LIB.so…: for each library, every plugin ABI table it exports (net,
- * tuner, env, profiler) and which one weft and each stock NCCL release from 2.19 to 2.30 would take. A
+ * tuner, env, profiler, gin, rma, collnet) and which one weft and each stock NCCL release from
+ * 2.19 to 2.32 would take. A
  * loader takes the newest table it knows, so the answer per release is the newest exported
  * version within that release's range, or none. The ranges are the symbols each release's
  * loader looks up (read from NCCL's sources per tag):
@@ -11,6 +12,9 @@
  *   env:   2.28.7–2.30.4 v1, 2.30.7+ v1–v2 (none before 2.28.7)
  *   profiler (ncclProfiler_vN, no "Plugin" in the name): 2.23 v1, 2.24–2.25 v1–v2, 2.26 v1–v3,
  *          2.27 v1–v4, 2.28 v1–v5, 2.29–2.30 v1–v6 (none before 2.23)
+ *   gin:   2.28 v11 (in the net library only), 2.29 v11–v12, 2.30 v13–v14, 2.32 v13–v15
+ *   rma:   2.30 v13–v14, 2.32 v13–v17 (an RMA v13 may be exported as ncclGinPlugin_v13)
+ *   collnet (next to the net table): the net ranges, and 2.32 v6–v12
  *
  * The library is opened RTLD_LAZY|RTLD_LOCAL and only looked at: no table is called. Exit
  * status 0, or 1 when a library cannot be opened or exports no table of any kind. */
@@ -20,7 +24,7 @@
 
 #include "versions.h"
 
-#define MAX_V 16
+#define MAX_V 20
 
 typedef struct {
   const char* release; /* as printed */
@@ -52,6 +56,17 @@ static const release_range profiler_ranges[] = {
     {"2.27", 1, 4},      {"2.28", 1, 5}, {"2.29-2.30", 1, 6},
 };
 
+static const release_range gin_ranges[] = {
+    {"2.19-2.27", 0, 0}, {"2.28", 11, 11}, {"2.29", 11, 12}, {"2.30", 13, 14}, {"2.32", 13, 15},
+};
+static const release_range rma_ranges[] = {
+    {"2.19-2.29", 0, 0}, {"2.30", 13, 14}, {"2.32", 13, 17},
+};
+static const release_range collnet_ranges[] = {
+    {"2.19", 5, 7},       {"2.20-2.23", 5, 8},  {"2.24-2.25", 5, 9}, {"2.26-2.27", 6, 10},
+    {"2.28-2.29", 6, 11}, {"2.30-2.32", 6, 12},
+};
+
 static const abi_kind kinds[] = {
     {"net", "ncclNetPlugin_v", 6, 12, net_ranges, sizeof net_ranges / sizeof net_ranges[0]},
     {"tuner", "ncclTunerPlugin_v", 2, 6, tuner_ranges,
@@ -59,6 +74,10 @@ static const abi_kind kinds[] = {
     {"env", "ncclEnvPlugin_v", 1, 2, env_ranges, sizeof env_ranges / sizeof env_ranges[0]},
     {"profiler", "ncclProfiler_v", 1, 6, profiler_ranges,
      sizeof profiler_ranges / sizeof profiler_ranges[0]},
+    {"gin", "ncclGinPlugin_v", 11, 15, gin_ranges, sizeof gin_ranges / sizeof gin_ranges[0]},
+    {"rma", "ncclRmaPlugin_v", 13, 15, rma_ranges, sizeof rma_ranges / sizeof rma_ranges[0]},
+    {"collnet", "ncclCollNetPlugin_v", 6, 12, collnet_ranges,
+     sizeof collnet_ranges / sizeof collnet_ranges[0]},
 };
 enum { NKINDS = sizeof kinds / sizeof kinds[0] };
 
@@ -99,9 +118,18 @@ static int report_one(const char* path) {
       size_t n = strlen(list);
       snprintf(list + n, sizeof list - n, "%sv%d", n ? " " : "", v);
     }
+    /* NCCL's RMA loader also reads a GIN v13 table as RMA v13 */
+    int gin13 = 0;
+    if (strcmp(a->kind, "rma") == 0 && !(exported & (1u << 13)) && dlsym(dl, "ncclGinPlugin_v13")) {
+      const void* t = dlsym(dl, "ncclGinPlugin_v13");
+      exported |= 1u << 13;
+      gin13 = 1;
+      if (name == NULL) name = *(const char* const*)t;
+    }
     if (!exported) continue;
     any = 1;
-    printf("  %s plugin \"%s\": exports %s\n", a->kind, name ? name : "(null name)", list);
+    printf("  %s plugin \"%s\": exports %s%s\n", a->kind, name ? name : "(null name)", list,
+           gin13 ? (list[0] ? " and ncclGinPlugin_v13 (read as v13)" : "ncclGinPlugin_v13 (read as v13)") : "");
     char who[32];
     print_choice("weft", pick(exported, a->weft_lo, a->weft_hi), a->prefix);
     for (int r = 0; r < a->nnccl; r++) {
@@ -110,8 +138,8 @@ static int report_one(const char* path) {
     }
   }
   if (!any)
-    printf("  exports no ncclNetPlugin_vN, ncclTunerPlugin_vN, ncclEnvPlugin_vN or "
-           "ncclProfiler_vN\n");
+    printf("  exports no ncclNetPlugin_vN, ncclTunerPlugin_vN, ncclEnvPlugin_vN, ncclProfiler_vN, "
+           "ncclGinPlugin_vN, ncclRmaPlugin_vN or ncclCollNetPlugin_vN\n");
   dlclose(dl);
   return any;
 }

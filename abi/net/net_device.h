@@ -13,7 +13,9 @@ typedef enum {
   NCCL_NET_DEVICE_HOST = 0,      /* no offload: the proxy thread drives the connection */
   NCCL_NET_DEVICE_UNPACK = 1,    /* GPU kernels unpack received data (e.g. TCPX/devmem) */
   NCCL_NET_DEVICE_GIN_PROXY = 2, /* GPU-initiated networking through a proxy */
-  NCCL_NET_DEVICE_GIN_GDAKI = 3  /* GPU-initiated networking, GPU rings the NIC directly */
+  NCCL_NET_DEVICE_GIN_GDAKI = 3, /* GPU-initiated networking, GPU rings the NIC directly */
+  NCCL_NET_DEVICE_GIN_GPI = 4,   /* NCCL 2.32: GIN over a GPI backend */
+  NCCL_NET_DEVICE_GIN_EFA_GDA = 5 /* NCCL 2.32: GIN on EFA, GPU-driven */
 } ncclNetDeviceType;
 
 #endif

@@ -5,3 +5,9 @@ file(GLOB WEFT_NETSHIM_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/net_s
 add_library(weft_netshim STATIC ${WEFT_NETSHIM_SOURCES})
 set_target_properties(weft_netshim PROPERTIES C_VISIBILITY_PRESET hidden)
 target_link_libraries(weft_netshim PUBLIC weft_util)
+
+# The GIN, RMA and CollNet adapters alone (kind_shim.h), for the conformance suite.
+add_library(weft_kindshim STATIC ${CMAKE_CURRENT_LIST_DIR}/gin_shim.c
+  ${CMAKE_CURRENT_LIST_DIR}/rma_shim.c ${CMAKE_CURRENT_LIST_DIR}/collnet_shim.c)
+set_target_properties(weft_kindshim PROPERTIES C_VISIBILITY_PRESET hidden)
+target_link_libraries(weft_kindshim PUBLIC weft_util)

@@ -283,3 +283,69 @@ if(TARGET nccl-profiler-weft-trace)
   set_tests_properties(conformance_versions_report_profiler PROPERTIES LABELS "unit;plugin"
     TIMEOUT 60)
 endif()
+
+# ---- GIN and RMA (weft-conformance gin|rma) ----
+# weft's socket plugin exports RMA v15/v14/v13 and GIN v13: every version must pass, with the
+# count line. The broken ones wrap it (tests/plugins/broken/onesided_wrap.c), one defect each in
+# iputSignal, and must fail the test that names it, with a reason naming the call.
+if(TARGET nccl-net-weft-socket)
+  foreach(spec "rma|v15" "rma|v14" "rma|v13" "gin|v13")
+    string(REPLACE "|" ";" parts "${spec}")
+    list(GET parts 0 suite)
+    list(GET parts 1 v)
+    weft_conformance_test(NAME conformance_${suite}_${v}_socket_passes SUITE ${suite}
+      PLUGIN $<TARGET_FILE:nccl-net-weft-socket> ARGS "--abi|${v}" ALL_PASS
+      EXPECT_OUTPUT "passed, 0 failed, 0 inconclusive, 0 skipped" TIMEOUT 180
+      ENV "NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+  foreach(what signalfirst lostsignal)
+    add_library(nccl-rma-broken-${what} SHARED ${WEFT_BROKEN_DIR}/onesided_wrap.c)
+    string(TOUPPER ${what} def)
+    string(REPLACE "SIGNALFIRST" "SIGNAL_FIRST" def ${def})
+    string(REPLACE "LOSTSIGNAL" "LOST_SIGNAL" def ${def})
+    target_compile_definitions(nccl-rma-broken-${what} PRIVATE BREAK_${def}
+      BROKEN_NAME="broken-${what}" WEFT_SOCKET_PLUGIN="$<TARGET_FILE:nccl-net-weft-socket>")
+    target_include_directories(nccl-rma-broken-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+    target_link_libraries(nccl-rma-broken-${what} PRIVATE ${CMAKE_DL_LIBS})
+    set_target_properties(nccl-rma-broken-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+      LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+    add_dependencies(nccl-rma-broken-${what} nccl-net-weft-socket)
+  endforeach()
+  set(R ${WEFT_TEST_PLUGIN_DIR}/libnccl-rma-broken)
+  foreach(suite rma gin)
+    weft_conformance_test(NAME conformance_${suite}_flags_signal_before_its_data SUITE ${suite}
+      PLUGIN ${R}-signalfirst.so ARGS "--filter|${suite}_put_lands*,${suite}_plugin*"
+      EXPECT_FAIL ${suite}_put_lands_before_its_signal
+      EXPECT_PASS ${suite}_plugin_exports_a_supported_version
+      EXPECT_REASON "${suite}_put_lands_before_its_signal=iputSignal: when signal,${suite}_put_lands_before_its_signal=had not all landed before its signal"
+      ENV "NCCL_SOCKET_IFNAME=lo")
+    weft_conformance_test(NAME conformance_${suite}_flags_lost_signal SUITE ${suite}
+      PLUGIN ${R}-lostsignal.so ARGS "--filter|${suite}_signal_counts*,${suite}_put_lands*|--timeout|15"
+      EXPECT_FAIL ${suite}_signal_counts_add_up_under_concurrency
+      EXPECT_PASS ${suite}_put_lands_before_its_signal
+      EXPECT_REASON "${suite}_signal_counts_add_up_under_concurrency=iputSignal: after,${suite}_signal_counts_add_up_under_concurrency=signals were lost"
+      ENV "NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+endif()
+
+# ---- CollNet (weft-conformance collnet) ----
+# weft has no CollNet plugin (no fabric here reduces in the network): collnet-ref, a star of
+# TCP sockets reducing on rank 0 (tests/plugins/broken/collnet_ref.c), must pass; the same with
+# float32 max computed as min must fail the reduction test, naming the call.
+foreach(what ref broken-collnetmax)
+  add_library(nccl-net-collnet-${what} SHARED ${WEFT_BROKEN_DIR}/collnet_ref.c)
+  target_include_directories(nccl-net-collnet-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+  target_compile_definitions(nccl-net-collnet-${what} PRIVATE REF_NAME="collnet-${what}")
+  set_target_properties(nccl-net-collnet-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+endforeach()
+target_compile_definitions(nccl-net-collnet-broken-collnetmax PRIVATE BROKEN_MAX)
+weft_conformance_test(NAME conformance_collnet_ref_passes SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-ref.so ALL_PASS
+  EXPECT_PASS collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_OUTPUT "6 passed, 0 failed")
+weft_conformance_test(NAME conformance_collnet_flags_wrong_reduction SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetmax.so
+  EXPECT_FAIL collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_PASS collnet_reduce_support_answers_every_pair
+  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32,collnet_allreduce_matches_the_reference_for_every_claimed_pair=the reference says")

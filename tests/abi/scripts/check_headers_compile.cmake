@@ -9,7 +9,11 @@ cmake_minimum_required(VERSION 3.25)
 set(headers nccl.h nccl_common.h nccl_net.h nccl_tuner.h weft.h
   net/net_device.h net/net_v6.h net/net_v7.h net/net_v8.h net/net_v9.h net/net_v10.h
   net/net_v11.h nccl_devcomm.h devcomm/devcomm_v2_30.h devcomm/devcomm_v2_32.h
-  tuner/tuner_v2.h tuner/tuner_v3.h tuner/tuner_v4.h tuner/tuner_v5.h)
+  tuner/tuner_v2.h tuner/tuner_v3.h tuner/tuner_v4.h tuner/tuner_v5.h
+  nccl_gin.h nccl_rma.h nccl_collnet.h gin/gin_v11.h gin/gin_v12.h gin/gin_v13.h gin/gin_v14.h
+  gin/gin_v15.h rma/rma_v13.h rma/rma_v14.h rma/rma_v15.h collnet/collnet_v6.h
+  collnet/collnet_v7.h collnet/collnet_v8.h collnet/collnet_v9.h collnet/collnet_v10.h
+  collnet/collnet_v11.h collnet/collnet_v12.h)
 file(MAKE_DIRECTORY "${WORK}")
 set(failures 0)
 
