@@ -27,13 +27,17 @@ set(devcomm_common_args -DWHEELS=${WEFT_NCCL_WHEEL_DIR} -DPYTHON=${WEFT_DEVCOMM_
   -DCC=${CMAKE_C_COMPILER} -DCXX=${WEFT_DEVCOMM_CXX} -DCUDA_INCLUDE=${WEFT_DEVCOMM_CUDA_INCLUDE}
   -DSRC=${PROJECT_SOURCE_DIR} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/devcomm)
 
-foreach(v 2.30.7:V2_30 2.32.6:V2_32)
+# 2.29.7 stands for 2.29.5 - 2.29.7; 2.29.2 (a second 206 MB wheel) is checked by the static
+# asserts of abi/devcomm/devcomm_v2_29.h and by hand (docs/device-api.md).
+foreach(v 2.29.7:V2_29_7 2.30.7:V2_30 2.32.6:V2_32)
   string(REPLACE ":" ";" pair ${v})
   list(GET pair 0 version)
   list(GET pair 1 layout)
   set(weft_header_arg)
   if(layout STREQUAL "V2_30") # weft's own header has the 2.30 layout
     set(weft_header_arg -DWEFT_INCLUDE=${PROJECT_SOURCE_DIR}/include)
+  elseif(layout MATCHES "^V2_29")
+    set(weft_header_arg -DABI_HEADER=devcomm_v2_29.h)
   endif()
   add_test(NAME devcomm_layout_${version}
     COMMAND ${CMAKE_COMMAND} -DVERSION=${version} -DLAYOUT=${layout} ${devcomm_common_args}

@@ -69,4 +69,48 @@
   F(Properties, cftMulticastSupport) F(Properties, cftCountedSupport)                            \
   S(CftBarrier) F(CftBarrier, bufHandle) F(CftBarrier, nBarriers)
 
+/* 2.29 (2.29.7; 2.29.2 where marked): no magic, no version, a whole window inlined; the
+ * requirements and properties stop earlier. Listed in full, not as a delta. */
+#define DEVCOMM_LAYOUT_V2_29_SHARED(S, F)                                                        \
+  S(DevComm) F(DevComm, rank) F(DevComm, nRanks) F(DevComm, nRanks_rcp32) F(DevComm, lsaRank)    \
+  F(DevComm, lsaSize) F(DevComm, lsaSize_rcp32) F(DevComm, windowTable)                          \
+  F(DevComm, resourceWindow) F(DevComm, resourceWindow_inlined) F(DevComm, lsaMultimem)          \
+  F(DevComm, lsaBarrier) F(DevComm, railGinBarrier) F(DevComm, ginNetDeviceTypes)                \
+  F(DevComm, ginHandles) F(DevComm, ginSignalBase) F(DevComm, ginSignalCount)                    \
+  F(DevComm, ginCounterBase) F(DevComm, ginCounterCount) F(DevComm, ginSignalShadows)            \
+  F(DevComm, ginContextCount)                                                                    \
+  S(Window) F(Window, winHost) F(Window, lsaFlatBase) F(Window, lsaRank) F(Window, worldRank)    \
+  F(Window, stride4G) F(Window, mcOffset4K) F(Window, ginOffset4K) F(Window, ginWins)            \
+  S(WindowTable) F(WindowTable, entries) F(WindowTable, next)                                    \
+  S(WindowEntry) F(WindowEntry, base) F(WindowEntry, size) F(WindowEntry, window)                \
+  S(Requirements) F(Requirements, size) F(Requirements, magic) F(Requirements, version)          \
+  F(Requirements, resourceRequirementsList) F(Requirements, teamRequirementsList)                \
+  F(Requirements, lsaMultimem) F(Requirements, barrierCount) F(Requirements, lsaBarrierCount)    \
+  F(Requirements, railGinBarrierCount) F(Requirements, lsaLLA2ABlockCount)                       \
+  F(Requirements, lsaLLA2ASlotCount) F(Requirements, ginForceEnable)                             \
+  F(Requirements, ginContextCount) F(Requirements, ginSignalCount)                               \
+  F(Requirements, ginCounterCount)                                                               \
+  S(ResourceReq) F(ResourceReq, next) F(ResourceReq, bufferSize) F(ResourceReq, bufferAlign)     \
+  F(ResourceReq, outBufferHandle) F(ResourceReq, ginSignalCount) F(ResourceReq, ginCounterCount) \
+  F(ResourceReq, outGinSignalStart) F(ResourceReq, outGinCounterStart)                           \
+  S(TeamReq) F(TeamReq, next) F(TeamReq, team) F(TeamReq, multimem)                              \
+  F(TeamReq, outMultimemHandle)                                                                  \
+  S(Properties) F(Properties, size) F(Properties, magic) F(Properties, version)                  \
+  F(Properties, rank) F(Properties, nRanks) F(Properties, cudaDev) F(Properties, nvmlDev)        \
+  F(Properties, deviceApiSupport) F(Properties, multimemSupport) F(Properties, ginType)          \
+  S(LsaBarrier) F(LsaBarrier, bufHandle) F(LsaBarrier, nBarriers)                                \
+  S(GinBarrier) F(GinBarrier, signal0)                                                           \
+  S(Multimem) F(Multimem, mcBasePtr)                                                             \
+  S(Team) F(Team, nRanks) F(Team, rank) F(Team, stride)
+
+#define DEVCOMM_LAYOUT_ONLY_V2_29_7(S, F)                                                        \
+  F(DevComm, ginConnectionCount) F(DevComm, ginContextBase) F(DevComm, ginIsRailed)              \
+  F(DevComm, abortFlag) F(Requirements, ginConnectionType) F(Requirements, ginExclusiveContexts) \
+  F(Requirements, ginQueueDepth) F(Properties, nLsaTeams) F(Properties, hostRmaSupport)          \
+  F(Properties, railedGinType) F(GinBarrier, unused)
+
+/* 2.29.2 adds nothing to the shared list: it calls the byte at 136 ginContextCount (2.29.7's
+ * ginConnectionCount) and the GIN barrier's second word bufHandle (weft: unused). Its probe is
+ * run by hand only (docs/device-api.md). */
+
 #endif
