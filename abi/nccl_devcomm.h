@@ -7,8 +7,9 @@
  * (the NCCL_VERSION_CODE of the headers it was compiled with, written by their initializer);
  * ncclDevCommCreate copies it into the device communicator, so ncclDevCommDestroy can read it
  * back; 2.29's device communicator has no magic and no version (devcomm/devcomm_v2_29.h) and
- * is recognised by its first word, a rank, not being NCCL_API_MAGIC. The device window (ncclWindow_t) carries no version: its 2.32 layout is a superset of
- * the 2.30 one (devcomm_v2_32.h), so the library always fills the 2.32 one. */
+ * is recognised by its first word, a rank, not being NCCL_API_MAGIC. The device window
+ * (ncclWindow_t) carries no version: its 2.32 layout is a superset of the 2.30 one
+ * (devcomm_v2_32.h) and of 2.29's, so the library always fills the 2.32 one. */
 #ifndef NCCL_DEVCOMM_H_
 #define NCCL_DEVCOMM_H_
 

@@ -2,12 +2,13 @@
  *
  * Create reads the caller's requirements in the layout of the headers it was compiled
  * against (abi/nccl_devcomm.h picks it from their version; api_devlayout.c reads them and
- * writes the device communicator per layout, 2.29 callers getting LSA only), refuses what weft cannot give
- * (multicast: never enabled here; GIN: weft has none, answered as NCCL answers without it;
- * fabric barriers), then lays out the resource buffer as NCCL does — the LSA barriers first,
- * then the caller's resource requirements in list order, each at a multiple of 128 bytes
- * (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it and registers it as a
- * symmetric window, which maps it flat across the LSA team (transport/transport_lsa.c). The
+ * writes the device communicator per layout, 2.29 callers getting LSA only), refuses what
+ * weft cannot give (multicast: never enabled here; GIN: weft has none, answered as NCCL
+ * answers without it; fabric barriers), then lays out the resource buffer as NCCL does —
+ * the LSA barriers first, then the caller's resource requirements in list order, each at a
+ * multiple of 128 bytes (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it
+ * and registers it as a symmetric window, which maps it flat across the LSA team
+ * (transport/transport_lsa.c). The
  * barrier epochs live in that buffer, in GPU memory, so a graph replaying a kernel keeps
  * counting where the last replay stopped. The device communicator is then written in the
  * caller's layout: ranks, LSA team, window table, the resource window (its device window and

@@ -8,8 +8,9 @@
  * Versions: a caller's ncclCommProperties_t and ncclDevCommRequirements_t open with size, magic
  * and the NCCL_VERSION_CODE of the headers it was compiled against. The properties are written
  * field by field as far as the caller's size reaches (their prefix is the same in every
- * version but 2.29.2's, whose ginType is one byte), and 2.32's additions for a 2.32 caller; device communicators are laid out per
- * version (abi/nccl_devcomm.h), and one weft does not know is refused naming both versions. */
+ * version but 2.29.2's, whose ginType is one byte), and 2.32's additions for a 2.32 caller;
+ * device communicators are laid out per version (abi/nccl_devcomm.h), and one weft does not
+ * know is refused naming both versions. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -4,8 +4,8 @@
  *   PROBE_NVIDIA        NVIDIA's nccl_device.h (as C++, the wheel's include dir on the path)
  *   PROBE_WEFT_ABI      weft's frozen C11 layouts, abi/nccl_devcomm.h (as C)
  *   PROBE_WEFT_HEADER   weft's own nccl_device.h (as C++)
- * with PROBE_V2_29_2, PROBE_V2_29_7, PROBE_V2_30 or PROBE_V2_32 saying which fields exist. The test script compares the
- * outputs line by line. */
+ * with PROBE_V2_29_2, PROBE_V2_29_7, PROBE_V2_30 or PROBE_V2_32 saying which fields exist.
+ * The test script compares the outputs line by line. */
 #ifdef __cplusplus
 #include <cstddef>
 #include <cstdint>
