@@ -10,17 +10,7 @@
 
 #include "nccl_devcomm.h"
 #include "testutil.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      failures++;                                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                     \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fprintf(stderr, "\n");                                                                   \
-    }                                                                                          \
-  } while (0)
+#include "devcomm_check.h"
 
 static uint64_t rng;
 static uint32_t next32(void) { return (uint32_t)(test_rand(&rng) >> 16); }
