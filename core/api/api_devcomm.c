@@ -8,12 +8,11 @@
  * the LSA barriers first, then the caller's resource requirements in list order, each at a
  * multiple of 128 bytes (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it
  * and registers it as a symmetric window, which maps it flat across the LSA team
- * (transport/transport_lsa.c). The
- * barrier epochs live in that buffer, in GPU memory, so a graph replaying a kernel keeps
- * counting where the last replay stopped. The device communicator is then written in the
- * caller's layout: ranks, LSA team, window table, the resource window (its device window and
- * the inlined copy of its base and stride), the barrier handles; everything GIN, multicast and
- * fabric stays zero.
+ * (transport/transport_lsa.c). The barrier epochs live in that buffer, in GPU memory, so a
+ * graph replaying a kernel keeps counting where the last replay stopped. The device
+ * communicator is then written in the caller's layout: ranks, LSA team, window table, the
+ * resource window (its device window and the inlined copy of its base and stride), the
+ * barrier handles, the abort flag; everything GIN, multicast and fabric stays zero.
  *
  * Like registration, Create is collective; inside a group the work waits for the outermost
  * ncclGroupEnd (one thread may create the device communicators of several ranks), and
