@@ -6,8 +6,10 @@
  * A caller's layout is named by the version its requirement or property struct carries
  * (the NCCL_VERSION_CODE of the headers it was compiled with, written by their initializer);
  * ncclDevCommCreate copies it into the device communicator, so ncclDevCommDestroy can read it
- * back. The device window (ncclWindow_t) carries no version: its 2.32 layout is a superset of
- * the 2.30 one (devcomm_v2_32.h), so the library always fills the 2.32 one. */
+ * back; 2.29's device communicator has no magic and no version (devcomm/devcomm_v2_29.h) and
+ * is recognised by its first word, a rank, not being NCCL_API_MAGIC. The device window
+ * (ncclWindow_t) carries no version: its 2.32 layout is a superset of the 2.30 one
+ * (devcomm_v2_32.h) and of 2.29's, so the library always fills the 2.32 one. */
 #ifndef NCCL_DEVCOMM_H_
 #define NCCL_DEVCOMM_H_
 
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "nccl.h"
+#include "devcomm/devcomm_v2_29.h"
 #include "devcomm/devcomm_v2_30.h"
 #include "devcomm/devcomm_v2_32.h"
 
@@ -46,7 +49,9 @@ typedef struct {
 typedef enum {
   NCCL_DEVCOMM_LAYOUT_UNKNOWN = 0,
   NCCL_DEVCOMM_LAYOUT_V2_30 = 1,
-  NCCL_DEVCOMM_LAYOUT_V2_32 = 2
+  NCCL_DEVCOMM_LAYOUT_V2_32 = 2,
+  NCCL_DEVCOMM_LAYOUT_V2_29_2 = 3, /* 2.29.2, 2.29.3 */
+  NCCL_DEVCOMM_LAYOUT_V2_29_7 = 4  /* 2.29.5 - 2.29.7 */
 } ncclDevCommLayout_t;
 
 /* The layout a caller compiled against `version` gets; UNKNOWN for a version no frozen header
@@ -57,24 +62,51 @@ static inline ncclDevCommLayout_t ncclDevCommLayoutOf(uint32_t version) {
   if (version == NCCL_DEVCOMM_WEFT_2_27_VERSION) return NCCL_DEVCOMM_LAYOUT_V2_30;
   if (version >= NCCL_DEVCOMM_V2_32_MIN_VERSION && version <= NCCL_DEVCOMM_V2_32_MAX_VERSION)
     return NCCL_DEVCOMM_LAYOUT_V2_32;
+  if (version >= NCCL_DEVCOMM_V2_29_2_MIN_VERSION && version <= NCCL_DEVCOMM_V2_29_2_MAX_VERSION)
+    return NCCL_DEVCOMM_LAYOUT_V2_29_2;
+  if (version >= NCCL_DEVCOMM_V2_29_7_MIN_VERSION && version <= NCCL_DEVCOMM_V2_29_7_MAX_VERSION)
+    return NCCL_DEVCOMM_LAYOUT_V2_29_7;
   return NCCL_DEVCOMM_LAYOUT_UNKNOWN;
+}
+
+/* Whether a layout's ncclDevComm starts with magic and version (2.30 on) or not (2.29). */
+static inline int ncclDevCommLayoutVersioned(ncclDevCommLayout_t layout) {
+  return layout == NCCL_DEVCOMM_LAYOUT_V2_30 || layout == NCCL_DEVCOMM_LAYOUT_V2_32;
+}
+
+/* The layout of a device communicator the library filled (its first 8 bytes, `head`): a
+ * versioned one by its version, UNKNOWN for a version weft does not know; one whose first word
+ * is not NCCL_API_MAGIC is 2.29's, where that word is a rank. 2.29.2's and 2.29.7's cannot be
+ * told apart, and need not be: 2.29.2's is a prefix of 2.29.7's, so this answers V2_29_2. */
+static inline ncclDevCommLayout_t ncclDevCommLayoutOfDevComm(const ncclDevCommHead_t* head) {
+  if (head->magic == NCCL_API_MAGIC) {
+    ncclDevCommLayout_t l = ncclDevCommLayoutOf(head->version);
+    return ncclDevCommLayoutVersioned(l) ? l : NCCL_DEVCOMM_LAYOUT_UNKNOWN;
+  }
+  return NCCL_DEVCOMM_LAYOUT_V2_29_2;
 }
 
 /* Bytes of each layout's structs, by layout (0 for UNKNOWN). */
 static inline size_t ncclDevCommSizeOf(ncclDevCommLayout_t layout) {
   return layout == NCCL_DEVCOMM_LAYOUT_V2_30   ? sizeof(ncclDevComm_v2_30_t)
-         : layout == NCCL_DEVCOMM_LAYOUT_V2_32 ? sizeof(ncclDevComm_v2_32_t)
-                                               : 0;
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_32   ? sizeof(ncclDevComm_v2_32_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_2 ? sizeof(ncclDevComm_v2_29_2_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_7 ? sizeof(ncclDevComm_v2_29_7_t)
+                                                 : 0;
 }
 static inline size_t ncclDevCommRequirementsSizeOf(ncclDevCommLayout_t layout) {
   return layout == NCCL_DEVCOMM_LAYOUT_V2_30   ? sizeof(ncclDevCommRequirements_v2_30_t)
-         : layout == NCCL_DEVCOMM_LAYOUT_V2_32 ? sizeof(ncclDevCommRequirements_v2_32_t)
-                                               : 0;
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_32   ? sizeof(ncclDevCommRequirements_v2_32_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_2 ? sizeof(ncclDevCommRequirements_v2_29_2_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_7 ? sizeof(ncclDevCommRequirements_v2_29_7_t)
+                                                 : 0;
 }
 static inline size_t ncclCommPropertiesSizeOf(ncclDevCommLayout_t layout) {
   return layout == NCCL_DEVCOMM_LAYOUT_V2_30   ? sizeof(ncclCommProperties_v2_30_t)
-         : layout == NCCL_DEVCOMM_LAYOUT_V2_32 ? sizeof(ncclCommProperties_v2_32_t)
-                                               : 0;
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_32   ? sizeof(ncclCommProperties_v2_32_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_2 ? sizeof(ncclCommProperties_v2_29_2_t)
+         : layout == NCCL_DEVCOMM_LAYOUT_V2_29_7 ? sizeof(ncclCommProperties_v2_29_7_t)
+                                                 : 0;
 }
 
 /* The reciprocal kernels divide by (the *_rcp32 fields): floor(2^32 / n), which is 0 for

@@ -1,17 +1,18 @@
 /* ncclDevCommCreate / ncclDevCommDestroy: the device communicator a kernel receives by value.
  *
  * Create reads the caller's requirements in the layout of the headers it was compiled
- * against (abi/nccl_devcomm.h picks it from their version), refuses what weft cannot give
- * (multicast: never enabled here; GIN: weft has none, answered as NCCL answers without it;
- * fabric barriers), then lays out the resource buffer as NCCL does — the LSA barriers first,
- * then the caller's resource requirements in list order, each at a multiple of 128 bytes
- * (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it and registers it as a
- * symmetric window, which maps it flat across the LSA team (transport/transport_lsa.c). The
- * barrier epochs live in that buffer, in GPU memory, so a graph replaying a kernel keeps
- * counting where the last replay stopped. The device communicator is then written in the
- * caller's layout: ranks, LSA team, window table, the resource window (its device window and
- * the inlined copy of its base and stride), the barrier handles; everything GIN, multicast and
- * fabric stays zero.
+ * against (abi/nccl_devcomm.h picks it from their version; api_devlayout.c reads them and
+ * writes the device communicator per layout, 2.29 callers getting LSA only), refuses what
+ * weft cannot give (multicast: never enabled here; GIN: weft has none, answered as NCCL
+ * answers without it; fabric barriers), then lays out the resource buffer as NCCL does —
+ * the LSA barriers first, then the caller's resource requirements in list order, each at a
+ * multiple of 128 bytes (handle = offset / 128) — allocates it with ncclMemAlloc, zeroes it
+ * and registers it as a symmetric window, which maps it flat across the LSA team
+ * (transport/transport_lsa.c). The barrier epochs live in that buffer, in GPU memory, so a
+ * graph replaying a kernel keeps counting where the last replay stopped. The device
+ * communicator is then written in the caller's layout: ranks, LSA team, window table, the
+ * resource window (its device window and the inlined copy of its base and stride), the
+ * barrier handles, the abort flag; everything GIN, multicast and fabric stays zero.
  *
  * Like registration, Create is collective; inside a group the work waits for the outermost
  * ncclGroupEnd (one thread may create the device communicators of several ranks), and
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/api_devlayout.h"
 #include "group/group.h"
 #include "nccl_devcomm.h"
 #include "transport/transport.h"
@@ -52,46 +54,8 @@ static void version_text(uint32_t v, char* buf, size_t len) {
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-/* The fields weft reads, whichever the layout. */
-typedef struct {
-  const ncclDevResourceRequirements_v2_30_t* list;
-  const ncclTeamRequirements_v2_30_t* teams;
-  bool lsa_multimem, gin_force;
-  int barriers, lsa_barriers, rail_gin_barriers, world_gin_barriers;
-  int gin_signals, gin_counters, gin_connection;
-  int cft_barriers, cft_caps;
-} reqs_view;
-
-static void read_reqs(ncclDevCommLayout_t layout, const void* p, reqs_view* v) {
-  memset(v, 0, sizeof *v);
-#define READ_COMMON(R)                                                            \
-  do {                                                                            \
-    v->list = (const ncclDevResourceRequirements_v2_30_t*)(R)->resourceRequirementsList; \
-    v->teams = (const ncclTeamRequirements_v2_30_t*)(R)->teamRequirementsList;   \
-    v->lsa_multimem = (R)->lsaMultimem;                                           \
-    v->gin_force = (R)->ginForceEnable;                                           \
-    v->barriers = (R)->barrierCount;                                              \
-    v->lsa_barriers = (R)->lsaBarrierCount;                                       \
-    v->rail_gin_barriers = (R)->railGinBarrierCount;                              \
-    v->world_gin_barriers = (R)->worldGinBarrierCount;                            \
-    v->gin_signals = (R)->ginSignalCount;                                         \
-    v->gin_counters = (R)->ginCounterCount;                                       \
-    v->gin_connection = (R)->ginConnectionType;                                   \
-  } while (0)
-  if (layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
-    const ncclDevCommRequirements_v2_30_t* r = p;
-    READ_COMMON(r);
-  } else {
-    const ncclDevCommRequirements_v2_32_t* r = p;
-    READ_COMMON(r);
-    v->cft_barriers = r->cftBarrierCount;
-    v->cft_caps = r->cftCaps;
-  }
-#undef READ_COMMON
-}
-
 /* What weft refuses, each with the WARN NCCL gives or one saying why. */
-static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const reqs_view* v) {
+static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const devlayout_reqs* v) {
   if (v->lsa_multimem) {
     WARN("%s: rank %d: reqs->lsaMultimem is set, but multicast (NVLink SHARP) is never enabled "
          "in weft", fn, comm->rank);
@@ -138,50 +102,26 @@ static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const reqs
   return ncclSuccess;
 }
 
-static void fill_common(void* out, ncclDevCommLayout_t layout, uint32_t version,
-                        struct ncclComm* comm, int lsa_size, int lsa_rank, void* table,
-                        const weft_mem_reg* rw, uint32_t lsa_handle, int lsa_barriers,
-                        uint32_t hybrid_handle) {
-  uintptr_t flat = 0, abort_word = 0;
-  uint32_t stride4g = 0;
+static void fill_devcomm(void* out, ncclDevCommLayout_t layout, uint32_t version,
+                         struct ncclComm* comm, int lsa_size, int lsa_rank, void* table,
+                         const weft_mem_reg* rw, uint32_t lsa_handle, int lsa_barriers,
+                         uint32_t hybrid_handle) {
+  devlayout_fill f = {.version = version, .rank = comm->rank, .nranks = comm->nranks,
+                      .lsa_rank = lsa_rank, .lsa_size = lsa_size,
+                      .window_table = (uintptr_t)table, .lsa_handle = lsa_handle,
+                      .lsa_barriers = lsa_barriers, .hybrid_handle = hybrid_handle};
 #ifdef WEFT_HAVE_CUDA
   /* The device executor's abort word: set on ncclCommAbort, revoke and a failed connection, so
    * the waits of device-API kernels (barriers, GIN waits poll abortFlag) end with the
    * communicator's collectives. */
-  abort_word = (uintptr_t)device_exec_abort_word(comm->device);
+  f.abort_flag = (uintptr_t)device_exec_abort_word(comm->device);
 #endif
   if (rw) {
-    flat = rw->lsa ? (uintptr_t)transport_window_lsa_base(rw->lsa) : (uintptr_t)rw->buff;
-    stride4g = rw->lsa ? (uint32_t)(transport_window_lsa_stride(rw->lsa) / NCCL_DEVCOMM_4G) : 0;
+    f.resource_window = (uintptr_t)rw->dev_win;
+    f.flat = rw->lsa ? (uintptr_t)transport_window_lsa_base(rw->lsa) : (uintptr_t)rw->buff;
+    f.stride4g = rw->lsa ? (uint32_t)(transport_window_lsa_stride(rw->lsa) / NCCL_DEVCOMM_4G) : 0;
   }
-#define FILL(D)                                                                   \
-  do {                                                                            \
-    memset((D), 0, sizeof *(D));                                                  \
-    (D)->magic = NCCL_API_MAGIC;                                                  \
-    (D)->version = version;                                                       \
-    (D)->rank = comm->rank;                                                       \
-    (D)->nRanks = comm->nranks;                                                   \
-    (D)->nRanks_rcp32 = ncclDevCommRcp32((uint32_t)comm->nranks);                 \
-    (D)->lsaRank = lsa_rank;                                                      \
-    (D)->lsaSize = lsa_size;                                                      \
-    (D)->lsaSize_rcp32 = ncclDevCommRcp32((uint32_t)lsa_size);                    \
-    (D)->windowTable = (uintptr_t)table;                                          \
-    (D)->resourceWindow = rw ? (uintptr_t)rw->dev_win : 0;                        \
-    (D)->resourceWindow_inlined.lsaFlatBase = flat;                               \
-    (D)->resourceWindow_inlined.stride4G = stride4g;                              \
-    (D)->lsaBarrier.bufHandle = lsa_handle;                                       \
-    (D)->lsaBarrier.nBarriers = lsa_barriers;                                     \
-    (D)->hybridLsaBarrier.bufHandle = hybrid_handle;                              \
-    (D)->abortFlag = abort_word;                                                  \
-  } while (0)
-  if (layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
-    ncclDevComm_v2_30_t* d = out;
-    FILL(d);
-  } else {
-    ncclDevComm_v2_32_t* d = out;
-    FILL(d);
-  }
-#undef FILL
+  devlayout_write(layout, &f, out);
 }
 
 /* The collective part (now, or at the outermost ncclGroupEnd). */
@@ -236,8 +176,8 @@ static ncclResult_t devcomm_job(struct ncclComm* comm, void* arg) {
     }
   }
   WEFT_CHECK_GOTO(api_devwin_table(comm, &table), res, release);
-  fill_common(t->out, t->layout, t->version, comm, lsa_size, lsa_rank, table, rw, lsa_handle,
-              t->lsa_barriers, hybrid_handle);
+  fill_devcomm(t->out, t->layout, t->version, comm, lsa_size, lsa_rank, table, rw, lsa_handle,
+               t->lsa_barriers, hybrid_handle);
   INFO(NCCL_INIT, "%s: rank %d: device communicator: LSA team %d, %d LSA barriers, %zu bytes "
        "of resources", fn, comm->rank, lsa_size, t->lsa_barriers, total);
   goto done;
@@ -272,7 +212,8 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t*
     version_text(h.version, theirs, sizeof theirs);
     version_text(NCCL_VERSION_CODE, ours, sizeof ours);
     WARN("%s: reqs comes from NCCL %s headers; weft %s (NCCL %s) fills the device communicator "
-         "of NCCL 2.30.x and 2.32.6 headers only", fn, theirs, WEFT_VERSION_STRING, ours);
+         "of NCCL 2.29.2, 2.29.3, 2.29.5 - 2.29.7, 2.30.x and 2.32.6 headers only", fn, theirs,
+         WEFT_VERSION_STRING, ours);
     return ncclInvalidUsage;
   }
   if (h.size < ncclDevCommRequirementsSizeOf(layout)) {
@@ -285,8 +226,8 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t*
          "needs a device communicator", fn, (void*)comm, comm->rank);
     return ncclInvalidUsage;
   }
-  reqs_view v;
-  read_reqs(layout, reqs, &v);
+  devlayout_reqs v;
+  WEFT_CHECK(devlayout_reqs_read(fn, comm->rank, layout, reqs, &v));
   WEFT_CHECK(check_reqs(fn, comm, &v));
   devcomm_task* t = calloc(1, sizeof *t);
   int n = 0;
@@ -315,15 +256,24 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
   WEFT_ARG_NONNULL(fn, devComm);
   ncclDevCommHead_t h;
   memcpy(&h, devComm, sizeof h);
-  ncclDevCommLayout_t layout = ncclDevCommLayoutOf(h.version);
-  if (h.magic != NCCL_API_MAGIC || layout == NCCL_DEVCOMM_LAYOUT_UNKNOWN) {
+  /* A versioned device communicator names its layout; 2.29's has none and starts with the
+   * rank and nRanks, which must then be this communicator's. */
+  ncclDevCommLayout_t layout = ncclDevCommLayoutOfDevComm(&h);
+  int rank = -1, nranks = -1;
+  uintptr_t rwin = 0;
+  devlayout_read(layout, devComm, &rank, &nranks, &rwin);
+  if (layout == NCCL_DEVCOMM_LAYOUT_UNKNOWN) {
     WARN("%s: devComm %p (magic 0x%x, version %u) was not made by ncclDevCommCreate", fn,
          (const void*)devComm, h.magic, h.version);
     return ncclInvalidArgument;
   }
-  uintptr_t rwin = layout == NCCL_DEVCOMM_LAYOUT_V2_30
-                       ? ((const ncclDevComm_v2_30_t*)(const void*)devComm)->resourceWindow
-                       : ((const ncclDevComm_v2_32_t*)(const void*)devComm)->resourceWindow;
+  if (rank != comm->rank || nranks != comm->nranks) {
+    WARN("%s: devComm %p (%s, rank %d of %d) was not made by ncclDevCommCreate for comm %p "
+         "(rank %d of %d)", fn, (const void*)devComm,
+         ncclDevCommLayoutVersioned(layout) ? "versioned" : "unversioned: NCCL 2.29 headers",
+         rank, nranks, (void*)comm, comm->rank, comm->nranks);
+    return ncclInvalidArgument;
+  }
   if (!rwin) return ncclSuccess; /* no resources were asked for: nothing to free */
   struct ncclComm* owner;
   void* buff;

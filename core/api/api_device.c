@@ -8,8 +8,9 @@
  * Versions: a caller's ncclCommProperties_t and ncclDevCommRequirements_t open with size, magic
  * and the NCCL_VERSION_CODE of the headers it was compiled against. The properties are written
  * field by field as far as the caller's size reaches (their prefix is the same in every
- * version), and 2.32's additions for a 2.32 caller; device communicators are laid out per
- * version (abi/nccl_devcomm.h), and one weft does not know is refused naming both versions. */
+ * version but 2.29.2's, whose ginType is one byte), and 2.32's additions for a 2.32 caller;
+ * device communicators are laid out per version (abi/nccl_devcomm.h), and one weft does not
+ * know is refused naming both versions. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -93,12 +94,14 @@ static ncclResult_t check_version(const char* fn, const char* what, unsigned ver
   return ncclInvalidUsage;
 }
 
-/* props->field = value when the caller's structure (size bytes) reaches that far. */
-#define PROP_SET(props, size, field, value)                                          \
+/* props->field = value when the caller's structure (size bytes, type T) reaches that far. */
+#define PROP_SET_T(T, props, size, field, value)                                     \
   do {                                                                               \
-    if ((size) >= offsetof(ncclCommProperties_t, field) + sizeof((props)->field))    \
+    if ((size) >= offsetof(T, field) + sizeof((props)->field))                       \
       (props)->field = (value);                                                      \
   } while (0)
+#define PROP_SET(props, size, field, value) \
+  PROP_SET_T(ncclCommProperties_t, props, size, field, value)
 
 WEFT_API(ncclResult_t, ncclCommQueryProperties, ncclComm_t comm, ncclCommProperties_t* props);
 ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* props) {
@@ -117,24 +120,45 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
     return ncclInvalidArgument;
   }
   WEFT_CHECK(check_version(fn, "ncclCommProperties_t", h.version));
+  ncclDevCommLayout_t layout = ncclDevCommLayoutOf(h.version);
+  if (h.version / 100 == 229 && layout == NCCL_DEVCOMM_LAYOUT_UNKNOWN) {
+    char theirs[24];
+    version_text(h.version, theirs, sizeof theirs);
+    WARN("%s: props comes from NCCL %s headers; of 2.29 weft knows the layouts of 2.29.2, "
+         "2.29.3 and 2.29.5 - 2.29.7 only (as NCCL 2.30)", fn, theirs);
+    return ncclInvalidUsage;
+  }
   int nvml = -1;
   if (comm->mode == WEFT_MODE_DEVICE) nvml = pci_gpu_index("/sys", comm->peers[comm->rank].p2p.bus);
   ncclTeam_t lsa = ncclTeamLsa(comm);
   size_t n = h.size;
+  /* Device communicators exist in device mode (api_devcomm.c); for 2.29 headers only where
+   * the LSA team is the whole communicator (2.29 callers get LSA and no GIN, as NCCL 2.30
+   * serves them). */
+  bool device_api = comm->mode == WEFT_MODE_DEVICE;
+  if (layout == NCCL_DEVCOMM_LAYOUT_V2_29_2 || layout == NCCL_DEVCOMM_LAYOUT_V2_29_7)
+    device_api = device_api && lsa.nRanks == comm->nranks;
   props->rank = comm->rank;
   props->nRanks = comm->nranks;
   props->cudaDev = comm->cuda_dev;
   props->nvmlDev = nvml;
-  /* Device communicators exist in device mode (api_devcomm.c); multicast is never used; weft
-   * has no GIN. */
-  PROP_SET(props, n, deviceApiSupport, comm->mode == WEFT_MODE_DEVICE);
+  if (layout == NCCL_DEVCOMM_LAYOUT_V2_29_2) {
+    /* Ends after a one-byte ginType. */
+    ncclCommProperties_v2_29_2_t* p = (ncclCommProperties_v2_29_2_t*)(void*)props;
+    PROP_SET_T(ncclCommProperties_v2_29_2_t, p, n, deviceApiSupport, device_api);
+    PROP_SET_T(ncclCommProperties_v2_29_2_t, p, n, multimemSupport, false);
+    PROP_SET_T(ncclCommProperties_v2_29_2_t, p, n, ginType, NCCL_DEVCOMM_V2_29_2_GIN_TYPE_NONE);
+    return ncclSuccess;
+  }
+  /* Multicast is never used; weft has no GIN. */
+  PROP_SET(props, n, deviceApiSupport, device_api);
   PROP_SET(props, n, multimemSupport, false);
   PROP_SET(props, n, ginType, NCCL_GIN_TYPE_NONE);
   PROP_SET(props, n, nLsaTeams, comm->nranks / lsa.nRanks);
   PROP_SET(props, n, hostRmaSupport, false);
   PROP_SET(props, n, railedGinType, NCCL_GIN_TYPE_NONE);
   /* 2.32's additions, where the caller has them: no GIN and no fabric (zero says so). */
-  if (ncclDevCommLayoutOf(h.version) == NCCL_DEVCOMM_LAYOUT_V2_32 &&
+  if (layout == NCCL_DEVCOMM_LAYOUT_V2_32 &&
       n >= sizeof(ncclCommProperties_v2_32_t)) {
     ncclCommProperties_v2_32_t* p = (ncclCommProperties_v2_32_t*)(void*)props;
     p->commHash = comm->comm_hash;

@@ -4,6 +4,8 @@
 # - devcomm_teams_match_nvidia_2.30.7: weft's team functions answer as NVIDIA's on random input;
 # - devcomm_layout_select: abi/nccl_devcomm.h's helpers (versions to layouts, reciprocals,
 #   the LSA barrier's words);
+# - devcomm_fill_layouts: core/api/api_devlayout.c writes each layout's device communicator at
+#   NVIDIA's offsets and reads requirements (2.29 conversions included), no GPU;
 # - devcomm_interop (label gpu): kernels built against weft's header and NVIDIA's 2.30.7 one
 #   share LSA barriers and memory on one GPU, the ranks laid out by hand (no library);
 # - devcomm_header_compiles: nvcc builds a kernel using every function of weft's nccl_device.h,
@@ -27,13 +29,17 @@ set(devcomm_common_args -DWHEELS=${WEFT_NCCL_WHEEL_DIR} -DPYTHON=${WEFT_DEVCOMM_
   -DCC=${CMAKE_C_COMPILER} -DCXX=${WEFT_DEVCOMM_CXX} -DCUDA_INCLUDE=${WEFT_DEVCOMM_CUDA_INCLUDE}
   -DSRC=${PROJECT_SOURCE_DIR} -DWORK=${CMAKE_CURRENT_BINARY_DIR}/devcomm)
 
-foreach(v 2.30.7:V2_30 2.32.6:V2_32)
+# 2.29.7 stands for 2.29.5 - 2.29.7; 2.29.2 (a second 206 MB wheel) is checked by the static
+# asserts of abi/devcomm/devcomm_v2_29.h and by hand (docs/device-api.md).
+foreach(v 2.29.7:V2_29_7 2.30.7:V2_30 2.32.6:V2_32)
   string(REPLACE ":" ";" pair ${v})
   list(GET pair 0 version)
   list(GET pair 1 layout)
   set(weft_header_arg)
   if(layout STREQUAL "V2_30") # weft's own header has the 2.30 layout
     set(weft_header_arg -DWEFT_INCLUDE=${PROJECT_SOURCE_DIR}/include)
+  elseif(layout MATCHES "^V2_29")
+    set(weft_header_arg -DABI_HEADER=devcomm_v2_29.h)
   endif()
   add_test(NAME devcomm_layout_${version}
     COMMAND ${CMAKE_COMMAND} -DVERSION=${version} -DLAYOUT=${layout} ${devcomm_common_args}
@@ -59,6 +65,13 @@ set_tests_properties(devcomm_header_compiles PROPERTIES LABELS unit TIMEOUT 300
 weft_add_test(NAME devcomm_layout_select SOURCES ${CMAKE_CURRENT_LIST_DIR}/devcomm_layout_select.c
   LABELS unit)
 target_include_directories(devcomm_layout_select PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+
+weft_add_test(NAME devcomm_fill_layouts
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/devcomm_fill_layouts.c
+    ${PROJECT_SOURCE_DIR}/core/api/api_devlayout.c
+  LABELS unit)
+target_include_directories(devcomm_fill_layouts PRIVATE ${PROJECT_SOURCE_DIR}/abi
+  ${PROJECT_SOURCE_DIR}/core)
 
 add_test(NAME devcomm_interop
   COMMAND ${CMAKE_COMMAND} -DVERSION=2.30.7 -DNVCC=${WEFT_DEVCOMM_NVCC} ${devcomm_common_args}

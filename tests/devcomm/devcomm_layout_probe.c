@@ -4,8 +4,8 @@
  *   PROBE_NVIDIA        NVIDIA's nccl_device.h (as C++, the wheel's include dir on the path)
  *   PROBE_WEFT_ABI      weft's frozen C11 layouts, abi/nccl_devcomm.h (as C)
  *   PROBE_WEFT_HEADER   weft's own nccl_device.h (as C++)
- * with PROBE_V2_30 or PROBE_V2_32 saying which fields exist. The test script compares the
- * outputs line by line. */
+ * with PROBE_V2_29_2, PROBE_V2_29_7, PROBE_V2_30 or PROBE_V2_32 saying which fields exist.
+ * The test script compares the outputs line by line. */
 #ifdef __cplusplus
 #include <cstddef>
 #include <cstdint>
@@ -38,20 +38,29 @@
 #define PROBE_T_CftBarrier ncclCftBarrierHandle
 #elif defined(PROBE_WEFT_ABI)
 #include "nccl_devcomm.h"
+/* PROBE_V: structs shared by a release's patch levels; PROBE_VP: those that differ. */
 #if defined(PROBE_V2_30)
 #define PROBE_V(name) name##_v2_30_t
-#else
+#define PROBE_VP(name) name##_v2_30_t
+#elif defined(PROBE_V2_32)
 #define PROBE_V(name) name##_v2_32_t
+#define PROBE_VP(name) name##_v2_32_t
+#elif defined(PROBE_V2_29_7)
+#define PROBE_V(name) name##_v2_29_t
+#define PROBE_VP(name) name##_v2_29_7_t
+#else
+#define PROBE_V(name) name##_v2_29_t
+#define PROBE_VP(name) name##_v2_29_2_t
 #endif
-#define PROBE_T_DevComm PROBE_V(ncclDevComm)
+#define PROBE_T_DevComm PROBE_VP(ncclDevComm)
 #define PROBE_T_ResourceWindow PROBE_V(ncclResourceWindow)
 #define PROBE_T_Window PROBE_V(ncclWindowVidmem)
 #define PROBE_T_WindowTable PROBE_V(ncclDevWindowTable)
 #define PROBE_T_WindowEntry PROBE_V(ncclDevWindowTableEntry)
-#define PROBE_T_Requirements PROBE_V(ncclDevCommRequirements)
+#define PROBE_T_Requirements PROBE_VP(ncclDevCommRequirements)
 #define PROBE_T_ResourceReq PROBE_V(ncclDevResourceRequirements)
 #define PROBE_T_TeamReq PROBE_V(ncclTeamRequirements)
-#define PROBE_T_Properties PROBE_V(ncclCommProperties)
+#define PROBE_T_Properties PROBE_VP(ncclCommProperties)
 #define PROBE_T_LsaBarrier PROBE_V(ncclLsaBarrierHandle)
 #define PROBE_T_GinBarrier PROBE_V(ncclGinBarrierHandle)
 #define PROBE_T_Multimem PROBE_V(ncclMultimemHandle)
@@ -69,13 +78,19 @@
          sizeof(((PROBE_T_##key*)0)->field));
 
 int main(void) {
-  DEVCOMM_LAYOUT_COMMON(PROBE_S, PROBE_F)
 #if defined(PROBE_V2_30)
+  DEVCOMM_LAYOUT_COMMON(PROBE_S, PROBE_F)
   DEVCOMM_LAYOUT_ONLY_V2_30(PROBE_S, PROBE_F)
 #elif defined(PROBE_V2_32)
+  DEVCOMM_LAYOUT_COMMON(PROBE_S, PROBE_F)
   DEVCOMM_LAYOUT_ONLY_V2_32(PROBE_S, PROBE_F)
+#elif defined(PROBE_V2_29_7)
+  DEVCOMM_LAYOUT_V2_29_SHARED(PROBE_S, PROBE_F)
+  DEVCOMM_LAYOUT_ONLY_V2_29_7(PROBE_S, PROBE_F)
+#elif defined(PROBE_V2_29_2)
+  DEVCOMM_LAYOUT_V2_29_SHARED(PROBE_S, PROBE_F)
 #else
-#error "define PROBE_V2_30 or PROBE_V2_32"
+#error "define PROBE_V2_29_2, PROBE_V2_29_7, PROBE_V2_30 or PROBE_V2_32"
 #endif
   return 0;
 }

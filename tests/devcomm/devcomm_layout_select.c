@@ -1,5 +1,6 @@
 /* devcomm_layout_select: the helpers of abi/nccl_devcomm.h. Which versions select which layout
- * (and which are refused), the sizes per layout, that the *_rcp32 reciprocal makes the kernels'
+ * (and which are refused), how a device communicator handed back is recognised (2.29's carry
+ * no version), the sizes per layout, that the *_rcp32 reciprocal makes the kernels'
  * division exact, and that the LSA barrier's word macros tile the buffer exactly once. Random
  * cases use a printed seed (WEFT_TEST_SEED to repeat one). */
 #include <stdint.h>
@@ -9,17 +10,7 @@
 
 #include "nccl_devcomm.h"
 #include "testutil.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      failures++;                                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                     \
-      fprintf(stderr, __VA_ARGS__);                                                            \
-      fprintf(stderr, "\n");                                                                   \
-    }                                                                                          \
-  } while (0)
+#include "devcomm_check.h"
 
 static uint64_t rng;
 static uint32_t next32(void) { return (uint32_t)(test_rand(&rng) >> 16); }
@@ -32,8 +23,13 @@ static void versions_select_layouts(void) {
       {22707, NCCL_DEVCOMM_LAYOUT_V2_30},   /* weft's own headers, reporting 2.27.7 */
       {23000, NCCL_DEVCOMM_LAYOUT_V2_30},   {23003, NCCL_DEVCOMM_LAYOUT_V2_30},
       {23007, NCCL_DEVCOMM_LAYOUT_V2_30},   {23206, NCCL_DEVCOMM_LAYOUT_V2_32},
+      {22902, NCCL_DEVCOMM_LAYOUT_V2_29_2}, {22903, NCCL_DEVCOMM_LAYOUT_V2_29_2},
+      {22905, NCCL_DEVCOMM_LAYOUT_V2_29_7}, {22906, NCCL_DEVCOMM_LAYOUT_V2_29_7},
+      {22907, NCCL_DEVCOMM_LAYOUT_V2_29_7}, /* NVIDIA's 2.30.7 converts exactly these */
+      {22900, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {22901, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
+      {22904, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {22908, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
       {22706, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {22809, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
-      {22907, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {22999, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
+      {22999, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
       {23008, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {23102, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
       {23203, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, {23207, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
       {0, NCCL_DEVCOMM_LAYOUT_UNKNOWN},     {UINT32_MAX, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
@@ -48,10 +44,50 @@ static void versions_select_layouts(void) {
   CHECK(ncclDevCommRequirementsSizeOf(NCCL_DEVCOMM_LAYOUT_V2_32) == 136, "v2_32 reqs size");
   CHECK(ncclCommPropertiesSizeOf(NCCL_DEVCOMM_LAYOUT_V2_30) == 56, "v2_30 props size");
   CHECK(ncclCommPropertiesSizeOf(NCCL_DEVCOMM_LAYOUT_V2_32) == 152, "v2_32 props size");
+  CHECK(ncclDevCommSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_2) == 200, "v2_29_2 devComm size");
+  CHECK(ncclDevCommSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_7) == 224, "v2_29_7 devComm size");
+  CHECK(ncclDevCommRequirementsSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_2) == 72, "v2_29_2 reqs size");
+  CHECK(ncclDevCommRequirementsSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_7) == 88, "v2_29_7 reqs size");
+  CHECK(ncclCommPropertiesSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_2) == 40, "v2_29_2 props size");
+  CHECK(ncclCommPropertiesSizeOf(NCCL_DEVCOMM_LAYOUT_V2_29_7) == 56, "v2_29_7 props size");
   CHECK(ncclDevCommSizeOf(NCCL_DEVCOMM_LAYOUT_UNKNOWN) == 0 &&
             ncclDevCommRequirementsSizeOf(NCCL_DEVCOMM_LAYOUT_UNKNOWN) == 0 &&
             ncclCommPropertiesSizeOf(NCCL_DEVCOMM_LAYOUT_UNKNOWN) == 0,
         "UNKNOWN has no size");
+}
+
+/* A device communicator handed back: versioned ones by their version (only layouts that carry
+ * one), anything else is 2.29's, whose first words are a rank and nRanks. */
+static void devcomms_select_layouts(void) {
+  static const struct {
+    uint32_t magic, version;
+    ncclDevCommLayout_t layout;
+  } cases[] = {
+      {NCCL_API_MAGIC, 23007, NCCL_DEVCOMM_LAYOUT_V2_30},
+      {NCCL_API_MAGIC, 22707, NCCL_DEVCOMM_LAYOUT_V2_30},
+      {NCCL_API_MAGIC, 23206, NCCL_DEVCOMM_LAYOUT_V2_32},
+      {NCCL_API_MAGIC, 22907, NCCL_DEVCOMM_LAYOUT_UNKNOWN}, /* 2.29's carry no version */
+      {NCCL_API_MAGIC, 22902, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
+      {NCCL_API_MAGIC, 23100, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
+      {NCCL_API_MAGIC, 0, NCCL_DEVCOMM_LAYOUT_UNKNOWN},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ncclDevCommHead_t h = {cases[i].magic, cases[i].version};
+    CHECK(ncclDevCommLayoutOfDevComm(&h) == cases[i].layout, "devComm magic 0x%x version %u: "
+          "layout %d, want %d", h.magic, h.version, (int)ncclDevCommLayoutOfDevComm(&h),
+          (int)cases[i].layout);
+  }
+  for (int i = 0; i < 1000; i++) { /* 2.29: rank, nRanks */
+    uint32_t nranks = 1 + next32() % 0x7fffffffu;
+    ncclDevCommHead_t h = {next32() % nranks, nranks};
+    CHECK(ncclDevCommLayoutOfDevComm(&h) == NCCL_DEVCOMM_LAYOUT_V2_29_2,
+          "rank %u of %u: not read as 2.29", h.magic, h.version);
+  }
+  CHECK(ncclDevCommLayoutVersioned(NCCL_DEVCOMM_LAYOUT_V2_30) &&
+            ncclDevCommLayoutVersioned(NCCL_DEVCOMM_LAYOUT_V2_32) &&
+            !ncclDevCommLayoutVersioned(NCCL_DEVCOMM_LAYOUT_V2_29_2) &&
+            !ncclDevCommLayoutVersioned(NCCL_DEVCOMM_LAYOUT_V2_29_7),
+        "versioned layouts");
 }
 
 /* Kernels divide x by n as: q = rcp ? high half of x * rcp : x, plus one if x - q*n >= n. */
@@ -101,6 +137,7 @@ int main(void) {
   printf("seed %llu\n", (unsigned long long)seed);
   rng = seed;
   versions_select_layouts();
+  devcomms_select_layouts();
   reciprocal_divides_exactly();
   barrier_words_tile_the_buffer();
   if (failures) {

@@ -486,15 +486,16 @@ if(WEFT_HAVE_CUDA)
   endforeach()
 endif()
 
-# Device-API kernels compiled against NVIDIA's nccl_device.h of 2.30.7 and 2.32.6 (the binary
-# contract; issue 39) and against weft's own include/nccl_device.h (the source contract), run on
-# weft's library, every rank on GPU 0: devapi_kernels_<2_30_7|2_32_6|weft>_<mode>.
+# Device-API kernels compiled against NVIDIA's nccl_device.h of 2.29.7, 2.30.7 and 2.32.6 (the
+# binary contract; issue 39; 2.29.7's device communicator has no version) and against weft's own
+# include/nccl_device.h (the source contract), run on weft's library, every rank on GPU 0:
+# devapi_kernels_<2_29_7|2_30_7|2_32_6|weft>_<mode>.
 # The headers are the nvidia-nccl-cu13 wheels' include/ directories: by default where the
 # devcomm_layout_<v> tests unpack them (run those first, or point these variables elsewhere);
 # a version whose headers are missing at configure time gets no executable, and its entries
 # say SKIP with the path they looked for.
 if(WEFT_HAVE_CUDA)
-  foreach(_v 2.30.7 2.32.6 weft)
+  foreach(_v 2.29.7 2.30.7 2.32.6 weft)
     string(REPLACE "." "_" _vid ${_v})
     if(_v STREQUAL "weft") # the source contract: weft's own nccl_device.h (include/, abi/)
       set(_inc ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/abi)

@@ -1,9 +1,10 @@
 /* The device API's host functions on a host-mode communicator (CI has no GPU): what
  * ncclCommQueryProperties reports, as far as the caller's structure reaches; the refusals of
  * ncclDevCommCreate (bad magic, headers newer than weft knows, host mode) and
- * ncclDevCommDestroy; the requirement functions against NCCL's formulas on random arguments;
- * the window pointer queries (own rank, peers outside the LSA team, multicast off) and their
- * bad arguments; NCCL_WIN_STRICT_ORDERING accepted by ncclCommWindowRegister. */
+ * ncclDevCommDestroy; callers of 2.29 headers (their short properties, their requirements
+ * recognised, their unversioned device communicator); the requirement functions against
+ * NCCL's formulas on random arguments; the window pointer queries (own rank, peers outside
+ * the LSA team, multicast off) and their bad arguments; NCCL_WIN_STRICT_ORDERING accepted by ncclCommWindowRegister. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,91 @@ static void check_props(ncclComm_t comm, int rank, int nranks) {
   EXPECT_EQ_INT(q.railedGinType, 0x5a5a5a5a);
 }
 
+/* Callers of NCCL 2.29 headers (NVIDIA's layouts, by offset): 2.29.2's properties end after a
+ * one-byte ginType at 34 (40 bytes), 2.29.7's are 2.30's; 2.29.0, .1 and .4 are refused. Their
+ * requirements are recognised (a short size is then ncclInvalidArgument, where an unknown
+ * version is ncclInvalidUsage before any size check) and refused in host mode; their device
+ * communicator has no magic and no version and starts with rank, nRanks (resourceWindow at 32):
+ * Destroy accepts one of this communicator with no resources and refuses another's. */
+static void check_2_29(ncclComm_t comm, int rank, int nranks) {
+  _Alignas(8) unsigned char p[128];
+  memset(p, 0x5a, sizeof p);
+  uint64_t size = 40;
+  uint32_t magic = NCCL_API_MAGIC, version = NCCL_VERSION(2, 29, 2);
+  memcpy(p, &size, 8);
+  memcpy(p + 8, &magic, 4);
+  memcpy(p + 12, &version, 4);
+  EXPECT_OK(ncclCommQueryProperties(comm, (ncclCommProperties_t*)(void*)p));
+  int32_t v[4];
+  memcpy(v, p + 16, sizeof v);
+  EXPECT(v[0] == rank && v[1] == nranks && v[2] == -1 && v[3] == -1);
+  EXPECT(p[32] == 0 && p[33] == 0 && p[34] == 0); /* no device API, no multimem, no GIN */
+  for (int b = 35; b < (int)sizeof p; b++)
+    if (p[b] != 0x5a) {
+      EXPECT(!"2.29.2 properties: a byte past ginType was written");
+      break;
+    }
+
+  ncclCommProperties_t q;
+  memset(&q, 0x5a, sizeof q);
+  q.size = 56;
+  q.magic = NCCL_API_MAGIC;
+  q.version = NCCL_VERSION(2, 29, 7);
+  EXPECT_OK(ncclCommQueryProperties(comm, &q));
+  EXPECT(q.rank == rank && q.nRanks == nranks && q.deviceApiSupport == 0);
+  EXPECT_EQ_INT(q.ginType, NCCL_GIN_TYPE_NONE);
+  EXPECT_EQ_INT(q.nLsaTeams, nranks);
+  EXPECT_EQ_INT(q.railedGinType, NCCL_GIN_TYPE_NONE);
+  for (int minor = 0; minor <= 8; minor++) {
+    q = (ncclCommProperties_t)NCCL_COMM_PROPERTIES_INITIALIZER;
+    q.version = NCCL_VERSION(2, 29, minor);
+    int known = minor == 2 || minor == 3 || (minor >= 5 && minor <= 7);
+    EXPECT_RES(ncclCommQueryProperties(comm, &q), known ? ncclSuccess : ncclInvalidUsage);
+  }
+
+  struct {
+    size_t size;
+    unsigned magic, version;
+    char rest[256];
+  } reqs;
+  char dc[1024];
+  const ncclDevCommRequirements_t* r = (const ncclDevCommRequirements_t*)(void*)&reqs;
+  ncclDevComm_t* out = (ncclDevComm_t*)(void*)dc;
+  static const struct {
+    unsigned version;
+    size_t size; /* NVIDIA's sizeof(ncclDevCommRequirements); 0: refused at any size */
+  } rq[] = {{22902, 72}, {22903, 72}, {22905, 88}, {22907, 88}, {22901, 0}, {22904, 0},
+            {22908, 0}};
+  for (size_t i = 0; i < sizeof rq / sizeof rq[0]; i++) {
+    memset(&reqs, 0, sizeof reqs);
+    reqs.magic = NCCL_API_MAGIC;
+    reqs.version = rq[i].version;
+    reqs.size = 16;
+    EXPECT_RES(ncclDevCommCreate(comm, r, out),
+               rq[i].size ? ncclInvalidArgument : ncclInvalidUsage);
+    if (!rq[i].size) continue;
+    reqs.size = rq[i].size - 1;
+    EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidArgument);
+    reqs.size = rq[i].size;
+    EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage); /* host mode */
+  }
+
+  int32_t head[2] = {rank, nranks};
+  memset(dc, 0, sizeof dc);
+  memcpy(dc, head, sizeof head);
+  EXPECT_OK(ncclDevCommDestroy(comm, out)); /* no resource window: nothing to free */
+  head[0] = (rank + 1) % nranks;
+  memcpy(dc, head, sizeof head);
+  EXPECT_RES(ncclDevCommDestroy(comm, out), ncclInvalidArgument); /* another rank's */
+  head[0] = rank;
+  head[1] = nranks + 1;
+  memcpy(dc, head, sizeof head);
+  EXPECT_RES(ncclDevCommDestroy(comm, out), ncclInvalidArgument);
+  uint32_t versioned[2] = {NCCL_API_MAGIC, NCCL_VERSION(2, 29, 7)}; /* 2.29's carry none */
+  memcpy(dc, versioned, sizeof versioned);
+  EXPECT_RES(ncclDevCommDestroy(comm, out), ncclInvalidArgument);
+}
+
 static void check_refusals(ncclComm_t comm) {
   ncclCommProperties_t p = NCCL_COMM_PROPERTIES_INITIALIZER;
   EXPECT_RES(ncclCommQueryProperties(comm, NULL), ncclInvalidArgument);
@@ -108,7 +194,7 @@ static void check_refusals(ncclComm_t comm) {
   reqs.magic = NCCL_API_MAGIC;
   reqs.version = NCCL_VERSION(2, 40, 1); /* newer than any layout weft knows */
   EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage);
-  reqs.version = NCCL_VERSION(2, 29, 2); /* a layout weft does not convert */
+  reqs.version = NCCL_VERSION(2, 28, 9); /* a layout weft does not know */
   EXPECT_RES(ncclDevCommCreate(comm, r, out), ncclInvalidUsage);
   EXPECT_RES(ncclDevCommDestroy(comm, NULL), ncclInvalidArgument);
   memset(dc, 0, sizeof dc);
@@ -236,6 +322,7 @@ int main(void) {
   EXPECT_OK(ncclCommInitAll(comms, 2, NULL));
   for (int r = 0; r < 2; r++) {
     check_props(comms[r], r, 2);
+    check_2_29(comms[r], r, 2);
     ncclTeam_t lsa = ncclTeamLsa(comms[r]);
     EXPECT(lsa.nRanks == 1 && lsa.rank == 0);
     EXPECT_EQ_INT(ncclTeamRankToLsa(comms[r], ncclTeamWorld(comms[r]), r), 0);
