@@ -10,8 +10,11 @@
  * result back at the end; the core ranks (odd r < 2·rem, and r ≥ 2·rem) form the power-of-two
  * space, core rank v being real rank v < rem ? 2v+1 : v+rem.
  *
- * Roles: recv role k (k < 7) and send role 8+k serve the peer at distance 2^k (algo_log_peer);
- * role 7 / 15 receive from / send to the fold partner. Hence at most WEFT_LOG_MAX_RANKS ranks.
+ * Roles: recv role k and send role 8+k serve the peer at distance 2^k for k < 7, recv role
+ * 16+(k-7) and send role 24+(k-7) for k = 7..14 (algo_log_recv_role / algo_log_send_role;
+ * algo_log_peer the inverse); role 7 / 15 receive from / send to the fold partner. Hence at
+ * most WEFT_LOG_MAX_RANKS ranks; the device's work item holds roles 0..15 only, hence
+ * WEFT_LOG_DEV_MAX_RANKS there (n ≤ 128 uses no role above 15).
  *
  * Binomial trees (rooted at t; rel = x ^ t, or x - t mod m): rel's parent is rel with its
  * lowest set bit 2^k cleared (role k), its children rel + 2^j for 2^j below that bit (every
@@ -46,6 +49,26 @@
 #define WEFT_PLAN_ALGO_LOG_H
 
 #define WEFT_LOG_FOLD_ROLE 7
+#define WEFT_LOG_FOLD_SEND_ROLE (WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE)
+#define WEFT_LOG_LOW_DISTANCES 7 /* distances 2^0..2^6 in roles 0..6 / 8..14 */
+
+/* The roles of the peer at distance 2^k. */
+WEFT_HD int algo_log_recv_role(int k) {
+  return k < WEFT_LOG_LOW_DISTANCES ? k : 2 * WEFT_DIRECT_SEND_ROLE0 + k - WEFT_LOG_LOW_DISTANCES;
+}
+WEFT_HD int algo_log_send_role(int k) {
+  return k < WEFT_LOG_LOW_DISTANCES ? WEFT_DIRECT_SEND_ROLE0 + k
+                                    : 3 * WEFT_DIRECT_SEND_ROLE0 + k - WEFT_LOG_LOW_DISTANCES;
+}
+/* The distance index k of a role (fold roles: WEFT_LOG_FOLD_ROLE); *send its direction. */
+WEFT_HD int algo_log_role_distance(int role, int* send) {
+  if (role < 2 * WEFT_DIRECT_SEND_ROLE0) {
+    *send = role >= WEFT_DIRECT_SEND_ROLE0;
+    return *send ? role - WEFT_DIRECT_SEND_ROLE0 : role;
+  }
+  *send = role >= 3 * WEFT_DIRECT_SEND_ROLE0;
+  return role - (*send ? 3 : 2) * WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_LOW_DISTANCES;
+}
 
 WEFT_HD int algo_is_log(int algo) {
   return algo == WEFT_ALGO_RECDOUBLING_ID || algo == WEFT_ALGO_RABENSEIFNER_ID ||
@@ -94,15 +117,16 @@ WEFT_HD int algo_fold_partner(int n, int r) {
 
 /* The peer of a role (-1: unused by the algorithm). */
 WEFT_HD int algo_log_peer(const weft_algo* w, int role) {
-  int n = w->nranks, r = w->rank, send = role >= WEFT_DIRECT_SEND_ROLE0;
-  int k = send ? role - WEFT_DIRECT_SEND_ROLE0 : role;
+  int n = w->nranks, r = w->rank, send;
+  int k = algo_log_role_distance(role, &send);
+  int fold = role == WEFT_LOG_FOLD_ROLE || role == WEFT_LOG_FOLD_SEND_ROLE;
   if (algo_log_folds(w->algo)) {
-    if (k == WEFT_LOG_FOLD_ROLE) return algo_fold_partner(n, r);
+    if (fold) return algo_fold_partner(n, r);
     int v = algo_fold_core(n, r), m = algo_pow2_floor(n);
     if (v < 0 || (1 << k) >= m) return -1;
     return algo_fold_real(n, v ^ (1 << k));
   }
-  if (k == WEFT_LOG_FOLD_ROLE || (1 << k) >= n) return -1;
+  if (fold || k >= 15 || (1 << k) >= n) return -1;
   if (algo_is_pow2(n)) return r ^ (1 << k);
   int up = send != algo_log_reduces(w); /* towards x + 2^k */
   return up ? (r + (1 << k)) % n : (r - (1 << k) + n) % n;
@@ -130,12 +154,12 @@ WEFT_HD void algo_tree_bcast_item(int m, int x, int t, const char* src, char* ds
     p->src = src;
     if (dst != src) p->dst = dst;
   } else {
-    algo_use_recv(p, algo_low_bit_index(rel));
+    algo_use_recv(p, algo_log_recv_role(algo_low_bit_index(rel)));
     p->dst = dst;
   }
   unsigned c = algo_tree_children(m, rel);
   for (int j = 0; c >> j; j++)
-    if ((c >> j) & 1) algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + j);
+    if ((c >> j) & 1) algo_use_send(p, algo_log_send_role(j));
 }
 
 WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* dst,
@@ -143,7 +167,7 @@ WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* d
   int rel = algo_tree_rel(m, x, t);
   unsigned c = algo_tree_children(m, rel);
   for (int j = 0; c >> j; j++)
-    if ((c >> j) & 1) algo_use_recv(p, j);
+    if ((c >> j) & 1) algo_use_recv(p, algo_log_recv_role(j));
   p->src = src;
   p->pre = 1;
   p->reduce = p->nrecv > 0;
@@ -151,7 +175,7 @@ WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* d
     p->dst = dst;
     p->post = 1;
   } else {
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + algo_low_bit_index(rel));
+    algo_use_send(p, algo_log_send_role(algo_low_bit_index(rel)));
   }
 }
 
@@ -206,7 +230,7 @@ WEFT_HD int algo_allreduce_recdoubling(const weft_algo* w, uint64_t pc, weft_pri
     if (j == 0) {
       p->src = src;
       p->pre = 1;
-      algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE);
+      algo_use_send(p, WEFT_LOG_FOLD_SEND_ROLE);
     } else {
       algo_use_recv(p, WEFT_LOG_FOLD_ROLE);
       p->dst = dst;
@@ -222,10 +246,10 @@ WEFT_HD int algo_allreduce_recdoubling(const weft_algo* w, uint64_t pc, weft_pri
       p->reduce = 1;
       p->dst = dst;
     }
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0);
+    algo_use_send(p, algo_log_send_role(0));
     return 1;
   }
-  algo_use_recv(p, j - 1);
+  algo_use_recv(p, algo_log_recv_role(j - 1));
   p->reduce = 1;
   if (j == 1 && !folded) {
     p->src = src;
@@ -235,10 +259,10 @@ WEFT_HD int algo_allreduce_recdoubling(const weft_algo* w, uint64_t pc, weft_pri
   }
   p->dst = dst;
   if (j < L) {
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + j);
+    algo_use_send(p, algo_log_send_role(j));
   } else {
     p->post = 1;
-    if (folded) algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE);
+    if (folded) algo_use_send(p, WEFT_LOG_FOLD_SEND_ROLE);
   }
   return 1;
 }
@@ -268,7 +292,7 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
   size_t real = algo_min(bmax, algo_divup(algo_divup(S - base, (size_t)m), a) * a);
   const char* src;
   char* dst;
-  const int fold_send = WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE;
+  const int fold_send = WEFT_LOG_FOLD_SEND_ROLE;
   if (v < 0) { /* extra: two halves out, two halves back */
     int h = j & 1;
     algo_rab_range(w, base, real, h * m / 2, (h + 1) * m / 2, &src, &dst, p);
@@ -309,10 +333,10 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
       algo_rab_range(w, base, real, give, give + mask, &src, &dst, p);
       p->src = from_src ? src : dst;
       p->pre = from_src;
-      algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + d);
+      algo_use_send(p, algo_log_send_role(d));
     } else {
       algo_rab_range(w, base, real, keep, keep + mask, &src, &dst, p);
-      algo_use_recv(p, d);
+      algo_use_recv(p, algo_log_recv_role(d));
       p->src = from_src ? src : dst;
       p->pre = from_src;
       p->reduce = 1;
@@ -327,10 +351,10 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
   if (!recv) {
     algo_rab_range(w, base, real, mine, mine + mask, &src, &dst, p);
     p->src = dst;
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + s);
+    algo_use_send(p, algo_log_send_role(s));
   } else {
     algo_rab_range(w, base, real, theirs, theirs + mask, &src, &dst, p);
-    algo_use_recv(p, s);
+    algo_use_recv(p, algo_log_recv_role(s));
     p->dst = dst;
   }
   return 1;

@@ -79,12 +79,15 @@ static unsigned implements(int algo) {
   }
 }
 
-/* Forced, 1..WEFT_LOG_MAX_RANKS+1 ranks, host and device. */
+/* Forced, 1..WEFT_LOG_MAX_RANKS+1 ranks on the host, 1..WEFT_LOG_DEV_MAX_RANKS+1 and beyond on
+ * the device (whose work item holds the roles of 128 ranks). */
 static void forced(void) {
   const char* names[] = {"RecDoubling", "Rabenseifner", "Binomial", "Bruck", "RecHalving"};
   const int ids[] = {WEFT_ALGO_RECDOUBLING_ID, WEFT_ALGO_RABENSEIFNER_ID, WEFT_ALGO_BINOMIAL_ID,
                      NCCL_ALGO_PAT, NCCL_ALGO_PAT};
-  const int ns[] = {1, 2, 3, 5, 8, 9, 16, 100, WEFT_LOG_MAX_RANKS, WEFT_LOG_MAX_RANKS + 1};
+  const int ns[] = {1,   2,   3,   5,    8,    9, 16, 100, WEFT_LOG_DEV_MAX_RANKS,
+                    WEFT_LOG_DEV_MAX_RANKS + 1, 1024, 4097, WEFT_LOG_MAX_RANKS,
+                    WEFT_LOG_MAX_RANKS + 1};
   for (int host = 0; host < 2; host++)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
       int n = ns[ni];
@@ -110,7 +113,8 @@ static void forced(void) {
                                   : tune_op(&t, &ask, fn, nbytes, &oc);
             if (!host && r == ncclSuccess)
               d = (weft_decision){.algo = oc.algo, .proto = oc.proto, .nchannels = oc.nchannels};
-            int runs = n <= WEFT_LOG_MAX_RANKS && ((implements(ids[a]) >> fn) & 1);
+            int runs = n <= (host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS) &&
+                       ((implements(ids[a]) >> fn) & 1);
             if (!runs) {
               EXPECT_EQ_INT(r, ncclInvalidUsage);
               char last[1024];
@@ -183,6 +187,10 @@ static void model_shape(void) {
                          NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
   EXPECT(tune_model_time(&t.model, ncclFuncAllGather, NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE, 1024, 1,
                          1) < 0);
+  tune_facts_device(&f, WEFT_LOG_DEV_MAX_RANKS + 1, 1, 1, 2, 32); /* nor on devices beyond 128 */
+  state(&t, &f);
+  EXPECT(tune_model_time(&t.model, ncclFuncAllReduce, WEFT_ALGO_RECDOUBLING_ID,
+                         NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
   /* The device executor: its rows hold an estimate, but its rule picks a log algorithm only
    * where NCCL_ALGO leaves nothing else; RecDoubling small and Rabenseifner large when both. */
   tune_facts_device(&f, 8, 1, 1, 2, 32);
