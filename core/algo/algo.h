@@ -50,7 +50,7 @@
 #include "util/hd.h"
 
 #define WEFT_DIRECT_MAX_RANKS 8 /* OneShot/TwoShot: every peer in one step */
-#define WEFT_TREE_MAX_DOWN (WEFT_DIRECT_MAX_RANKS - 1) /* weft_algo.tree_down (3 used) */
+#define WEFT_TREE_MAX_DOWN 6 /* weft_algo.tree_down (3 used; 6 keeps weft_algo's size) */
 /* Peers of one step: direct n-1 (≤ 7); a binomial tree's root serves ⌈log2 n⌉ children, up to
  * 15 on the host (WEFT_LOG_MAX_RANKS). The kernels keep 7 (the device runs the log algorithms
  * on at most WEFT_LOG_DEV_MAX_RANKS ranks): a weft_prim never crosses between the two. */
@@ -143,6 +143,9 @@ typedef struct {
       int ring_index, ring_prev, ring_next;
       int tree_up, tree_ndown;
       int tree_down[WEFT_TREE_MAX_DOWN];
+      /* RecDoubling AllReduce: ranks per host of a host-major layout (P > 1 with n / P > 1
+       * hosts: the hierarchical form of algo_log.h), 0 flat. */
+      int log_ppn;
     };
     /* The direct algorithms with zero_copy set (they use none of the above). In the union, the
      * description stays the size it was, so a launch's parameters still hold 128 works. */

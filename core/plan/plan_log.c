@@ -22,6 +22,7 @@ int plan_log_fits(int algo, int func, int nranks) {
 
 ncclResult_t plan_log_setup(weft_work* w) {
   weft_algo* a = &w->alg;
+  a->log_ppn = a->algo == WEFT_ALGO_RECDOUBLING_ID ? w->comm->plan->log_ppn : 0;
   if (a->algo == WEFT_ALGO_RABENSEIFNER_ID && a->chunk < (size_t)algo_pow2_floor(a->nranks) / 2) {
     WARN("rank %d: Rabenseifner needs steps of %d elements on %d ranks; %s steps hold %zu",
          w->rank, algo_pow2_floor(a->nranks) / 2, a->nranks, tune_proto_name(w->op->proto),
