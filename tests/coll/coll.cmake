@@ -111,6 +111,13 @@ foreach(n 3 5 129 200 257)
   endif()
 endforeach()
 
+# The hierarchical RecDoubling across 4 "hosts" x 8 ranks (network + UTS namespaces; root only,
+# label netns, skipped otherwise), flat for comparison, and 3 x 5 with the leaders folding.
+add_test(NAME coll_log_hier_four_hosts_netns
+  COMMAND sh ${_coll_dir}/scripts/log_hier_netns.sh $<TARGET_FILE:weft-perf>)
+set_tests_properties(coll_log_hier_four_hosts_netns PROPERTIES LABELS "netns;coll" TIMEOUT 300
+  SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
 # A rank that finishes first must not unlink a shared-memory segment its peer has yet to open
 # (transport_shm.c waits for the sender to attach): an 8-rank Gather sets up point-to-point
 # connections both ways and destroys right after; before the fix about half the runs failed
