@@ -9,8 +9,9 @@
  * operator each, in place and out of place, of 1 and of 7 elements (fewer than Rabenseifner's
  * blocks at any N > 8, so most blocks are empty). Small sizes only: a hundred processes on CI's
  * 2 cores wait for the scheduler at every step (1M+3 took minutes); large buffers at these
- * counts are weft-perf's job (docs/perf-notes.md). Every failure prints its rerun line (WEFT_COLL_CASE runs that case alone;
- * N is then read from the case). Exit 0, 1, or 77 without a data path. */
+ * counts are weft-perf's job (docs/perf-notes.md). Every failure prints its rerun line
+ * (coll_matrix with WEFT_COLL_CASE runs that case alone, at any N). Exit 0, 1, or 77 without a
+ * data path. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,14 +60,18 @@ static coll_case draw(int nranks, coll_transport tr, coll_algo a, int inplace, i
 
 int main(int argc, char** argv) {
   test_require_weft_lib();
-  coll_set_argv0(argv[0]);
+  /* Rerun lines name coll_matrix (built beside this program), whose WEFT_COLL_CASE runs any
+   * case alone, at any rank count. */
+  static char matrix[4096];
+  const char* slash = strrchr(argv[0], '/');
+  snprintf(matrix, sizeof matrix, "%.*scoll_matrix", slash ? (int)(slash - argv[0] + 1) : 0,
+           argv[0]);
+  coll_set_argv0(matrix);
   if (argc < 2) {
     fprintf(stderr, "usage: coll_log_scale N [--transport shm|net] [--default-seed S]\n");
     return 2;
   }
   int nranks = atoi(argv[1]);
-  const char* only_case = getenv("WEFT_COLL_CASE");
-  if (only_case && *only_case) nranks = atoi(only_case);
   coll_transport tr = TR_SHM;
   uint64_t default_seed = 0x10c5ca1eull;
   for (int i = 2; i + 1 < argc; i += 2) {
@@ -95,20 +100,6 @@ int main(int argc, char** argv) {
   if (feat[COLL_ALLREDUCE] == FEAT_NA) {
     printf("SKIP: no host data path (%s)\n", na_msg);
     return TEST_SKIP_RC;
-  }
-  const char* only = getenv("WEFT_COLL_CASE"); /* a rerun line's case alone */
-  if (only && *only) {
-    coll_case c;
-    if (coll_case_parse(only, &c) != 0) {
-      fprintf(stderr, "WEFT_COLL_CASE=%s is not a valid case; the form is %s\n", only,
-              coll_case_form);
-      return 2;
-    }
-    int status = 0;
-    int rc = coll_run_config(&c, 1, seed, &status, 240, 1);
-    int ok = rc == 0 && (status & COLL_STATUS_RUN) && !(status & COLL_STATUS_FAIL);
-    printf("%s: %s\n", only, ok ? "passed" : "FAILED");
-    return ok ? 0 : 1;
   }
   printf("coll_log_scale: %d ranks, %s, seed 0x%" PRIx64 " (WEFT_TEST_SEED)\n", nranks,
          coll_transport_name[tr], seed);
