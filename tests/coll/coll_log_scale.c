@@ -35,7 +35,7 @@ static coll_kind kind_of(coll_algo a, uint64_t* rng) {
   }
 }
 
-/* One random case of algorithm a (in place or not, size class big). */
+/* One random case of algorithm a (in place or not; big: 7 elements, else 1). */
 static coll_case draw(int nranks, coll_transport tr, coll_algo a, int inplace, int big,
                       uint64_t* rng) {
   coll_case c;
@@ -50,8 +50,6 @@ static coll_case draw(int nranks, coll_transport tr, coll_algo a, int inplace, i
   /* An 8-bit integer average over more than 127 ranks has no input domain without overflow
    * (coll_ref.h: |x| <= max / n): the sum instead, whose wraparound the reference follows. */
   if (c.op == OP_AVG && nranks > 127 && (c.type == ncclInt8 || c.type == ncclUint8)) c.op = OP_SUM;
-  int scales = c.coll == COLL_ALLGATHER || c.coll == COLL_REDUCESCATTER;
-  (void)scales;
   c.size = big ? SIZE_7 : SIZE_1;
   c.inplace = inplace;
   c.root = coll_has_root(c.coll) ? (int)(test_rand(rng) % (uint64_t)nranks) : 0;
