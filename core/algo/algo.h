@@ -32,7 +32,8 @@
  * prev/peer, [1] send to next/peer; tree [0] send up, [1..3] receive from child i, [4] receive
  * from up, [5..7] send to child i; direct [d-1] receive from and [8+d-1] send to the rank d
  * places after this one (rank + d mod nranks, d = 1 .. nranks-1); log [k] from and [8+k] to
- * the peer at distance 2^k, [7] / [15] from / to the fold partner (algo_log.h).
+ * the peer at distance 2^k (k < 7), [16+k-7] from and [24+k-7] to it (k = 7..14), [7] / [15]
+ * from / to the fold partner (algo_log.h).
  *
  * A reduction combines its inputs left to right: the receive slots in the order listed, with
  * the local src entering after the first src_at of them (0: first). Every builtin operator is
@@ -49,9 +50,21 @@
 #include "util/hd.h"
 
 #define WEFT_DIRECT_MAX_RANKS 8 /* OneShot/TwoShot: every peer in one step */
-#define WEFT_PRIM_MAX_PEERS (WEFT_DIRECT_MAX_RANKS - 1) /* tree: 3 children; direct: n-1 */
-#define WEFT_ALGO_MAX_CONNS 16                          /* roles of one work item */
-#define WEFT_DIRECT_SEND_ROLE0 8                        /* direct: first send role */
+#define WEFT_TREE_MAX_DOWN 6 /* weft_algo.tree_down (3 used; 6 keeps weft_algo's size) */
+/* Peers of one step: direct n-1 (≤ 7); a binomial tree's root serves ⌈log2 n⌉ children, up to
+ * 15 on the host (WEFT_LOG_MAX_RANKS). The kernels keep 7 (the device runs the log algorithms
+ * on at most WEFT_LOG_DEV_MAX_RANKS ranks): a weft_prim never crosses between the two. */
+#ifdef __CUDACC__
+#define WEFT_PRIM_MAX_PEERS 7
+#else
+#define WEFT_PRIM_MAX_PEERS 15
+#endif
+/* Roles of one work item: 0..15 as below for every algorithm; 16..31 only for the log
+ * algorithms' distances 2^7..2^14 (algo_log.h), which only the host executor runs. The device's
+ * work item holds the first WEFT_DEV_MAX_CONNS (device/device.h). */
+#define WEFT_ALGO_MAX_CONNS 32
+#define WEFT_DEV_MAX_CONNS 16
+#define WEFT_DIRECT_SEND_ROLE0 8 /* direct: first send role */
 #define WEFT_ALGO_RING_ID 1   /* NCCL_ALGO_RING */
 #define WEFT_ALGO_TREE_ID 0   /* NCCL_ALGO_TREE */
 /* weft's own algorithms, numbered after NCCL's seven (NCCL_NUM_ALGORITHMS): a tuner plugin's
@@ -65,7 +78,10 @@
 #define WEFT_ALGO_BINOMIAL_ID 11
 #define WEFT_ALGO_PAT_ID 6 /* NCCL_ALGO_PAT */
 #define WEFT_NUM_ALGORITHMS 12
-#define WEFT_LOG_MAX_RANKS 128 /* log algorithms: 7 distances and the fold partner a direction */
+/* Log algorithms: distances 2^0..2^14 and the fold partner, each a direction (algo_log.h).
+ * The device executor's work item has room for distances up to 2^6 only. */
+#define WEFT_LOG_MAX_RANKS 32768
+#define WEFT_LOG_DEV_MAX_RANKS 128
 
 /* ncclFunc_t values, repeated so that kernels need not include nccl.h's host declarations. */
 enum {
@@ -126,7 +142,10 @@ typedef struct {
     struct { /* ring, tree and the log algorithms */
       int ring_index, ring_prev, ring_next;
       int tree_up, tree_ndown;
-      int tree_down[WEFT_PRIM_MAX_PEERS];
+      int tree_down[WEFT_TREE_MAX_DOWN];
+      /* RecDoubling AllReduce: ranks per host of a host-major layout (P > 1 with n / P > 1
+       * hosts: the hierarchical form of algo_log.h), 0 flat. */
+      int log_ppn;
     };
     /* The direct algorithms with zero_copy set (they use none of the above). In the union, the
      * description stays the size it was, so a launch's parameters still hold 128 works. */

@@ -10,8 +10,11 @@
  * result back at the end; the core ranks (odd r < 2·rem, and r ≥ 2·rem) form the power-of-two
  * space, core rank v being real rank v < rem ? 2v+1 : v+rem.
  *
- * Roles: recv role k (k < 7) and send role 8+k serve the peer at distance 2^k (algo_log_peer);
- * role 7 / 15 receive from / send to the fold partner. Hence at most WEFT_LOG_MAX_RANKS ranks.
+ * Roles: recv role k and send role 8+k serve the peer at distance 2^k for k < 7, recv role
+ * 16+(k-7) and send role 24+(k-7) for k = 7..14 (algo_log_recv_role / algo_log_send_role;
+ * algo_log_peer the inverse); role 7 / 15 receive from / send to the fold partner. Hence at
+ * most WEFT_LOG_MAX_RANKS ranks; the device's work item holds roles 0..15 only, hence
+ * WEFT_LOG_DEV_MAX_RANKS there (n ≤ 128 uses no role above 15).
  *
  * Binomial trees (rooted at t; rel = x ^ t, or x - t mod m): rel's parent is rel with its
  * lowest set bit 2^k cleared (role k), its children rel + 2^j for 2^j below that bit (every
@@ -38,6 +41,14 @@
  *  Log-step AllGather (PAT slot, "Bruck"): one broadcast item per rank block q, rooted at q.
  *    n steps.
  *  Binomial Broadcast / Reduce: one broadcast / reduce item rooted at the root. 1 step.
+ *  Hierarchical RecDoubling AllReduce (log_ppn = P > 1: ranks host-major, P per host, H = n/P
+ *    hosts; host h holds ranks hP..hP+P-1, its leader hP): step 0 a binomial reduce within the
+ *    host to the leader (local index li = r mod P, tree root 0: the peer at local distance 2^k
+ *    is li ^ 2^k), leaving pre-applied partial sums in dst without post; then the leaders run
+ *    RecDoubling over the H hosts on dst (folded when H is not a power of two), post on its
+ *    last step; the last step a binomial broadcast of dst within the host. Local distance k
+ *    uses distance index k, the leaders' distance k index ceil(log2 P) + k (so the two never
+ *    share a role). Leader: 2 + (L_H + 1) steps (extra leader 2 + 2); others 2.
  * Every rank runs the items of a loop in the same order and an item's sender and receiver
  * agree on its size, so a step waits only for steps of the same index on other ranks, or for
  * earlier steps of its own: no cycle. Every combination of two values is commutative, and a
@@ -46,6 +57,26 @@
 #define WEFT_PLAN_ALGO_LOG_H
 
 #define WEFT_LOG_FOLD_ROLE 7
+#define WEFT_LOG_FOLD_SEND_ROLE (WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE)
+#define WEFT_LOG_LOW_DISTANCES 7 /* distances 2^0..2^6 in roles 0..6 / 8..14 */
+
+/* The roles of the peer at distance 2^k. */
+WEFT_HD int algo_log_recv_role(int k) {
+  return k < WEFT_LOG_LOW_DISTANCES ? k : 2 * WEFT_DIRECT_SEND_ROLE0 + k - WEFT_LOG_LOW_DISTANCES;
+}
+WEFT_HD int algo_log_send_role(int k) {
+  return k < WEFT_LOG_LOW_DISTANCES ? WEFT_DIRECT_SEND_ROLE0 + k
+                                    : 3 * WEFT_DIRECT_SEND_ROLE0 + k - WEFT_LOG_LOW_DISTANCES;
+}
+/* The distance index k of a role (fold roles: WEFT_LOG_FOLD_ROLE); *send its direction. */
+WEFT_HD int algo_log_role_distance(int role, int* send) {
+  if (role < 2 * WEFT_DIRECT_SEND_ROLE0) {
+    *send = role >= WEFT_DIRECT_SEND_ROLE0;
+    return *send ? role - WEFT_DIRECT_SEND_ROLE0 : role;
+  }
+  *send = role >= 3 * WEFT_DIRECT_SEND_ROLE0;
+  return role - (*send ? 3 : 2) * WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_LOW_DISTANCES;
+}
 
 WEFT_HD int algo_is_log(int algo) {
   return algo == WEFT_ALGO_RECDOUBLING_ID || algo == WEFT_ALGO_RABENSEIFNER_ID ||
@@ -92,17 +123,40 @@ WEFT_HD int algo_fold_partner(int n, int r) {
   return (r & 1) ? r - 1 : r + 1;
 }
 
+WEFT_HD int algo_ceil_log2(int n) {
+  int c = 0;
+  while ((1 << c) < n) c++;
+  return c;
+}
+/* The hierarchical form of RecDoubling (see above). */
+WEFT_HD int algo_log_hier(const weft_algo* w) {
+  return w->algo == WEFT_ALGO_RECDOUBLING_ID && w->log_ppn > 1 && w->nranks / w->log_ppn > 1;
+}
+
 /* The peer of a role (-1: unused by the algorithm). */
 WEFT_HD int algo_log_peer(const weft_algo* w, int role) {
-  int n = w->nranks, r = w->rank, send = role >= WEFT_DIRECT_SEND_ROLE0;
-  int k = send ? role - WEFT_DIRECT_SEND_ROLE0 : role;
+  int n = w->nranks, r = w->rank, send;
+  int k = algo_log_role_distance(role, &send);
+  int fold = role == WEFT_LOG_FOLD_ROLE || role == WEFT_LOG_FOLD_SEND_ROLE;
+  if (algo_log_hier(w)) {
+    int P = w->log_ppn, H = n / P, li = r % P, h = r / P, cP = algo_ceil_log2(P);
+    if (fold) {
+      int q = li == 0 ? algo_fold_partner(H, h) : -1;
+      return q < 0 ? -1 : q * P;
+    }
+    if (k < cP) return (li ^ (1 << k)) < P ? h * P + (li ^ (1 << k)) : -1;
+    k -= cP;
+    int v = algo_fold_core(H, h), m = algo_pow2_floor(H);
+    if (li != 0 || v < 0 || k >= 15 || (1 << k) >= m) return -1;
+    return algo_fold_real(H, v ^ (1 << k)) * P;
+  }
   if (algo_log_folds(w->algo)) {
-    if (k == WEFT_LOG_FOLD_ROLE) return algo_fold_partner(n, r);
+    if (fold) return algo_fold_partner(n, r);
     int v = algo_fold_core(n, r), m = algo_pow2_floor(n);
     if (v < 0 || (1 << k) >= m) return -1;
     return algo_fold_real(n, v ^ (1 << k));
   }
-  if (k == WEFT_LOG_FOLD_ROLE || (1 << k) >= n) return -1;
+  if (fold || k >= 15 || (1 << k) >= n) return -1;
   if (algo_is_pow2(n)) return r ^ (1 << k);
   int up = send != algo_log_reduces(w); /* towards x + 2^k */
   return up ? (r + (1 << k)) % n : (r - (1 << k) + n) % n;
@@ -130,12 +184,12 @@ WEFT_HD void algo_tree_bcast_item(int m, int x, int t, const char* src, char* ds
     p->src = src;
     if (dst != src) p->dst = dst;
   } else {
-    algo_use_recv(p, algo_low_bit_index(rel));
+    algo_use_recv(p, algo_log_recv_role(algo_low_bit_index(rel)));
     p->dst = dst;
   }
   unsigned c = algo_tree_children(m, rel);
   for (int j = 0; c >> j; j++)
-    if ((c >> j) & 1) algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + j);
+    if ((c >> j) & 1) algo_use_send(p, algo_log_send_role(j));
 }
 
 WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* dst,
@@ -143,7 +197,7 @@ WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* d
   int rel = algo_tree_rel(m, x, t);
   unsigned c = algo_tree_children(m, rel);
   for (int j = 0; c >> j; j++)
-    if ((c >> j) & 1) algo_use_recv(p, j);
+    if ((c >> j) & 1) algo_use_recv(p, algo_log_recv_role(j));
   p->src = src;
   p->pre = 1;
   p->reduce = p->nrecv > 0;
@@ -151,7 +205,7 @@ WEFT_HD void algo_tree_reduce_item(int m, int x, int t, const char* src, char* d
     p->dst = dst;
     p->post = 1;
   } else {
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + algo_low_bit_index(rel));
+    algo_use_send(p, algo_log_send_role(algo_low_bit_index(rel)));
   }
 }
 
@@ -168,6 +222,13 @@ WEFT_HD uint64_t algo_log_steps_per_loop(const weft_algo* w) {
   int n = w->nranks;
   switch (w->algo) {
     case WEFT_ALGO_RECDOUBLING_ID: {
+      if (algo_log_hier(w)) {
+        int P = w->log_ppn, H = n / P;
+        if (w->rank % P) return 2;
+        return 2 + (algo_fold_core(H, w->rank / P) < 0
+                        ? 2
+                        : (uint64_t)algo_log2_of(algo_pow2_floor(H)) + 1);
+      }
       int v = algo_fold_core(n, w->rank);
       return v < 0 ? 2 : (uint64_t)algo_log2_of(algo_pow2_floor(n)) + 1;
     }
@@ -193,8 +254,54 @@ WEFT_HD void algo_log_count_steps(weft_algo* a) {
 
 /* ---- RecDoubling AllReduce ---- */
 
+/* Step j of RecDoubling over a space of n ranks in which this one is r: distance k uses the
+ * roles of distance index kofs + k. in: the accumulator's input (src with pre when from_src,
+ * else dst, already pre-applied); the result goes to dst. */
+WEFT_HD void algo_rd_step(int n, int r, int j, int L, int kofs, const char* src, char* dst,
+                          int from_src, weft_prim* p) {
+  int v = algo_fold_core(n, r);
+  const char* in = from_src ? src : dst;
+  if (v < 0) { /* extra: hand the input over, get the result back */
+    if (j == 0) {
+      p->src = in;
+      p->pre = from_src;
+      algo_use_send(p, WEFT_LOG_FOLD_SEND_ROLE);
+    } else {
+      algo_use_recv(p, WEFT_LOG_FOLD_ROLE);
+      p->dst = dst;
+    }
+    return;
+  }
+  int folded = algo_fold_partner(n, r) >= 0;
+  if (j == 0) {
+    p->src = in;
+    p->pre = from_src;
+    if (folded) {
+      algo_use_recv(p, WEFT_LOG_FOLD_ROLE);
+      p->reduce = 1;
+      p->dst = dst;
+    }
+    algo_use_send(p, algo_log_send_role(kofs));
+    return;
+  }
+  algo_use_recv(p, algo_log_recv_role(kofs + j - 1));
+  p->reduce = 1;
+  if (j == 1 && !folded) {
+    p->src = in;
+    p->pre = from_src;
+  } else {
+    p->src = dst;
+  }
+  p->dst = dst;
+  if (j < L) {
+    algo_use_send(p, algo_log_send_role(kofs + j));
+  } else {
+    p->post = 1;
+    if (folded) algo_use_send(p, WEFT_LOG_FOLD_SEND_ROLE);
+  }
+}
+
 WEFT_HD int algo_allreduce_recdoubling(const weft_algo* w, uint64_t pc, weft_prim* p) {
-  int n = w->nranks, v = algo_fold_core(n, w->rank);
   uint64_t per = algo_log_steps_per_loop(w);
   size_t off = (size_t)algo_udiv(pc, per) * w->chunk;
   int j = (int)algo_umod(pc, per);
@@ -202,44 +309,23 @@ WEFT_HD int algo_allreduce_recdoubling(const weft_algo* w, uint64_t pc, weft_pri
   p->nelem = algo_min(w->chunk, w->part_count - off);
   const char* src = w->src + at;
   char* dst = w->dst + at;
-  if (v < 0) { /* extra: hand the input over, get the result back */
-    if (j == 0) {
-      p->src = src;
-      p->pre = 1;
-      algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE);
-    } else {
-      algo_use_recv(p, WEFT_LOG_FOLD_ROLE);
-      p->dst = dst;
-    }
+  if (!algo_log_hier(w)) {
+    int n = w->nranks;
+    algo_rd_step(n, w->rank, j, algo_log2_of(algo_pow2_floor(n)), 0, src, dst, 1, p);
     return 1;
   }
-  int L = (int)per - 1, folded = algo_fold_partner(n, w->rank) >= 0;
-  if (j == 0) {
-    p->src = src;
-    p->pre = 1;
-    if (folded) {
-      algo_use_recv(p, WEFT_LOG_FOLD_ROLE);
-      p->reduce = 1;
-      p->dst = dst;
-    }
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0);
+  int P = w->log_ppn, H = w->nranks / P, li = w->rank % P;
+  if (j == 0) { /* the host's partial sum to its leader, no post yet */
+    algo_tree_reduce_item(P, li, 0, src, dst, p);
+    p->post = 0;
     return 1;
   }
-  algo_use_recv(p, j - 1);
-  p->reduce = 1;
-  if (j == 1 && !folded) {
-    p->src = src;
-    p->pre = 1;
-  } else {
-    p->src = dst;
+  if ((uint64_t)j == per - 1) { /* the result from the leader to the host */
+    algo_tree_bcast_item(P, li, 0, dst, dst, p);
+    return 1;
   }
-  p->dst = dst;
-  if (j < L) {
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + j);
-  } else {
-    p->post = 1;
-    if (folded) algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE);
-  }
+  algo_rd_step(H, w->rank / P, j - 1, algo_log2_of(algo_pow2_floor(H)), algo_ceil_log2(P), src,
+               dst, 0, p);
   return 1;
 }
 
@@ -268,7 +354,7 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
   size_t real = algo_min(bmax, algo_divup(algo_divup(S - base, (size_t)m), a) * a);
   const char* src;
   char* dst;
-  const int fold_send = WEFT_DIRECT_SEND_ROLE0 + WEFT_LOG_FOLD_ROLE;
+  const int fold_send = WEFT_LOG_FOLD_SEND_ROLE;
   if (v < 0) { /* extra: two halves out, two halves back */
     int h = j & 1;
     algo_rab_range(w, base, real, h * m / 2, (h + 1) * m / 2, &src, &dst, p);
@@ -309,10 +395,10 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
       algo_rab_range(w, base, real, give, give + mask, &src, &dst, p);
       p->src = from_src ? src : dst;
       p->pre = from_src;
-      algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + d);
+      algo_use_send(p, algo_log_send_role(d));
     } else {
       algo_rab_range(w, base, real, keep, keep + mask, &src, &dst, p);
-      algo_use_recv(p, d);
+      algo_use_recv(p, algo_log_recv_role(d));
       p->src = from_src ? src : dst;
       p->pre = from_src;
       p->reduce = 1;
@@ -327,10 +413,10 @@ WEFT_HD int algo_allreduce_rabenseifner(const weft_algo* w, uint64_t pc, weft_pr
   if (!recv) {
     algo_rab_range(w, base, real, mine, mine + mask, &src, &dst, p);
     p->src = dst;
-    algo_use_send(p, WEFT_DIRECT_SEND_ROLE0 + s);
+    algo_use_send(p, algo_log_send_role(s));
   } else {
     algo_rab_range(w, base, real, theirs, theirs + mask, &src, &dst, p);
-    algo_use_recv(p, s);
+    algo_use_recv(p, algo_log_recv_role(s));
     p->dst = dst;
   }
   return 1;

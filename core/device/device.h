@@ -37,8 +37,9 @@ enum {
 typedef struct {
   weft_algo alg;
   /* By role (algo.h): 1 + the connection's index in the communicator's table of weft_dev_conn
-   * (weft_dev_comm.conns), 0 when unused. Indices, not pointers: 16 roles in the bytes of 8. */
-  uint32_t conns[WEFT_ALGO_MAX_CONNS];
+   * (weft_dev_comm.conns), 0 when unused. Indices, not pointers: 16 roles in the bytes of 8.
+   * The host executor's roles 16.. (log algorithms beyond WEFT_LOG_DEV_MAX_RANKS) have none. */
+  uint32_t conns[WEFT_DEV_MAX_CONNS];
   int32_t dtype;           /* ncclDataType_t */
   int32_t redop;           /* WEFT_DRED_* */
   int32_t proto;           /* NCCL_PROTO_* */

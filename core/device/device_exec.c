@@ -327,6 +327,12 @@ static ncclResult_t fill_work(struct ncclComm* comm, const weft_work* w, weft_de
   weft_dev_conn* table = transport_dev_table(comm);
   for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++) {
     if (w->keys[k].peer < 0) continue;
+    if (k >= WEFT_DEV_MAX_CONNS) { /* the tuner keeps such algorithms off devices (tune_comm.c) */
+      WARN("rank %d: %s: role %d (rank %d) is beyond the kernels' %d roles (algorithm %d on %d "
+           "ranks)", comm->rank, weft_func_name(op->func), k, w->keys[k].peer, WEFT_DEV_MAX_CONNS,
+           w->alg.algo, comm->nranks);
+      return ncclInternalError;
+    }
     weft_dev_conn* dc = transport_dev_conn(comm, &w->keys[k]);
     if (dc) dw->conns[k] = (uint32_t)(dc - table) + 1;
     if (!dc) {

@@ -54,6 +54,7 @@ struct weft_plan {
   int nchannels;        /* agreed at init */
   int check_colls;      /* WEFT_CHECK_COLLECTIVES */
   int zero_copy;        /* WEFT_ZERO_COPY: tune_ask's zero_copy on windows (0: never) */
+  int log_ppn;          /* RecDoubling hierarchical: ranks per host, host-major (0: flat) */
   uint64_t coll_seq;    /* collectives enqueued so far */
   weft_op *pending_head, *pending_tail; /* ops of the open group */
   int npending;

@@ -8,6 +8,22 @@
 #include "util/check.h"
 #include "util/param.h"
 
+/* Ranks per host when the ranks are host-major with the same count P > 1 on each of two or more
+ * hosts (hosts as comm_same_host tells them): RecDoubling then runs hierarchically
+ * (algo/algo_log.h). 0 otherwise, or in device mode, or with WEFT_LOG_HIER=0. */
+static int host_major_ppn(const struct ncclComm* comm) {
+  int n = comm->nranks, P = 1;
+  if (comm->mode != WEFT_MODE_HOST || param_int(WEFT_PARAM_LOG_HIER) == 0 || n < 4) return 0;
+  while (P < n && comm_same_host(&comm->peers[P], &comm->peers[0])) P++;
+  if (P < 2 || P == n || n % P) return 0;
+  for (int r = 0; r < n; r++) {
+    const weft_rank_info* leader = &comm->peers[r - r % P];
+    if (!comm_same_host(&comm->peers[r], leader)) return 0;
+    if (r % P == 0 && r > 0 && comm_same_host(leader, &comm->peers[r - 1])) return 0;
+  }
+  return P;
+}
+
 ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blocks) {
   struct weft_plan* p = calloc(1, sizeof *p);
   if (!p) {
@@ -31,6 +47,11 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blo
                            .mask = &p->mask};
   p->check_colls = (int)param_int(WEFT_PARAM_CHECK_COLLECTIVES);
   p->zero_copy = (int)param_int(WEFT_PARAM_ZERO_COPY);
+  p->log_ppn = host_major_ppn(comm);
+  if (p->log_ppn)
+    INFO(NCCL_INIT | NCCL_TUNING, "rank %d: %d hosts of %d ranks, host-major: RecDoubling runs "
+         "hierarchically (a reduce and a broadcast within each host around the hosts' exchange)",
+         comm->rank, comm->nranks / p->log_ppn, p->log_ppn);
   /* Same on every rank (comm_hash comes from the unique id), different across comms. */
   p->uop_salt = (uint32_t)((comm->comm_hash >> 17) ^ comm->comm_hash) & 0x7ffffffu;
   comm->plan = p;

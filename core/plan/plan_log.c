@@ -3,7 +3,8 @@
  * read off the steps of its first loop (every loop uses the same roles), each to the peer
  * algo_log_peer names. Only those are made, lazily, when the work first runs: at most
  * 2·ceil(log2 n) + 2 per channel, each one FIFO of the transport's bounded size. The steps
- * themselves are algo_log.h's, shared with the kernels. */
+ * themselves are algo_log.h's, shared with the kernels. Up to WEFT_LOG_MAX_RANKS ranks (the
+ * device executor: WEFT_LOG_DEV_MAX_RANKS, kept by the tuner's caps, tune_comm.c). */
 #include "comm/comm.h"
 #include "plan/plan.h"
 #include "util/check.h"
@@ -21,6 +22,7 @@ int plan_log_fits(int algo, int func, int nranks) {
 
 ncclResult_t plan_log_setup(weft_work* w) {
   weft_algo* a = &w->alg;
+  a->log_ppn = a->algo == WEFT_ALGO_RECDOUBLING_ID ? w->comm->plan->log_ppn : 0;
   if (a->algo == WEFT_ALGO_RABENSEIFNER_ID && a->chunk < (size_t)algo_pow2_floor(a->nranks) / 2) {
     WARN("rank %d: Rabenseifner needs steps of %d elements on %d ranks; %s steps hold %zu",
          w->rank, algo_pow2_floor(a->nranks) / 2, a->nranks, tune_proto_name(w->op->proto),
@@ -48,7 +50,7 @@ ncclResult_t plan_log_setup(weft_work* w) {
     k->kind = WEFT_CONN_COLL;
     k->channel = w->channel;
     k->peer = peer;
-    k->send = role >= WEFT_DIRECT_SEND_ROLE0;
+    algo_log_role_distance(role, &k->send);
     k->proto = w->op->proto;
   }
   return ncclSuccess;

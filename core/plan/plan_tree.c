@@ -19,7 +19,7 @@ void plan_tree_setup(weft_work* w) {
   w->down_after_up = t->up < 0;
   w->alg.tree_up = t->up;
   w->alg.tree_ndown = t->ndown;
-  for (int i = 0; i < WEFT_PRIM_MAX_PEERS; i++) w->alg.tree_down[i] = i < t->ndown ? t->down[i] : -1;
+  for (int i = 0; i < WEFT_TREE_MAX_DOWN; i++) w->alg.tree_down[i] = i < t->ndown ? t->down[i] : -1;
   if (t->up >= 0) {
     set_key(w, 0, t->up, 1);
     set_key(w, 4, t->up, 0);

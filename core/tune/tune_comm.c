@@ -197,9 +197,11 @@ ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels) {
   unsigned protos = (1u << NCCL_PROTO_SIMPLE) | (1u << NCCL_PROTO_LL) |
                     (f.host ? 0u : 1u << NCCL_PROTO_LL128);
   /* Both executors run weft's direct algorithms (up to WEFT_DIRECT_MAX_RANKS: the model marks
-   * them unusable beyond) and its logarithmic ones (up to WEFT_LOG_MAX_RANKS). */
+   * them unusable beyond) and its logarithmic ones (the host up to WEFT_LOG_MAX_RANKS, the
+   * device up to WEFT_LOG_DEV_MAX_RANKS: its work item has 16 roles). */
   unsigned log_algos = (1u << WEFT_ALGO_RECDOUBLING_ID) | (1u << WEFT_ALGO_RABENSEIFNER_ID) |
                        (1u << WEFT_ALGO_BINOMIAL_ID) | (1u << NCCL_ALGO_PAT);
+  if (f.nranks > (f.host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS)) log_algos = 0;
   t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
                                  (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) |
                                  log_algos,

@@ -78,9 +78,10 @@ static ncclResult_t nothing_left(const weft_algo_proto_mask* mask, const weft_ex
   tune_format_mask(cp, sizeof cp, caps->protos, 1);
   const char* direct = nranks > WEFT_DIRECT_MAX_RANKS ? " (OneShot and TwoShot on at most 8 ranks)"
                                                        : "";
-  const char* log = nranks > WEFT_LOG_MAX_RANKS ? " (RecDoubling, Rabenseifner, Binomial and PAT on "
-                                                  "at most 128 ranks)"
-                                                : "";
+  const char* log = nranks > WEFT_LOG_DEV_MAX_RANKS && !(caps->algos & (1u << NCCL_ALGO_PAT))
+                        ? " (RecDoubling, Rabenseifner, Binomial and PAT on at most 128 ranks on "
+                          "GPUs, 32768 in host mode)"
+                        : "";
   WARN("%s: no algorithm/protocol left: NCCL_ALGO allows %s, NCCL_PROTO allows %s; this "
        "executor runs %s with %s%s%s",
        tune_func_name(func), ma, mp, ca, cp, direct, log);

@@ -77,7 +77,7 @@ static void log_shape(int algo, int n, double* rounds, double* steps, double* wi
 void tune_model_init_log(weft_tune_model* m) {
   const weft_tune_facts* f = &m->f;
   int n = f->nranks;
-  if (n > WEFT_LOG_MAX_RANKS) return;
+  if (n > (f->host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS)) return;
   const ncclTunerConstants_v5_t* k = &m->k;
   int intra_hw = f->host ? (f->intra_link == TUNE_LINK_SHM ? NCCL_HW_PCI : NCCL_HW_NET)
                          : (f->intra_link == TUNE_LINK_NVLINK ? NCCL_HW_NVLINK : NCCL_HW_PCI);

@@ -70,7 +70,7 @@ static int device_rule_algo(const weft_tune_ask* a, int func, size_t nbytes, uns
   if (usable & (1u << NCCL_ALGO_RING)) return NCCL_ALGO_RING;
   if (usable & one) return WEFT_ALGO_ONESHOT_ID;
   if (usable & two) return WEFT_ALGO_TWOSHOT_ID;
-  if ((usable & (1u << NCCL_ALGO_TREE)) || a->nranks > WEFT_LOG_MAX_RANKS) return NCCL_ALGO_TREE;
+  if ((usable & (1u << NCCL_ALGO_TREE)) || a->nranks > WEFT_LOG_DEV_MAX_RANKS) return NCCL_ALGO_TREE;
   /* The logarithmic ones, where NCCL_ALGO leaves nothing else: recursive doubling for small
    * AllReduce and Rabenseifner beyond when both are allowed; PAT's slot and Binomial are the
    * only log algorithm of their collectives. */

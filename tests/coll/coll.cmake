@@ -95,6 +95,29 @@ add_test(NAME coll_log_algorithms_connect_boundedly
 set_tests_properties(coll_log_algorithms_connect_boundedly PROPERTIES LABELS "mp;coll"
   TIMEOUT 300 ENVIRONMENT "WEFT_TEST_SEED=0x10c5")
 
+# The log algorithms beyond the matrix's 64 ranks (and at 3 and 5 ranks, which the matrix also
+# samples): each forced, in place and out of place, random datatypes and ops from the seed.
+# Forked processes, as the matrix: a rank per process is the real deployment of host mode.
+add_executable(coll_log_scale ${_coll_dir}/coll_log_scale.c)
+target_link_libraries(coll_log_scale PRIVATE weft_coll_harness)
+set_target_properties(coll_log_scale PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+foreach(n 3 5 129 200 257)
+  add_test(NAME coll_log_algorithms_at_${n}_ranks
+    COMMAND coll_log_scale ${n} --default-seed ${_coll_seed})
+  set_tests_properties(coll_log_algorithms_at_${n}_ranks PROPERTIES LABELS "mp;coll"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+  if(n GREATER 100) # hundreds of processes: not beside another such test on 2 cores
+    set_tests_properties(coll_log_algorithms_at_${n}_ranks PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endforeach()
+
+# The hierarchical RecDoubling across 4 "hosts" x 8 ranks (network + UTS namespaces; root only,
+# label netns, skipped otherwise), flat for comparison, and 3 x 5 with the leaders folding.
+add_test(NAME coll_log_hier_four_hosts_netns
+  COMMAND sh ${_coll_dir}/scripts/log_hier_netns.sh $<TARGET_FILE:weft-perf>)
+set_tests_properties(coll_log_hier_four_hosts_netns PROPERTIES LABELS "netns;coll" TIMEOUT 300
+  SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
 # A rank that finishes first must not unlink a shared-memory segment its peer has yet to open
 # (transport_shm.c waits for the sender to attach): an 8-rank Gather sets up point-to-point
 # connections both ways and destroys right after; before the fix about half the runs failed

@@ -54,7 +54,7 @@ typedef enum {
 typedef enum { SIZE_0, SIZE_1, SIZE_7, SIZE_1M3, SIZE_48M, SIZE_NUM } coll_size;
 typedef enum { TR_SHM, TR_NET, TR_NUM } coll_transport;
 /* Tree and TwoShot run AllReduce only; OneShot the five collectives (on up to 8 ranks); the
- * logarithmic algorithms (up to 128 ranks): RecDoubling and Rabenseifner AllReduce, Bruck
+ * logarithmic algorithms (up to 32768 ranks): RecDoubling and Rabenseifner AllReduce, Bruck
  * AllGather, RecHalving ReduceScatter, Binomial Broadcast and Reduce. */
 typedef enum {
   ALGO_RING,
@@ -69,7 +69,7 @@ typedef enum {
   ALGO_NUM
 } coll_algo;
 #define COLL_DIRECT_MAX_RANKS 8
-#define COLL_LOG_MAX_RANKS 128
+#define COLL_LOG_MAX_RANKS 32768
 typedef enum { PROTO_SIMPLE, PROTO_LL, PROTO_NUM } coll_proto;
 
 typedef struct {

@@ -67,8 +67,7 @@ void coll_gen_init(coll_gen* g, const coll_case* c, uint64_t seed) {
                                                                                  : DOM_FINITE;
   g->avg_bound = int_max(c->type) / (uint64_t)c->nranks; /* >= 15 for every type */
   uint64_t key = coll_case_key(seed, c);
-  for (int r = 0; r < c->nranks && r < COLL_MAX_RANKS; r++)
-    g->rankkey[r] = coll_mix64(key ^ ((uint64_t)(r + 1) * 0xa0761d6478bd642full));
+  g->key = key;
   uint64_t h = coll_mix64(key ^ 0x5ca1a25ca1a2ull);
   if (g->is_float) {
     double s = (h & 1 ? -1.0 : 1.0) * (0.5 + 1.5 * (double)(h >> 11) * fp_pow2(-53));
@@ -81,7 +80,8 @@ void coll_gen_init(coll_gen* g, const coll_case* c, uint64_t seed) {
 }
 
 uint64_t coll_gen_value(const coll_gen* g, int rank, size_t i) {
-  uint64_t h = coll_mix64(g->rankkey[rank] ^ ((uint64_t)i * 0xd6e8feb86659fd93ull));
+  uint64_t rankkey = coll_mix64(g->key ^ ((uint64_t)(rank + 1) * 0xa0761d6478bd642full));
+  uint64_t h = coll_mix64(rankkey ^ ((uint64_t)i * 0xd6e8feb86659fd93ull));
   uint64_t v, m;
   switch (g->domain) {
     case DOM_ODD: v = (h | 1) & g->mask; break;

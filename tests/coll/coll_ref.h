@@ -27,8 +27,6 @@
 
 #include "coll_case.h"
 
-#define COLL_MAX_RANKS 64
-
 /* How inputs are drawn (see above). */
 typedef enum { DOM_BITS, DOM_ODD, DOM_SMALL, DOM_WIDE, DOM_NEAR_ONE, DOM_FINITE } coll_domain;
 
@@ -43,7 +41,7 @@ typedef struct {
   int is_float, mbits, bias;
   uint64_t expmask, fracmask;
   const double* table; /* decoding table of narrow float types, else NULL */
-  uint64_t rankkey[COLL_MAX_RANKS];
+  uint64_t key; /* the case's key (coll_case_key); a rank's inputs derive from it and the rank */
   uint64_t scalar_bits; /* PreMulSum scalar, an element of the type */
   double scalar;        /* its value (float types) */
 } coll_gen;

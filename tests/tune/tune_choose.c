@@ -67,9 +67,11 @@ int main(void) {
     unsigned protos = m.proto[func] & caps.protos;
 
     /* Both models run Ring, Tree and PAT (of NCCL's seven; PAT: weft's log-step AllGather and
-     * ReduceScatter, up to WEFT_LOG_MAX_RANKS); the host one no LL128. */
+     * ReduceScatter, up to WEFT_LOG_MAX_RANKS on the host, WEFT_LOG_DEV_MAX_RANKS on
+     * devices); the host one no LL128. */
+    int log_max = f.host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS;
     algos &= (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
-             (f.nranks <= WEFT_LOG_MAX_RANKS ? 1u << NCCL_ALGO_PAT : 0u);
+             (f.nranks <= log_max ? 1u << NCCL_ALGO_PAT : 0u);
     if (f.host) protos &= ~(1u << NCCL_PROTO_LL128);
     weft_choice c = {-7, -7, -7};
     double pred = -7;

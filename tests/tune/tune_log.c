@@ -79,12 +79,15 @@ static unsigned implements(int algo) {
   }
 }
 
-/* Forced, 1..WEFT_LOG_MAX_RANKS+1 ranks, host and device. */
+/* Forced, 1..WEFT_LOG_MAX_RANKS+1 ranks on the host, 1..WEFT_LOG_DEV_MAX_RANKS+1 and beyond on
+ * the device (whose work item holds the roles of 128 ranks). */
 static void forced(void) {
   const char* names[] = {"RecDoubling", "Rabenseifner", "Binomial", "Bruck", "RecHalving"};
   const int ids[] = {WEFT_ALGO_RECDOUBLING_ID, WEFT_ALGO_RABENSEIFNER_ID, WEFT_ALGO_BINOMIAL_ID,
                      NCCL_ALGO_PAT, NCCL_ALGO_PAT};
-  const int ns[] = {1, 2, 3, 5, 8, 9, 16, 100, WEFT_LOG_MAX_RANKS, WEFT_LOG_MAX_RANKS + 1};
+  const int ns[] = {1,   2,   3,   5,    8,    9, 16, 100, WEFT_LOG_DEV_MAX_RANKS,
+                    WEFT_LOG_DEV_MAX_RANKS + 1, 1024, 4097, WEFT_LOG_MAX_RANKS,
+                    WEFT_LOG_MAX_RANKS + 1};
   for (int host = 0; host < 2; host++)
     for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
       int n = ns[ni];
@@ -110,7 +113,8 @@ static void forced(void) {
                                   : tune_op(&t, &ask, fn, nbytes, &oc);
             if (!host && r == ncclSuccess)
               d = (weft_decision){.algo = oc.algo, .proto = oc.proto, .nchannels = oc.nchannels};
-            int runs = n <= WEFT_LOG_MAX_RANKS && ((implements(ids[a]) >> fn) & 1);
+            int runs = n <= (host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS) &&
+                       ((implements(ids[a]) >> fn) & 1);
             if (!runs) {
               EXPECT_EQ_INT(r, ncclInvalidUsage);
               char last[1024];
@@ -183,6 +187,10 @@ static void model_shape(void) {
                          NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
   EXPECT(tune_model_time(&t.model, ncclFuncAllGather, NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE, 1024, 1,
                          1) < 0);
+  tune_facts_device(&f, WEFT_LOG_DEV_MAX_RANKS + 1, 1, 1, 2, 32); /* nor on devices beyond 128 */
+  state(&t, &f);
+  EXPECT(tune_model_time(&t.model, ncclFuncAllReduce, WEFT_ALGO_RECDOUBLING_ID,
+                         NCCL_PROTO_SIMPLE, 1024, 1, 1) < 0);
   /* The device executor: its rows hold an estimate, but its rule picks a log algorithm only
    * where NCCL_ALGO leaves nothing else; RecDoubling small and Rabenseifner large when both. */
   tune_facts_device(&f, 8, 1, 1, 2, 32);
@@ -254,6 +262,36 @@ static void tuner_slots(void) {
   EXPECT(d.algo == WEFT_ALGO_BINOMIAL_ID && d.by_tuner);
 }
 
+/* At scale (issue 46): the host rule, evaluated without ranks, picks a log-depth algorithm for
+ * an 8-byte AllReduce at 256, 1024 and 4096 ranks (one node oversubscribed as on CI's 2 cores,
+ * one node with a core per rank, and 8 ranks per node over the net) and the ring for 1 GiB;
+ * the pick's sequential steps stay within 2*ceil(log2 n) + 4. */
+static void at_scale(void) {
+  const int ns[] = {256, 1024, 4096};
+  int print = getenv("WEFT_TUNE_LOG_PRINT") != NULL;
+  for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+    for (int shape = 0; shape < 3; shape++) {
+      int n = ns[i], nodes = shape == 2 ? n / 8 : 1;
+      weft_tune_facts f;
+      tune_facts_host(&f, n, nodes, 1, 4, shape == 0 ? 1 : 2,
+                      shape == 0 ? (double)n / 2 : 1.0);
+      weft_tune t;
+      state(&t, &f);
+      int small = pick(&t, ncclFuncAllReduce, 8), big = pick(&t, ncclFuncAllReduce, 1u << 30);
+      if (print)
+        printf("AllReduce %4d ranks, %4d node(s), shape %d: 8 B %s, 1 GiB %s\n", n, nodes, shape,
+               tune_algo_name(small), tune_algo_name(big));
+      EXPECT(small == WEFT_ALGO_RECDOUBLING_ID || small == WEFT_ALGO_RABENSEIFNER_ID);
+      int c = 0;
+      while ((1 << c) < n) c++;
+      int m = 1, L = 0;
+      while (2 * m <= n) m *= 2, L++;
+      int rounds = small == WEFT_ALGO_RECDOUBLING_ID ? L + 2 * (n != m) : 2 * L + 2 * (n != m);
+      EXPECT(rounds <= 2 * c + 4);
+      EXPECT_EQ_INT(big, NCCL_ALGO_RING);
+    }
+}
+
 int main(void) {
   test_require_weft_lib();
   setenv("NCCL_DEBUG", "NONE", 1);
@@ -261,6 +299,7 @@ int main(void) {
   forced();
   model_shape();
   tuner_slots();
+  at_scale();
   printf("log algorithms: grammar, forced choices, host model, tuner slots: ok\n");
   return 0;
 }

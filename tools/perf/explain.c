@@ -17,6 +17,28 @@ static const char* algo_label(const struct perf_explain_row* r) {
   return algo_names[r->algo];
 }
 #define NALGO ((int)(sizeof algo_names / sizeof algo_names[0]))
+
+/* Sequential steps of the critical path: the dependent message rounds of one call of a small
+ * size (a step waits for a peer's previous step), as docs/tuning.md counts them. n ranks,
+ * m = 2^floor(log2 n), L = log2 m, f = 1 when n is not a power of two (the fold's way in and
+ * out), c = ceil(log2 n). -1: not known here (Tree's depth depends on the topology). */
+static long seq_steps(int algo, int func, int n) {
+  if (n < 2) return 0;
+  int m = 1, L = 0, c = 0;
+  while (2 * m <= n) m *= 2, L++;
+  while ((1 << c) < n) c++;
+  int f = n != m;
+  switch (algo) {
+    case 1: return func == 4 ? 2L * (n - 1) : (long)n - 1; /* Ring (Broadcast/Reduce: chain) */
+    case 6: return c;                                       /* PAT: Bruck / RecHalving */
+    case 7: return 1;                                       /* OneShot */
+    case 8: return 2;                                       /* TwoShot */
+    case 9: return L + 2L * f;                              /* RecDoubling */
+    case 10: return 2L * L + 2L * f;                        /* Rabenseifner */
+    case 11: return c;                                      /* Binomial */
+    default: return -1;
+  }
+}
 static const char* const proto_names[] = {"LL", "LL128", "Simple"};
 
 /* ncclFunc_t of a benchmark collective; -1 for those built from send/recv. */
@@ -87,16 +109,19 @@ void perf_explain_print(FILE* out, const struct perf_explain* e, const struct pe
     fprintf(out, "#   %s has no weftCommTuneQuery: decisions and predictions unknown\n",
             lib->path);
   if (e->failed) fprintf(out, "#   (out of memory: some rows were dropped)\n");
-  fprintf(out, "# %10s  %12s  %8s  %8s  %13s  %12s  %9s\n", "size", "algorithm", "protocol",
-          "channels", "predicted(us)", "measured(us)", "meas/pred");
+  fprintf(out, "# %10s  %12s  %8s  %8s  %6s  %13s  %12s  %9s\n", "size", "algorithm",
+          "protocol", "channels", "steps", "predicted(us)", "measured(us)", "meas/pred");
   for (int i = 0; i < s->n; i++) {
     const struct perf_explain_row* r = &s->rows[i];
     char pred[32] = "-", ratio[32] = "-", nch[16] = "-";
     if (r->predicted_us >= 0) snprintf(pred, sizeof pred, "%.2f", r->predicted_us);
     if (r->predicted_us > 0) snprintf(ratio, sizeof ratio, "%.2f", r->measured_us / r->predicted_us);
+    char steps[24] = "-";
     if (r->known) snprintf(nch, sizeof nch, "%d", r->nch);
-    fprintf(out, "  %10zu  %12s  %8s  %8s  %13s  %12.2f  %9s\n", r->size,
-            r->known ? algo_label(r) : "-", r->known ? proto_names[r->proto] : "-", nch,
+    long st = r->known ? seq_steps(r->algo, r->func, nranks) : -1;
+    if (st >= 0) snprintf(steps, sizeof steps, "%ld", st);
+    fprintf(out, "  %10zu  %12s  %8s  %8s  %6s  %13s  %12.2f  %9s\n", r->size,
+            r->known ? algo_label(r) : "-", r->known ? proto_names[r->proto] : "-", nch, steps,
             pred, r->measured_us, ratio);
   }
   fprintf(out, "#\n");

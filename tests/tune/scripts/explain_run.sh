@@ -1,7 +1,8 @@
 #!/bin/sh
 # weft-perf --explain on 2 host ranks: the decision table follows the results, one row per size
-# with an algorithm, a protocol, a channel count and a predicted time from the library, and the
-# PNG plot is written; with NCCL_ALGO=OneShot every row names OneShot. Usage: explain_run.sh WEFT_PERF OUTDIR
+# with an algorithm, a protocol, a channel count, its sequential steps and a predicted time from
+# the library, and the PNG plot is written; on 40 ranks the default 8-byte AllReduce is
+# logarithmic (steps <= 2*ceil(log2 40) + 4 = 16, the ring's 78); with NCCL_ALGO=OneShot every row names OneShot. Usage: explain_run.sh WEFT_PERF OUTDIR
 set -eu
 perf=$1
 out=$2
@@ -14,7 +15,8 @@ awk '
   /^# explain: all_reduce float sum, 2 ranks/ { ex = 1; next }
   ex && /^ +[0-9]/ {
     rows++
-    if ($2 !~ /^(Ring|Tree|RecDoubling|Rabenseifner)$/ || $3 !~ /^(LL|Simple)$/ || $4 < 1 || $5 <= 0 || $6 <= 0) bad = bad "\n" $0
+    if ($2 !~ /^(Ring|Tree|RecDoubling|Rabenseifner)$/ || $3 !~ /^(LL|Simple)$/ || $4 < 1 ||
+        ($5 != "-" && $5 < 1) || $6 <= 0 || $7 <= 0) bad = bad "\n" $0
   }
   END {
     if (rows != 6) { print "expected 6 explain rows, got " rows; exit 1 }
@@ -46,3 +48,13 @@ awk '
     if (bad != "") { print "rows not naming OneShot:" bad; exit 1 }
   }' "$out/explain_oneshot.txt" || { cat "$out/explain_oneshot.txt"; exit 1; }
 echo "explain ok: $(grep -c '' "$out/explain.txt") lines, $(wc -c < "$png") byte plot"
+# At scale the default small AllReduce is logarithmic (issue 46): 40 ranks, 8 bytes.
+WEFT_DEVICE=host "$perf" all_reduce -np 40 -b 8 -e 8 -n 2 -w 1 -c 1 --explain --explain-png none \
+  > "$out/explain_40.txt"
+awk '
+  /^# explain: all_reduce float sum, 40 ranks/ { ex = 1; next }
+  ex && /^ +[0-9]/ { rows++; if ($5 == "-" || $5 > 16) bad = bad "\n" $0 }
+  END {
+    if (rows != 1) { print "expected 1 explain row at 40 ranks, got " rows; exit 1 }
+    if (bad != "") { print "not logarithmic at 40 ranks:" bad; exit 1 }
+  }' "$out/explain_40.txt" || { cat "$out/explain_40.txt"; exit 1; }
