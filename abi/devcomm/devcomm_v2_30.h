@@ -57,7 +57,7 @@ typedef struct {
 
 /* The handles the scratch-object requirement functions fill (ncclLLA2ACreateRequirement,
  * ncclGin{Outbox,InboxA2A}CreateRequirement): NVIDIA's struct ncclLLA2AHandle,
- * ncclGinOutboxHandle and ncclGinInboxA2AHandle, the same from 2.28 to 2.32.6. An LL
+ * ncclGinOutboxHandle and ncclGinInboxA2AHandle (alike in 2.30.7 and 2.32.6). An LL
  * all-to-all: resource buffer bufHandle holds nSlots slots per block. */
 typedef struct {
   ncclDevResourceHandle_v2_30_t bufHandle;

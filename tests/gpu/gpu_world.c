@@ -229,7 +229,7 @@ static int probe_devices(int* ndev, char* why, size_t why_len) {
 }
 
 int gpu_have_device(void) {
-  char why[256];
+  char why[256] = "the CUDA probe process could not be started";
   int ndev = 0;
   if (probe_devices(&ndev, why, sizeof why) == 0 && ndev > 0) return 1;
   printf("SKIP: no usable GPU (%s)\n", why);
