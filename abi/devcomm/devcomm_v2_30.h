@@ -14,7 +14,8 @@
  * ncclDevComm_v2_30_t 240 bytes, ncclWindowVidmem_v2_30_t 88, ncclResourceWindow_v2_30_t 64,
  * ncclDevCommRequirements_v2_30_t 96, ncclCommProperties_v2_30_t 56,
  * ncclDevResourceRequirements_v2_30_t 56, ncclTeamRequirements_v2_30_t 32,
- * ncclDevWindowTable_v2_30_t 776. */
+ * ncclDevWindowTable_v2_30_t 776, ncclLLA2AHandle_v2_30_t 8, ncclGinOutboxHandle_v2_30_t 8,
+ * ncclGinInboxA2AHandle_v2_30_t 16. */
 #ifndef WEFT_ABI_DEVCOMM_V2_30_H
 #define WEFT_ABI_DEVCOMM_V2_30_H
 
@@ -53,6 +54,30 @@ typedef struct {
   uint32_t signal0;
   ncclDevResourceHandle_v2_30_t unused;
 } ncclGinBarrierHandle_v2_30_t;
+
+/* The handles the scratch-object requirement functions fill (ncclLLA2ACreateRequirement,
+ * ncclGin{Outbox,InboxA2A}CreateRequirement): NVIDIA's struct ncclLLA2AHandle,
+ * ncclGinOutboxHandle and ncclGinInboxA2AHandle (alike in 2.30.7 and 2.32.6). An LL
+ * all-to-all: resource buffer bufHandle holds nSlots slots per block. */
+typedef struct {
+  ncclDevResourceHandle_v2_30_t bufHandle;
+  uint32_t nSlots;
+} ncclLLA2AHandle_v2_30_t;
+
+/* A GIN outbox: per block a state, the request slots and a buffer of 2^size_log2 bytes. */
+typedef struct {
+  ncclDevResourceHandle_v2_30_t bufHandle;
+  uint32_t size_log2;
+} ncclGinOutboxHandle_v2_30_t;
+
+/* A GIN all-to-all inbox: its buffer, its first GIN signal, 2^size_log2 bytes per peer, and
+ * 2^32 / (peers - 1) rounded up as NCCL's idivRcp32 (nPeers_rcp32). */
+typedef struct {
+  ncclDevResourceHandle_v2_30_t bufHandle;
+  uint32_t signals; /* ncclGinSignal_t */
+  uint32_t size_log2;
+  uint32_t nPeers_rcp32;
+} ncclGinInboxA2AHandle_v2_30_t;
 
 /* The device-side window ncclWindow_t points to (NVIDIA's struct ncclWindow_vidmem). Peer
  * `i` of the LSA team has its copy of the window at lsaFlatBase + i * stride4G * 4 GiB. */
@@ -209,5 +234,14 @@ WEFT_DEVCOMM_ASSERT(sizeof(ncclCommProperties_v2_30_t) == 56);
 WEFT_DEVCOMM_ASSERT(sizeof(ncclDevResourceRequirements_v2_30_t) == 56);
 WEFT_DEVCOMM_ASSERT(sizeof(ncclTeamRequirements_v2_30_t) == 32);
 #endif
+/* The scratch handles hold 32-bit words only: the same on every ABI. */
+WEFT_DEVCOMM_ASSERT(sizeof(ncclLLA2AHandle_v2_30_t) == 8);
+WEFT_DEVCOMM_ASSERT(offsetof(ncclLLA2AHandle_v2_30_t, nSlots) == 4);
+WEFT_DEVCOMM_ASSERT(sizeof(ncclGinOutboxHandle_v2_30_t) == 8);
+WEFT_DEVCOMM_ASSERT(offsetof(ncclGinOutboxHandle_v2_30_t, size_log2) == 4);
+WEFT_DEVCOMM_ASSERT(sizeof(ncclGinInboxA2AHandle_v2_30_t) == 16);
+WEFT_DEVCOMM_ASSERT(offsetof(ncclGinInboxA2AHandle_v2_30_t, signals) == 4);
+WEFT_DEVCOMM_ASSERT(offsetof(ncclGinInboxA2AHandle_v2_30_t, size_log2) == 8);
+WEFT_DEVCOMM_ASSERT(offsetof(ncclGinInboxA2AHandle_v2_30_t, nPeers_rcp32) == 12);
 
 #endif

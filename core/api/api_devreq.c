@@ -12,7 +12,7 @@
 #include "util/check.h"
 
 /* Completing nccl.h's opaque types with their NVIDIA layouts (abi/devcomm/, unchanged from
- * 2.28 to 2.32); the GIN scratch handles are not part of abi/ yet: their layout is here. */
+ * 2.28 to 2.32). */
 struct ncclDevResourceRequirements {
   ncclDevResourceRequirements_v2_30_t v;
 };
@@ -23,18 +23,13 @@ struct ncclGinBarrierHandle {
   ncclGinBarrierHandle_v2_30_t v;
 };
 struct ncclLLA2AHandle {
-  uint32_t bufHandle;
-  uint32_t nSlots;
+  ncclLLA2AHandle_v2_30_t v;
 };
 struct ncclGinOutboxHandle {
-  uint32_t bufHandle;
-  uint32_t size_log2;
+  ncclGinOutboxHandle_v2_30_t v;
 };
 struct ncclGinInboxA2AHandle {
-  uint32_t bufHandle;
-  uint32_t signals;
-  uint32_t size_log2;
-  uint32_t nPeers_rcp32;
+  ncclGinInboxA2AHandle_v2_30_t v;
 };
 
 /* The GIN scratch buffers' fixed parts (NVIDIA's gin_scratch types): a 128-byte state per
@@ -115,12 +110,12 @@ ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle
   WEFT_ARG_NONNULL(fn, outReq);
   WEFT_CHECK(check_count(fn, "nBlocks", nBlocks));
   WEFT_CHECK(check_count(fn, "nSlots", nSlots));
-  outHandle->nSlots = (uint32_t)nSlots;
+  outHandle->v.nSlots = (uint32_t)nSlots;
   memset(outReq, 0, sizeof *outReq);
   /* Per block: a 16-byte epoch line, then two phases of nSlots 16-byte lines. */
   outReq->v.bufferSize = (size_t)nBlocks * (1 + 2 * (size_t)nSlots) * 16;
   outReq->v.bufferAlign = 16;
-  outReq->v.outBufferHandle = &outHandle->bufHandle;
+  outReq->v.outBufferHandle = &outHandle->v.bufHandle;
   return ncclSuccess;
 }
 
@@ -136,11 +131,11 @@ ncclResult_t ncclGinOutboxCreateRequirement(int nBlocks, int size_log2,
   WEFT_CHECK(check_log2(fn, size_log2));
   memset(outReq, 0, sizeof *outReq);
   if (size_log2 < 7) size_log2 = 7; /* 128 bytes at least */
-  outHandle->size_log2 = (uint32_t)size_log2;
+  outHandle->v.size_log2 = (uint32_t)size_log2;
   outReq->v.bufferSize = (size_t)nBlocks * (GIN_STATE_BYTES + GIN_OUTBOX_REQUEST_BYTES +
                                           align_up((size_t)1 << size_log2, GIN_STATE_BYTES));
   outReq->v.bufferAlign = 128;
-  outReq->v.outBufferHandle = &outHandle->bufHandle;
+  outReq->v.outBufferHandle = &outHandle->v.bufHandle;
   return ncclSuccess;
 }
 
@@ -161,13 +156,13 @@ ncclResult_t ncclGinInboxA2ACreateRequirement(ncclTeam_t peers, int nBlocks, int
   }
   int npeers = peers.nRanks - 1;
   memset(outReq, 0, sizeof *outReq);
-  outHandle->size_log2 = (uint32_t)size_log2;
-  outHandle->nPeers_rcp32 = rcp32((uint32_t)npeers);
+  outHandle->v.size_log2 = (uint32_t)size_log2;
+  outHandle->v.nPeers_rcp32 = rcp32((uint32_t)npeers);
   outReq->v.bufferSize =
       (size_t)nBlocks * (GIN_STATE_BYTES + align_up((size_t)1 << size_log2, GIN_STATE_BYTES));
   outReq->v.bufferAlign = 128;
-  outReq->v.outBufferHandle = &outHandle->bufHandle;
+  outReq->v.outBufferHandle = &outHandle->v.bufHandle;
   outReq->v.ginSignalCount = nBlocks * 4 * (npeers + (1 << GIN_MAX_BUFS_LOG2));
-  outReq->v.outGinSignalStart = &outHandle->signals;
+  outReq->v.outGinSignalStart = &outHandle->v.signals;
   return ncclSuccess;
 }

@@ -274,7 +274,7 @@ void bootstrap_close(weft_bootstrap* b) {
       bs_peer* p = b->peers[i];
       if (!p) continue;
       bs_close_fd(&p->send_fd);
-      bs_close_fd(&p->recv_fd);
+      bs_reset_fd(&p->recv_fd);
       bs_close_fd(&p->probe_fd);
       if (p->msg) bs_msg_free(b, p->msg);
       free(p);
@@ -284,7 +284,7 @@ void bootstrap_close(weft_bootstrap* b) {
   bs_queue_free(b);
   bs_pending_close_all(&b->pending);
   bs_close_fd(&b->ring_next_fd);
-  bs_close_fd(&b->ring_prev_fd);
+  bs_reset_fd(&b->ring_prev_fd);
   bs_close_fd(&b->listen_fd);
   bs_close_fd(&b->wake_fd);
   free(b->addrs);

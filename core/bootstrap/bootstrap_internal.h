@@ -125,7 +125,8 @@ typedef struct {
 } bs_pending_set;
 
 /* Called with each complete hello that passed bs_hello_check. Return 1 to keep the fd (the
- * callee owns it now), 0 to have it closed (the callee has logged why). */
+ * callee owns it now), 0 to have it closed (the callee has logged why). Accepted connections
+ * are receiving ends: the set closes them with a reset (bs_reset_fd), so must the callee. */
 typedef int (*bs_hello_fn)(void* ctx, int fd, const bs_hello* h, const weft_sockaddr* from);
 
 /* Accept every connection waiting on listen_fd (non-blocking); the oldest pending one is
@@ -255,7 +256,14 @@ int bs_is_aborted(const weft_bootstrap* b);
 bs_peer* bs_peer_get(weft_bootstrap* b, int peer);
 /* Close the peer's incoming connection and record why (BS_RX_CLOSED or BS_RX_BROKEN). */
 void bs_rx_lost(weft_bootstrap* b, int peer, int state);
+/* Close a connection this end sends on (or any other fd): a normal close, so what was queued
+ * still arrives (util/socket.h, socket_close). *fd becomes -1. */
 void bs_close_fd(int* fd);
+/* Close a connection this end only receives on with a reset (socket_reset): every bootstrap
+ * connection carries bytes one way, from the end that connected to the end that accepted, and
+ * the accepting end closes only once it wants nothing more from it. It never sends a FIN, so
+ * neither end can keep a TIME_WAIT, even when both close at once. *fd becomes -1. */
+void bs_reset_fd(int* fd);
 
 /* ---- bootstrap_coll.c ---- */
 /* Allgather under a given deadline (init's); timeout_ms is only for the message. */

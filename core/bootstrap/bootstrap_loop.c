@@ -28,6 +28,11 @@ void bs_close_fd(int* fd) {
   *fd = -1;
 }
 
+void bs_reset_fd(int* fd) {
+  socket_reset(*fd);
+  *fd = -1;
+}
+
 bs_peer* bs_peer_get(weft_bootstrap* b, int peer) {
   if (b->peers[peer] == NULL) {
     bs_peer* p = calloc(1, sizeof *p);
@@ -55,7 +60,7 @@ void bs_rx_lost(weft_bootstrap* b, int peer, int state) {
   if (state == BS_RX_BROKEN)
     INFO(NCCL_BOOTSTRAP, "bootstrap rank %d/%d: connection from rank %d broke mid-message",
          b->rank, b->nranks, peer);
-  bs_close_fd(&p->recv_fd);
+  bs_reset_fd(&p->recv_fd);
   p->rx_state = state;
   if (p->msg) bs_msg_free(b, p->msg);
   p->msg = NULL;

@@ -100,7 +100,7 @@ static void pending_drop(bs_pending_set* s, int i, const char* who, const char* 
   char a[WEFT_SOCKADDR_STRLEN];
   INFO(NCCL_BOOTSTRAP, "%s: dropped connection from %s: %s", who,
        socket_addr_str(&s->v[i].from, a, sizeof a), why);
-  socket_close(s->v[i].fd);
+  socket_reset(s->v[i].fd); /* accepted: a receiving end (bs_reset_fd) */
   s->v[i].fd = -1;
 }
 
@@ -172,7 +172,7 @@ void bs_pending_advance(bs_pending_set* s, const struct pollfd* pfd, uint64_t ma
         }
         int fd = p->fd;
         p->fd = -1; /* handed over (or closed below) */
-        if (!fn(ctx, fd, &p->hello, &p->from)) socket_close(fd);
+        if (!fn(ctx, fd, &p->hello, &p->from)) socket_reset(fd);
         continue;
       }
     }
@@ -191,6 +191,6 @@ uint64_t bs_pending_next_deadline(const bs_pending_set* s) {
 
 void bs_pending_close_all(bs_pending_set* s) {
   for (int i = 0; i < s->n; i++)
-    socket_close(s->v[i].fd);
+    socket_reset(s->v[i].fd);
   s->n = 0;
 }

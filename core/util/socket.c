@@ -389,6 +389,13 @@ void socket_close(int fd) {
   close(fd);
 }
 
+void socket_reset(int fd) {
+  if (fd < 0) return;
+  struct linger l = {.l_onoff = 1, .l_linger = 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l); /* a failure: a normal close */
+  close(fd);
+}
+
 int socket_addr_is_loopback(const weft_sockaddr* a) {
   if (a->sa.sa_family == AF_INET) return (ntohl(a->sin.sin_addr.s_addr) >> 24) == 127;
   if (a->sa.sa_family != AF_INET6) return 0;

@@ -68,10 +68,19 @@ void socket_set_nodelay(int fd);
  * nothing: when the peer has closed already (its FIN is here), this end answers with a reset
  * (SO_LINGER 0), which also ends the peer's FIN_WAIT2 at once, so neither end waits. A peer
  * that closed reads nothing more, and what it sent before its FIN is in this end's queue. When
- * the peer has not closed, a normal close: this end sends the FIN first and its TIME_WAIT ends
- * when the peer, closing the same way, resets. Old segments of a connection ended this way
- * cannot reach a later one of the same ports unnoticed: TCP timestamps (PAWS) drop them, and
- * weft's handshakes (bootstrap secret, net plugin magic) refuse strangers. -1 is ignored. */
+ * the peer has not closed, a normal close: this end sends the FIN first (after everything it
+ * queued) and its FIN_WAIT ends when the peer resets. Both ends closing this way at once both
+ * send a FIN and both keep a TIME_WAIT: a connection that carries bytes one way closes its
+ * sending end with socket_close and its receiving end with socket_reset, which never races.
+ * Old segments of a connection ended this way cannot reach a later one of the same ports
+ * unnoticed: TCP timestamps (PAWS) drop them, and weft's handshakes (bootstrap secret, net
+ * plugin magic) refuse strangers. -1 is ignored. */
 void socket_close(int fd);
+/* Close a connected socket with a reset (SO_LINGER 0), whatever the peer's state: neither end
+ * keeps a TIME_WAIT, and a FIN the peer has in flight is answered with a reset too. For the end
+ * that wants nothing more from the connection (it can no longer read, so what is still on the
+ * way is lost anyway) and sends nothing that is still undelivered: a receiving end of a
+ * one-way stream, or a connection dropped before it carried anything. -1 is ignored. */
+void socket_reset(int fd);
 
 #endif

@@ -23,6 +23,24 @@ ns_comm* net_socket_comm_check(void* comm, int kind, const char* fn) {
   return c;
 }
 
+/* Teardown leaves no TIME_WAIT on either end, whichever closes first, without losing data
+ * (docs/design.md, "Reliability"). Bytes flow from the sending end to the receiving end only,
+ * so the ends close differently:
+ *  - the receiving end always resets (util/socket.h, socket_reset): once closeRecv is called
+ *    nothing more will be read, so nothing that could still arrive is wanted; it never sends a
+ *    FIN, so the sending end never receives one and never enters TIME_WAIT;
+ *  - the sending end closes normally (socket_close): its FIN follows every byte it queued, so a
+ *    message whose send completed still reaches a receiver that reads it. Its FIN_WAIT ends
+ *    with the receiver's reset, or, when the receiver has closed already, it resets at once.
+ * A race of the two closes cannot leave a TIME_WAIT: that needs a FIN from both ends (or a FIN
+ * answered by a FIN), and the receiving end sends none. */
+static void close_socket(int kind, int fd) {
+  if (kind == NS_RECV)
+    socket_reset(fd);
+  else
+    socket_close(fd);
+}
+
 ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* data_fds, int nsocks,
                                     int nthreads, const char* peer, ncclProfilerCallback_t prof,
                                     ns_comm** out) {
@@ -32,8 +50,8 @@ ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* d
     NS_WARN("NET/Socket: out of memory for a connection with %s", peer);
     free(c);
     free(socks);
-    close(ctrl_fd);
-    for (int i = 0; i < nsocks; i++) close(data_fds[i]);
+    close_socket(kind, ctrl_fd);
+    for (int i = 0; i < nsocks; i++) close_socket(kind, data_fds[i]);
     return ncclSystemError;
   }
   c->magic = kind == NS_SEND ? NS_SEND_MAGIC : NS_RECV_MAGIC;
@@ -78,8 +96,8 @@ ncclResult_t net_socket_comm_create(int kind, int dev, int ctrl_fd, const int* d
 void net_socket_comm_destroy(ns_comm* c) {
   net_socket_threads_stop(c); /* also stops the events of data-socket tasks left open */
   net_socket_prof_stop(c, &c->ctrl_ev);
-  socket_close(c->ctrl_fd); /* no TIME_WAIT where safe (util/socket.h) */
-  for (int i = 0; i < c->nsocks; i++) socket_close(c->socks[i].fd);
+  close_socket(c->kind, c->ctrl_fd);
+  for (int i = 0; i < c->nsocks; i++) close_socket(c->kind, c->socks[i].fd);
   free(c->socks);
   free(c->reqs);
   free(c->free_ids);

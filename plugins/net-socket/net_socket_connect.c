@@ -216,7 +216,7 @@ ncclResult_t net_socket_listen(void* ctx, int dev, void* handle, void** listen_c
 
 static void pending_close(struct ns_pending_connect* p) {
   for (int i = 0; i <= p->nsocks; i++)
-    if (p->fd[i] >= 0) close(p->fd[i]);
+    socket_close(p->fd[i]); /* -1 ignored */
   free(p);
 }
 
@@ -417,8 +417,10 @@ static ns_listen_comm* listen_check(void* listen_comm, const char* fn) {
   return lc;
 }
 
+/* The accepting end is a connection's receiving end: it closes what it drops with a reset
+ * (no TIME_WAIT on either end; see net_socket_comm.c). */
 static void incoming_drop(ns_listen_comm* lc, int i, int close_fd) {
-  if (close_fd) close(lc->in[i].fd);
+  if (close_fd) socket_reset(lc->in[i].fd);
   lc->in[i] = lc->in[--lc->nin];
 }
 
@@ -495,7 +497,7 @@ ncclResult_t net_socket_accept(void* listen_comm, void** recv_comm,
       if (in == NULL) {
         NS_INFO(NCCL_NET, "NET/Socket: %s: %d connections waiting already, dropping one", lc->addr,
                 lc->nin);
-        close(fd);
+        socket_reset(fd);
         continue;
       }
       lc->in = in;
@@ -546,7 +548,7 @@ ncclResult_t net_socket_accept(void* listen_comm, void** recv_comm,
 ncclResult_t net_socket_close_listen(void* listen_comm) {
   ns_listen_comm* lc = listen_check(listen_comm, "closeListen");
   if (lc == NULL) return ncclInternalError;
-  for (int i = 0; i < lc->nin; i++) close(lc->in[i].fd);
+  for (int i = 0; i < lc->nin; i++) socket_reset(lc->in[i].fd);
   free(lc->in);
   close(lc->fd);
   lc->magic = 0;

@@ -73,11 +73,14 @@ int test_wait_children(pid_t* pids, int n, int timeout_s) {
   return failed;
 }
 
-static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int share_id) {
+/* Fork the n ranks (pids[r]: rank r), each under alarm(alarm_s) when alarm_s > 0. 0, or 1 when
+ * the pipe failed (nothing forked). A failed fork exits. Each child first frees heap_pids (the
+ * parent's allocation, NULL when pids is not one): a child that fails with exit() must not
+ * report it leaked. */
+static int spawn_ranks(int n, test_rank_fn fn, void* arg, int share_id, int alarm_s,
+                       pid_t* pids, pid_t* heap_pids) {
   int fds[2];
   if (share_id && pipe(fds) != 0) return 1;
-  pid_t* pids = calloc((size_t)n, sizeof *pids);
-  if (!pids) return 1;
   fflush(NULL);
   for (int r = 0; r < n; r++) {
     pid_t p = fork();
@@ -86,7 +89,8 @@ static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int shar
       exit(1);
     }
     if (p == 0) {
-      free(pids); /* the parent's: a child that fails with exit() must not report it leaked */
+      free(heap_pids);
+      if (alarm_s > 0) alarm((unsigned)alarm_s);
       ncclUniqueId id;
       memset(&id, 0, sizeof id);
       if (share_id) {
@@ -112,9 +116,20 @@ static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int shar
     close(fds[0]);
     close(fds[1]);
   }
-  int rc = test_wait_children(pids, n, timeout_s);
+  return 0;
+}
+
+static int fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s, int share_id) {
+  pid_t* pids = calloc((size_t)n, sizeof *pids);
+  if (!pids) return 1;
+  int rc = spawn_ranks(n, fn, arg, share_id, 0, pids, pids);
+  if (rc == 0) rc = test_wait_children(pids, n, timeout_s);
   free(pids);
   return rc;
+}
+
+int test_fork_ranks_pids(int n, test_rank_fn fn, void* arg, int alarm_s, pid_t* pids) {
+  return spawn_ranks(n, fn, arg, 1, alarm_s, pids, NULL);
 }
 
 size_t test_read_full(int fd, void* buf, size_t len) {

@@ -50,6 +50,12 @@ void test_require_weft_lib(void);
 typedef int (*test_rank_fn)(int rank, int nranks, ncclUniqueId* id, void* arg);
 int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s);
 
+/* As test_fork_ranks, but returns once the ranks are forked, their pids in pids[0..n) (rank
+ * order), for a caller that kills some or judges each rank's status itself (waitpid or
+ * test_wait_children). Each rank runs under alarm(alarm_s) (0: none), so one that hangs dies
+ * of SIGALRM. Returns 0, or 1 when nothing could be forked. */
+int test_fork_ranks_pids(int n, test_rank_fn fn, void* arg, int alarm_s, pid_t* pids);
+
 /* Fork n children running fn(rank, nranks, NULL, arg) with no id exchange. Same result rules. */
 int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
 

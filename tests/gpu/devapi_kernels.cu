@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nccl.h"
 #include "nccl_device.h"
+#include "gpu_world.h"
 extern "C" {
 #include "testutil.h"
 }
@@ -36,16 +36,6 @@ extern "C" {
 #define COUNT ((size_t)(1 << 18) + 77)
 #define ITERS 4
 #define REPLAYS 5
-
-#define CK(call)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-              cudaGetErrorString(e_));                                                 \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 /* Every element i < count of the result is owned by one thread of one rank: it reads the
  * element from each peer's send window and writes the sum into each peer's receive window. */
@@ -121,16 +111,16 @@ static float* g_host;
 static void put_data(world* w, int it) {
   for (int l = 0; l < w->nlocal; l++) {
     for (size_t i = 0; i < COUNT; i++) g_host[i] = val(it, w->first + l, i);
-    CK(cudaMemcpy(w->send[l], g_host, COUNT * sizeof(float), cudaMemcpyHostToDevice));
-    CK(cudaMemset(w->recv[l], 0xff, COUNT * sizeof(float)));
+    CUDA_OK(cudaMemcpy(w->send[l], g_host, COUNT * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(w->recv[l], 0xff, COUNT * sizeof(float)));
   }
-  CK(cudaDeviceSynchronize());
+  CUDA_OK(cudaDeviceSynchronize());
 }
 
 /* Each rank's receive window against sum_p f(val(it, p, i)). */
 static void check(world* w, int it, int fused, const char* what) {
   for (int l = 0; l < w->nlocal; l++) {
-    CK(cudaMemcpy(g_host, w->recv[l], COUNT * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(g_host, w->recv[l], COUNT * sizeof(float), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < COUNT; i++) {
       float want = 0.0f;
       for (int p = 0; p < w->n; p++) want += fused ? 3.0f * val(it, p, i) - (float)p : val(it, p, i);
@@ -151,20 +141,20 @@ static void launch_all(world* w, int fused) {
       k_fused<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
     else
       k_allreduce<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
-    CK(cudaGetLastError());
+    CUDA_OK(cudaGetLastError());
   }
-  for (int l = 0; l < w->nlocal; l++) CK(cudaStreamSynchronize(w->stream[l]));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaStreamSynchronize(w->stream[l]));
 }
 
 static void check_pointers(world* w) {
   void** d;
-  CK(cudaMalloc((void**)&d, 2 * MAXR * sizeof(void*)));
+  CUDA_OK(cudaMalloc((void**)&d, 2 * MAXR * sizeof(void*)));
   for (int l = 0; l < w->nlocal; l++) {
     size_t off = 4 * (size_t)(77 + l);
     k_pointers<<<1, 1, 0, w->stream[l]>>>(w->recvw[l], off, w->dc[l], d);
-    CK(cudaStreamSynchronize(w->stream[l]));
+    CUDA_OK(cudaStreamSynchronize(w->stream[l]));
     void* got[2 * MAXR];
-    CK(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(got, d, sizeof got, cudaMemcpyDeviceToHost));
     for (int p = 0; p < w->n; p++) {
       void *lsa = NULL, *peer = NULL;
       EXPECT_OK(ncclGetLsaDevicePointer(w->recvw[l], off, p, &lsa));
@@ -179,9 +169,9 @@ static void check_pointers(world* w) {
     ncclWindow_t* f = (ncclWindow_t*)d;
     k_find<<<1, 32, 0, w->stream[l]>>>(w->dc[l], (char*)w->send[l] + 100,
                                        (char*)w->recv[l] + COUNT * sizeof(float) - 1, f);
-    CK(cudaStreamSynchronize(w->stream[l]));
+    CUDA_OK(cudaStreamSynchronize(w->stream[l]));
     ncclWindow_t found[2];
-    CK(cudaMemcpy(found, f, sizeof found, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(found, f, sizeof found, cudaMemcpyDeviceToHost));
     if (found[0] != w->sendw[l] || found[1] != w->recvw[l]) {
       fprintf(stderr, "FAIL rank %d: ncclFindWindow found %p and %p, the windows are %p and %p\n",
               w->first + l, (void*)found[0], (void*)found[1], (void*)w->sendw[l],
@@ -189,14 +179,14 @@ static void check_pointers(world* w) {
       exit(1);
     }
   }
-  CK(cudaFree(d));
+  CUDA_OK(cudaFree(d));
 }
 
 static int run(world* w) {
   g_host = (float*)malloc(COUNT * sizeof(float));
   EXPECT(g_host != NULL);
   for (int l = 0; l < w->nlocal; l++) {
-    CK(cudaStreamCreateWithFlags(&w->stream[l], cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamCreateWithFlags(&w->stream[l], cudaStreamNonBlocking));
     ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
     EXPECT_OK(ncclCommQueryProperties(w->comm[l], &props));
     EXPECT(props.deviceApiSupport);
@@ -240,19 +230,19 @@ static int run(world* w) {
   cudaGraphExec_t exec[MAXR];
   for (int l = 0; l < w->nlocal; l++) {
     cudaGraph_t g;
-    CK(cudaStreamBeginCapture(w->stream[l], cudaStreamCaptureModeThreadLocal));
+    CUDA_OK(cudaStreamBeginCapture(w->stream[l], cudaStreamCaptureModeThreadLocal));
     k_allreduce<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], COUNT, w->dc[l]);
-    CK(cudaStreamEndCapture(w->stream[l], &g));
-    CK(cudaGraphInstantiate(&exec[l], g, 0));
-    CK(cudaGraphDestroy(g));
+    CUDA_OK(cudaStreamEndCapture(w->stream[l], &g));
+    CUDA_OK(cudaGraphInstantiate(&exec[l], g, 0));
+    CUDA_OK(cudaGraphDestroy(g));
   }
   for (int k = 0; k < REPLAYS; k++, it++) {
     put_data(w, it);
-    for (int l = 0; l < w->nlocal; l++) CK(cudaGraphLaunch(exec[l], w->stream[l]));
-    for (int l = 0; l < w->nlocal; l++) CK(cudaStreamSynchronize(w->stream[l]));
+    for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaGraphLaunch(exec[l], w->stream[l]));
+    for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaStreamSynchronize(w->stream[l]));
     check(w, it, 0, "graph replay of the LSA all-reduce");
   }
-  for (int l = 0; l < w->nlocal; l++) CK(cudaGraphExecDestroy(exec[l]));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaGraphExecDestroy(exec[l]));
   EXPECT_OK(ncclGroupStart());
   for (int l = 0; l < w->nlocal; l++) {
     EXPECT_OK(ncclDevCommDestroy(w->comm[l], &w->dc[l]));
@@ -264,7 +254,7 @@ static int run(world* w) {
     EXPECT_OK(ncclMemFree(w->send[l]));
     EXPECT_OK(ncclMemFree(w->recv[l]));
     EXPECT_OK(ncclCommDestroy(w->comm[l]));
-    CK(cudaStreamDestroy(w->stream[l]));
+    CUDA_OK(cudaStreamDestroy(w->stream[l]));
   }
   free(g_host);
   printf("rank %d: %d all-reduce, %d fused, %d graph replays ok\n", w->first, ITERS, ITERS,
@@ -274,7 +264,7 @@ static int run(world* w) {
 
 static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   (void)arg;
-  CK(cudaSetDevice(0));
+  CUDA_OK(cudaSetDevice(0));
   static world w;
   memset(&w, 0, sizeof w);
   w.n = nranks;
@@ -282,17 +272,6 @@ static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   w.first = rank;
   EXPECT_OK(ncclCommInitRank(&w.comm[0], nranks, *id, rank));
   return run(&w);
-}
-
-static int have_gpu(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int n = 0;
-    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 77);
-  }
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) != pid) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 int main(int argc, char** argv) {
@@ -307,17 +286,14 @@ int main(int argc, char** argv) {
   }
   printf("seed 0x%llx, NCCL headers %d, %d ranks %s\n", (unsigned long long)g_seed,
          NCCL_VERSION_CODE, n, inproc ? "in this process" : "in as many processes");
-  if (!have_gpu()) {
-    printf("SKIP: no usable GPU\n");
-    return TEST_SKIP_RC;
-  }
+  if (!gpu_have_device()) return GPU_SKIP;
   if (procs) return test_fork_ranks(n, proc_rank, NULL, 280);
   static world w;
   memset(&w, 0, sizeof w);
   w.n = w.nlocal = n;
   /* Ranks sharing GPU 0 in one process: grouped ncclCommInitRank (ncclCommInitAll refuses a
    * device named twice, as NCCL's does). */
-  CK(cudaSetDevice(0));
+  CUDA_OK(cudaSetDevice(0));
   ncclUniqueId id;
   EXPECT_OK(ncclGetUniqueId(&id));
   EXPECT_OK(ncclGroupStart());

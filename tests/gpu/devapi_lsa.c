@@ -11,24 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu_world.h"
 #include "nccl.h"
 #include "testutil.h"
 
 #define MAXR 8
 #define MARK_OFF 4096 /* each rank writes 1 KiB at MARK_OFF + writer * 1 KiB of its next peer */
-
-#define CK(call)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-              cudaGetErrorString(e_));                                                 \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 static uint64_t g_seed;
 
@@ -54,12 +44,12 @@ static void barrier(world* w) {
   int* d[MAXR];
   EXPECT_OK(ncclGroupStart());
   for (int l = 0; l < w->nlocal; l++) {
-    CK(cudaMalloc((void**)&d[l], sizeof(int)));
+    CUDA_OK(cudaMalloc((void**)&d[l], sizeof(int)));
     EXPECT_OK(ncclAllReduce(d[l], d[l], 1, ncclInt, ncclSum, w->comm[l], 0));
   }
   EXPECT_OK(ncclGroupEnd());
-  CK(cudaStreamSynchronize(0));
-  for (int l = 0; l < w->nlocal; l++) CK(cudaFree(d[l]));
+  CUDA_OK(cudaStreamSynchronize(0));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaFree(d[l]));
 }
 
 static void register_all(world* w, int flags) {
@@ -93,7 +83,7 @@ static void round_trip(world* w, int k, uint64_t* rng) {
   for (int l = 0; l < w->nlocal; l++) {
     EXPECT_OK(ncclMemAlloc(&w->buf[l], w->bytes));
     for (size_t i = 0; i < words; i++) host[i] = pat(k, w->first + l, i);
-    CK(cudaMemcpy(w->buf[l], host, w->bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(w->buf[l], host, w->bytes, cudaMemcpyHostToDevice));
   }
   register_all(w, NCCL_WIN_COLL_SYMMETRIC);
   for (int l = 0; l < w->nlocal; l++) {
@@ -119,11 +109,11 @@ static void round_trip(world* w, int k, uint64_t* rng) {
       EXPECT(((uintptr_t)p0 - (uintptr_t)base) % (1ull << 32) == 0);
       if (q > 0) EXPECT((uintptr_t)p0 - (uintptr_t)base == q * (((uintptr_t)p0 - (uintptr_t)base) / q));
       uint32_t got[1024];
-      CK(cudaMemcpy(got, p, sizeof got, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(got, p, sizeof got, cudaMemcpyDeviceToHost));
       check_words(got, k, q, first, 1024, "read through the LSA pointer", me);
       /* the last word of the window too */
       EXPECT_OK(ncclGetLsaDevicePointer(w->win[l], (words - 1) * 4, q, &p));
-      CK(cudaMemcpy(got, p, 4, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(got, p, 4, cudaMemcpyDeviceToHost));
       check_words(got, k, q, words - 1, 1, "the last word through the LSA pointer", me);
     }
     void* p;
@@ -140,14 +130,14 @@ static void round_trip(world* w, int k, uint64_t* rng) {
     for (int i = 0; i < 256; i++) mark[i] = pat(k + 100, me, (size_t)i);
     void* p;
     EXPECT_OK(ncclGetLsaDevicePointer(w->win[l], MARK_OFF + (size_t)me * 1024, to, &p));
-    CK(cudaMemcpy(p, mark, sizeof mark, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(p, mark, sizeof mark, cudaMemcpyHostToDevice));
   }
-  CK(cudaDeviceSynchronize());
+  CUDA_OK(cudaDeviceSynchronize());
   barrier(w);
   for (int l = 0; l < w->nlocal; l++) {
     int me = w->first + l, from = (me + w->n - 1) % w->n;
     uint32_t got[256];
-    CK(cudaMemcpy(got, (char*)w->buf[l] + MARK_OFF + (size_t)from * 1024, sizeof got,
+    CUDA_OK(cudaMemcpy(got, (char*)w->buf[l] + MARK_OFF + (size_t)from * 1024, sizeof got,
                   cudaMemcpyDeviceToHost));
     check_words(got, k + 100, from, 0, 256, "a peer's write through the LSA pointer", me);
   }
@@ -159,7 +149,7 @@ static void round_trip(world* w, int k, uint64_t* rng) {
 
 /* A window on cudaMalloc memory: collectives keep it, LSA pointers to peers are refused. */
 static void malloc_window(world* w) {
-  for (int l = 0; l < w->nlocal; l++) CK(cudaMalloc(&w->buf[l], w->bytes));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaMalloc(&w->buf[l], w->bytes));
   register_all(w, NCCL_WIN_COLL_SYMMETRIC);
   for (int l = 0; l < w->nlocal; l++) {
     void* p;
@@ -167,7 +157,7 @@ static void malloc_window(world* w) {
                ncclInvalidUsage);
   }
   deregister_all(w);
-  for (int l = 0; l < w->nlocal; l++) CK(cudaFree(w->buf[l]));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaFree(w->buf[l]));
 }
 
 static int run(world* w) {
@@ -184,7 +174,7 @@ static int run(world* w) {
 
 static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   (void)arg;
-  CK(cudaSetDevice(0));
+  CUDA_OK(cudaSetDevice(0));
   world w;
   memset(&w, 0, sizeof w);
   w.n = nranks;
@@ -192,18 +182,6 @@ static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   w.first = rank;
   EXPECT_OK(ncclCommInitRank(&w.comm[0], nranks, *id, rank));
   return run(&w);
-}
-
-/* A usable GPU, asked in a child so that this process stays free of CUDA before it forks. */
-static int have_gpu(void) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int n = 0;
-    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : 77);
-  }
-  int st = 0;
-  if (pid < 0 || waitpid(pid, &st, 0) != pid) return 0;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 int main(int argc, char** argv) {
@@ -218,17 +196,14 @@ int main(int argc, char** argv) {
   }
   printf("seed 0x%llx, %d ranks %s\n", (unsigned long long)g_seed, n,
          inproc ? "in this process" : "in as many processes");
-  if (!have_gpu()) {
-    printf("SKIP: no usable GPU\n");
-    return TEST_SKIP_RC;
-  }
+  if (!gpu_have_device()) return GPU_SKIP;
   if (procs) return test_fork_ranks(n, proc_rank, NULL, 240);
   world w;
   memset(&w, 0, sizeof w);
   w.n = w.nlocal = n;
   /* Ranks sharing GPU 0 in one process: grouped ncclCommInitRank (ncclCommInitAll refuses a
    * device named twice, as NCCL's does). */
-  CK(cudaSetDevice(0));
+  CUDA_OK(cudaSetDevice(0));
   ncclUniqueId id;
   EXPECT_OK(ncclGetUniqueId(&id));
   EXPECT_OK(ncclGroupStart());

@@ -42,6 +42,12 @@ if(WEFT_HAVE_CUDA)
   endif()
 
   set(_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
+  # The device probe and the worlds as a library, for programs that fork their ranks themselves
+  # or drive one GPU without a world (gpu_have_device, CUDA_OK, NCCL_OK): devapi_lsa,
+  # devapi_kernels_*, gpu_one_rank_graph_shape.
+  add_library(weft_gpu_world STATIC ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_same.c)
+  target_include_directories(weft_gpu_world PUBLIC ${_gpu_dir})
+  target_link_libraries(weft_gpu_world PUBLIC weft_testlib CUDA::cudart Threads::Threads)
   add_executable(gpu_coll ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_case.c
     ${_gpu_dir}/gpu_run.c ${_gpu_dir}/gpu_graph.c ${_gpu_dir}/gpu_mem.c ${_gpu_dir}/gpu_netfail.c
     ${_gpu_dir}/gpu_same.c)
@@ -373,7 +379,7 @@ endif()
 # place, one memcpy out of place, one kernel for a scaling PreMulSum) and its results.
 if(WEFT_HAVE_CUDA)
   weft_add_test(NAME gpu_one_rank_graph_shape SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_one_rank.c
-    LABELS gpu LIBS CUDA::cudart ENV "WEFT_DEVICE=device;NCCL_NVLS_ENABLE=0")
+    LABELS gpu LIBS weft_gpu_world ENV "WEFT_DEVICE=device;NCCL_NVLS_ENABLE=0")
   set_tests_properties(gpu_one_rank_graph_shape PROPERTIES RESOURCE_LOCK weft_gpu)
 endif()
 
@@ -469,7 +475,7 @@ endif()
 # 2 ranks in one process, 2 and 4 processes sharing the GPU.
 if(WEFT_HAVE_CUDA)
   add_executable(devapi_lsa ${_gpu_dir}/devapi_lsa.c)
-  target_link_libraries(devapi_lsa PRIVATE weft_testlib CUDA::cudart)
+  target_link_libraries(devapi_lsa PRIVATE weft_gpu_world)
   set_target_properties(devapi_lsa PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   foreach(_lsa inproc:1 inproc:2 procs:2 procs:4)
     string(REPLACE ":" ";" _lsa_args "${_lsa}")
@@ -510,7 +516,7 @@ if(WEFT_HAVE_CUDA)
     if(EXISTS ${_inc0}/nccl_device.h)
       add_executable(${_exe} ${_gpu_dir}/devapi_kernels.cu)
       target_include_directories(${_exe} BEFORE PRIVATE ${_inc})
-      target_link_libraries(${_exe} PRIVATE weft_testlib CUDA::cudart)
+      target_link_libraries(${_exe} PRIVATE weft_gpu_world)
       set_target_properties(${_exe} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
         RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
     endif()

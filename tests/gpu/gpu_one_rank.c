@@ -10,31 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_world.h"
 #include "nccl.h"
 #include "testutil.h"
 
 #define N 4099 /* odd: no multiple of any vector width */
 
 static int failures;
-
-#define CK(call)                                                                       \
-  do {                                                                                 \
-    cudaError_t e_ = (call);                                                           \
-    if (e_ != cudaSuccess) {                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-              cudaGetErrorString(e_));                                                 \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
-#define NK(call)                                                                       \
-  do {                                                                                 \
-    ncclResult_t r_ = (call);                                                          \
-    if (r_ != ncclSuccess) {                                                           \
-      fprintf(stderr, "FAIL %s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-              ncclGetErrorString(r_));                                                 \
-      exit(1);                                                                         \
-    }                                                                                  \
-  } while (0)
 
 typedef enum { K_ALLREDUCE, K_REDUCE, K_BROADCAST, K_ALLGATHER, K_REDUCESCATTER, K_SENDRECV } kind;
 static const char* const kind_name[] = {"AllReduce", "Reduce", "Broadcast", "AllGather",
@@ -43,31 +25,31 @@ static const char* const kind_name[] = {"AllReduce", "Reduce", "Broadcast", "All
 static void issue(kind k, const void* s, void* r, ncclDataType_t t, ncclRedOp_t op,
                   ncclComm_t comm, cudaStream_t st) {
   switch (k) {
-    case K_ALLREDUCE: NK(ncclAllReduce(s, r, N, t, op, comm, st)); break;
-    case K_REDUCE: NK(ncclReduce(s, r, N, t, op, 0, comm, st)); break;
-    case K_BROADCAST: NK(ncclBroadcast(s, r, N, t, 0, comm, st)); break;
-    case K_ALLGATHER: NK(ncclAllGather(s, r, N, t, comm, st)); break;
-    case K_REDUCESCATTER: NK(ncclReduceScatter(s, r, N, t, op, comm, st)); break;
+    case K_ALLREDUCE: NCCL_OK(ncclAllReduce(s, r, N, t, op, comm, st)); break;
+    case K_REDUCE: NCCL_OK(ncclReduce(s, r, N, t, op, 0, comm, st)); break;
+    case K_BROADCAST: NCCL_OK(ncclBroadcast(s, r, N, t, 0, comm, st)); break;
+    case K_ALLGATHER: NCCL_OK(ncclAllGather(s, r, N, t, comm, st)); break;
+    case K_REDUCESCATTER: NCCL_OK(ncclReduceScatter(s, r, N, t, op, comm, st)); break;
     case K_SENDRECV:
-      NK(ncclGroupStart());
-      NK(ncclSend(s, N, t, 0, comm, st));
-      NK(ncclRecv(r, N, t, 0, comm, st));
-      NK(ncclGroupEnd());
+      NCCL_OK(ncclGroupStart());
+      NCCL_OK(ncclSend(s, N, t, 0, comm, st));
+      NCCL_OK(ncclRecv(r, N, t, 0, comm, st));
+      NCCL_OK(ncclGroupEnd());
       break;
   }
 }
 
 /* Node census of a graph: total, memcpy, kernel. */
 static void census(cudaGraph_t g, size_t* total, size_t* memcpys, size_t* kernels) {
-  CK(cudaGraphGetNodes(g, NULL, total));
+  CUDA_OK(cudaGraphGetNodes(g, NULL, total));
   *memcpys = *kernels = 0;
   if (*total == 0) return;
   cudaGraphNode_t* nodes = calloc(*total, sizeof *nodes);
   size_t n = *total;
-  CK(cudaGraphGetNodes(g, nodes, &n));
+  CUDA_OK(cudaGraphGetNodes(g, nodes, &n));
   for (size_t i = 0; i < n; i++) {
     enum cudaGraphNodeType ty;
-    CK(cudaGraphNodeGetType(nodes[i], &ty));
+    CUDA_OK(cudaGraphNodeGetType(nodes[i], &ty));
     if (ty == cudaGraphNodeTypeMemcpy) (*memcpys)++;
     if (ty == cudaGraphNodeTypeKernel) (*kernels)++;
   }
@@ -81,26 +63,27 @@ static void run_case(ncclComm_t comm, cudaStream_t st, kind k, ncclDataType_t t,
   size_t esz = 4; /* float and int32 */
   size_t bytes = N * esz;
   void *dsend, *drecv, *dscalar;
-  CK(cudaMalloc(&dsend, bytes));
-  CK(cudaMalloc(&drecv, bytes));
-  CK(cudaMalloc(&dscalar, 8));
+  CUDA_OK(cudaMalloc(&dsend, bytes));
+  CUDA_OK(cudaMalloc(&drecv, bytes));
+  CUDA_OK(cudaMalloc(&dscalar, 8));
   void* r = inplace ? dsend : drecv;
   ncclRedOp_t op = ncclSum;
   float fscalar = 0.75f + (float)(test_rand(rng) % 64) / 64.0f;
   int32_t iscalar = 3 + (int32_t)(test_rand(rng) % 5);
   const void* hscalar = t == ncclFloat32 ? (const void*)&fscalar : (const void*)&iscalar;
-  if (scale_mode == 1) NK(ncclRedOpCreatePreMulSum(&op, (void*)hscalar, t, ncclScalarHostImmediate, comm));
+  if (scale_mode == 1)
+    NCCL_OK(ncclRedOpCreatePreMulSum(&op, (void*)hscalar, t, ncclScalarHostImmediate, comm));
   if (scale_mode == 2) {
-    CK(cudaMemcpy(dscalar, hscalar, esz, cudaMemcpyHostToDevice));
-    NK(ncclRedOpCreatePreMulSum(&op, dscalar, t, ncclScalarDevice, comm));
+    CUDA_OK(cudaMemcpy(dscalar, hscalar, esz, cudaMemcpyHostToDevice));
+    NCCL_OK(ncclRedOpCreatePreMulSum(&op, dscalar, t, ncclScalarDevice, comm));
   }
   int reduces = k == K_ALLREDUCE || k == K_REDUCE || k == K_REDUCESCATTER;
   int scales = scale_mode != 0 && reduces;
 
   cudaGraph_t g;
-  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
   issue(k, dsend, r, t, op, comm, st);
-  CK(cudaStreamEndCapture(st, &g));
+  CUDA_OK(cudaStreamEndCapture(st, &g));
   size_t total, memcpys, kernels;
   census(g, &total, &memcpys, &kernels);
   size_t want_total = scales ? 1 : (inplace ? 0 : 1);
@@ -115,7 +98,7 @@ static void run_case(ncclComm_t comm, cudaStream_t st, kind k, ncclDataType_t t,
     failures++;
   }
   cudaGraphExec_t ge;
-  CK(cudaGraphInstantiate(&ge, g, 0));
+  CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
   float* hin = malloc(bytes);
   float* hout = malloc(bytes);
   for (int rep = 0; rep < 2; rep++) {
@@ -128,13 +111,13 @@ static void run_case(ncclComm_t comm, cudaStream_t st, kind k, ncclDataType_t t,
     if (scale_mode == 2 && rep == 1) { /* a device scalar is read at replay */
       fscalar *= 2.0f;
       iscalar += 1;
-      CK(cudaMemcpy(dscalar, hscalar, esz, cudaMemcpyHostToDevice));
+      CUDA_OK(cudaMemcpy(dscalar, hscalar, esz, cudaMemcpyHostToDevice));
     }
-    CK(cudaMemcpy(dsend, hin, bytes, cudaMemcpyHostToDevice));
-    CK(cudaDeviceSynchronize());
-    CK(cudaGraphLaunch(ge, st));
-    CK(cudaStreamSynchronize(st));
-    CK(cudaMemcpy(hout, r, bytes, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(dsend, hin, bytes, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaGraphLaunch(ge, st));
+    CUDA_OK(cudaStreamSynchronize(st));
+    CUDA_OK(cudaMemcpy(hout, r, bytes, cudaMemcpyDeviceToHost));
     size_t bad = 0;
     for (size_t i = 0; i < N; i++) {
       if (t == ncclFloat32) {
@@ -155,27 +138,23 @@ static void run_case(ncclComm_t comm, cudaStream_t st, kind k, ncclDataType_t t,
   }
   free(hin);
   free(hout);
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  if (scale_mode) NK(ncclRedOpDestroy(op, comm));
-  CK(cudaFree(dsend));
-  CK(cudaFree(drecv));
-  CK(cudaFree(dscalar));
+  CUDA_OK(cudaGraphExecDestroy(ge));
+  CUDA_OK(cudaGraphDestroy(g));
+  if (scale_mode) NCCL_OK(ncclRedOpDestroy(op, comm));
+  CUDA_OK(cudaFree(dsend));
+  CUDA_OK(cudaFree(drecv));
+  CUDA_OK(cudaFree(dscalar));
 }
 
 int main(void) {
   test_require_weft_lib();
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-    printf("skipped: no usable CUDA device\n");
-    return 77;
-  }
-  CK(cudaSetDevice(0));
+  if (!gpu_have_device()) return GPU_SKIP;
+  CUDA_OK(cudaSetDevice(0));
   ncclComm_t comm;
   int dev = 0;
-  NK(ncclCommInitAll(&comm, 1, &dev));
+  NCCL_OK(ncclCommInitAll(&comm, 1, &dev));
   cudaStream_t st;
-  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   uint64_t rng = test_seed(0x0e1a2b3c);
   int ncases = 0;
   for (int k = K_ALLREDUCE; k <= K_SENDRECV; k++)
@@ -188,7 +167,7 @@ int main(void) {
           run_case(comm, st, (kind)k, ti ? ncclInt32 : ncclFloat32, inplace, sm, &rng);
           ncases++;
         }
-  NK(ncclCommDestroy(comm));
+  NCCL_OK(ncclCommDestroy(comm));
   printf("%d cases, %d failed\n", ncases, failures);
   return failures ? 1 : 0;
 }

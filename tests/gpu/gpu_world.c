@@ -228,6 +228,14 @@ static int probe_devices(int* ndev, char* why, size_t why_len) {
   return 0;
 }
 
+int gpu_have_device(void) {
+  char why[256] = "the CUDA probe process could not be started";
+  int ndev = 0;
+  if (probe_devices(&ndev, why, sizeof why) == 0 && ndev > 0) return 1;
+  printf("SKIP: no usable GPU (%s)\n", why);
+  return 0;
+}
+
 static char g_banner[1024];
 
 void gpu_set_banner(const char* line) { snprintf(g_banner, sizeof g_banner, "%s", line); }

@@ -36,6 +36,10 @@
 
 #include "nccl.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define GPU_PASS 0
 #define GPU_FAIL 1
 #define GPU_SKIP 77
@@ -71,6 +75,12 @@ int gpu_run_procs(int nprocs, gpu_body_fn body, void* arg, uint64_t seed, int ti
 /* Runs body in this process on ngpus GPUs (devices 0..ngpus-1; with sharing, i % ndev). */
 int gpu_run_gpus(int ngpus, int init_group, gpu_body_fn body, void* arg, uint64_t seed);
 
+/* For a program that forks its ranks itself, or drives one GPU without a world: 1 when a CUDA
+ * device is usable, else 0 after printing "SKIP: no usable GPU (why)" (the caller then exits
+ * GPU_SKIP). Asked in a forked child, as the worlds ask, so this process stays free of CUDA and
+ * may still fork ranks. */
+int gpu_have_device(void);
+
 /* Ranks may share GPUs (call before gpu_run_procs / gpu_run_gpus). */
 void gpu_set_share(int on);
 
@@ -102,6 +112,17 @@ ncclResult_t gpu_group_end(const gpu_world* w);
     }                                                                                     \
   } while (0)
 
+/* Exits 1 with file:line and NCCL's error string when call does not return ncclSuccess. */
+#define NCCL_OK(call)                                                                     \
+  do {                                                                                    \
+    ncclResult_t r_ = (call);                                                             \
+    if (r_ != ncclSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,           \
+              ncclGetErrorString(r_), (int)r_);                                           \
+      exit(GPU_FAIL);                                                                     \
+    }                                                                                     \
+  } while (0)
+
 /* The command line and the environment that selects a configuration, for "rerun:" lines. */
 void gpu_set_cmdline(int argc, char** argv);
 void gpu_print_rerun(FILE* f, uint64_t seed, const char* case_name);
@@ -116,5 +137,9 @@ void gpu_format_env(char* out, size_t len);
 int gpu_env_int(const char* name, int fallback);
 /* Seconds on the monotonic clock. */
 double gpu_now_s(void);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

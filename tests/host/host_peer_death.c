@@ -106,7 +106,10 @@ static int abort_in_flight(int rank, ncclComm_t comm, float* s, float* r, int fd
 }
 
 
-static int rank_main(int rank, ncclUniqueId id) {
+static int rank_main(int rank, int nranks, ncclUniqueId* idp, void* arg) {
+  (void)nranks;
+  (void)arg;
+  ncclUniqueId id = *idp;
   int fds0 = test_count_fds(), threads0 = test_count_threads();
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, NRANKS, id, rank));
@@ -191,32 +194,8 @@ int main(int argc, char** argv) {
   setenv("NCCL_BUFFSIZE", "262144", 1);
   /* Rank 0 makes the id (and runs the bootstrap root): this process stays single-threaded, so
    * forking it is safe. */
-  int fds[2];
-  EXPECT(pipe(fds) == 0);
   pid_t pids[NRANKS];
-  fflush(NULL);
-  for (int r = 0; r < NRANKS; r++) {
-    pids[r] = fork();
-    EXPECT(pids[r] >= 0);
-    if (pids[r] == 0) {
-      alarm(60);
-      ncclUniqueId id;
-      if (r == 0) {
-        EXPECT_OK(ncclGetUniqueId(&id));
-        for (int k = 1; k < NRANKS; k++)
-          EXPECT(write(fds[1], &id, sizeof id) == (ssize_t)sizeof id);
-      } else {
-        EXPECT(read(fds[0], &id, sizeof id) == (ssize_t)sizeof id);
-      }
-      close(fds[0]);
-      close(fds[1]);
-      int rc = rank_main(r, id);
-      fflush(NULL);
-      _exit(rc);
-    }
-  }
-  close(fds[0]);
-  close(fds[1]);
+  EXPECT(test_fork_ranks_pids(NRANKS, rank_main, NULL, 60, pids) == 0);
   int failed = 0;
   for (int r = 0; r < NRANKS; r++) {
     if (r == VICTIM) continue;

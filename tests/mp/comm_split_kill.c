@@ -111,31 +111,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 
 /* Runs one trial; 0 when the victim died of SIGKILL and every survivor exited 0 in time. */
 static int run_trial(const trial* t) {
-  int p[2];
-  EXPECT(pipe(p) == 0);
   pid_t pids[NRANKS];
-  fflush(NULL);
-  for (int r = 0; r < NRANKS; r++) {
-    pids[r] = fork();
-    EXPECT(pids[r] >= 0);
-    if (pids[r] == 0) {
-      alarm(60);
-      ncclUniqueId id;
-      if (r == 0) {
-        EXPECT_OK(ncclGetUniqueId(&id));
-        for (int k = 1; k < NRANKS; k++) EXPECT(write(p[1], &id, sizeof id) == (ssize_t)sizeof id);
-      } else {
-        EXPECT(read(p[0], &id, sizeof id) == (ssize_t)sizeof id);
-      }
-      close(p[0]);
-      close(p[1]);
-      int rc = rank_main(r, NRANKS, &id, (void*)t);
-      fflush(NULL);
-      _exit(rc);
-    }
-  }
-  close(p[0]);
-  close(p[1]);
+  EXPECT(test_fork_ranks_pids(NRANKS, rank_main, (void*)t, 60, pids) == 0);
   int bad = 0;
   for (int r = 0; r < NRANKS; r++) {
     int st = 0;

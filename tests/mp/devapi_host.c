@@ -10,9 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "devcomm/devcomm_v2_30.h"
 #include "testutil.h"
 
-/* NVIDIA's layouts (nccl_device/core.h and the handle types), written out here so that the
+/* NVIDIA's layouts (nccl_device/core.h and the barrier handles), written out here so that the
  * test checks the library against them independently of weft's own definitions. */
 struct ncclDevResourceRequirements {
   struct ncclDevResourceRequirements* next;
@@ -31,19 +32,16 @@ struct ncclGinBarrierHandle {
   uint32_t signal0;
   uint32_t unused;
 };
+/* The scratch handles: NVIDIA's layouts as abi/devcomm/ freezes them (with their static
+ * asserts), completing nccl.h's opaque types as the library does. */
 struct ncclLLA2AHandle {
-  uint32_t bufHandle;
-  uint32_t nSlots;
+  ncclLLA2AHandle_v2_30_t v;
 };
 struct ncclGinOutboxHandle {
-  uint32_t bufHandle;
-  uint32_t size_log2;
+  ncclGinOutboxHandle_v2_30_t v;
 };
 struct ncclGinInboxA2AHandle {
-  uint32_t bufHandle;
-  uint32_t signals;
-  uint32_t size_log2;
-  uint32_t nPeers_rcp32;
+  ncclGinInboxA2AHandle_v2_30_t v;
 };
 
 static void check_props(ncclComm_t comm, int rank, int nranks) {
@@ -233,29 +231,29 @@ static void check_requirements(ncclComm_t comm, uint64_t* rng) {
     EXPECT_EQ_INT(ncclLLA2ACalcSlots(maxElts, eltSize), maxElts * ((eltSize + 7) / 8));
     struct ncclLLA2AHandle ll;
     EXPECT_OK(ncclLLA2ACreateRequirement(nb, slots, &ll, &req));
-    EXPECT_EQ_INT(ll.nSlots, slots);
+    EXPECT_EQ_INT(ll.v.nSlots, slots);
     EXPECT_EQ_INT(req.bufferSize, (size_t)nb * (1 + 2 * (size_t)slots) * 16);
     EXPECT_EQ_INT(req.bufferAlign, 16);
-    EXPECT(req.outBufferHandle == &ll.bufHandle);
+    EXPECT(req.outBufferHandle == &ll.v.bufHandle);
 
     struct ncclGinOutboxHandle ob;
     EXPECT_OK(ncclGinOutboxCreateRequirement(nb, lg, &ob, &req));
     int l = lg < 7 ? 7 : lg;
     size_t buf = ((size_t)1 << l) < 128 ? 128 : ((((size_t)1 << l) + 127) & ~(size_t)127);
-    EXPECT_EQ_INT(ob.size_log2, l);
+    EXPECT_EQ_INT(ob.v.size_log2, l);
     EXPECT_EQ_INT(req.bufferSize, (size_t)nb * (128 + 16 * 512 + buf));
     EXPECT_EQ_INT(req.bufferAlign, 128);
-    EXPECT(req.outBufferHandle == &ob.bufHandle);
+    EXPECT(req.outBufferHandle == &ob.v.bufHandle);
 
     if (n >= 2) {
       struct ncclGinInboxA2AHandle ib;
       EXPECT_OK(ncclGinInboxA2ACreateRequirement(team, nb, lg, &ib, &req));
       size_t b = (((size_t)1 << lg) + 127) & ~(size_t)127;
-      EXPECT_EQ_INT(ib.size_log2, lg);
-      EXPECT_EQ_INT(ib.nPeers_rcp32, rcp32_ref((uint32_t)(n - 1)));
+      EXPECT_EQ_INT(ib.v.size_log2, lg);
+      EXPECT_EQ_INT(ib.v.nPeers_rcp32, rcp32_ref((uint32_t)(n - 1)));
       EXPECT_EQ_INT(req.bufferSize, (size_t)nb * (128 + b));
       EXPECT_EQ_INT(req.ginSignalCount, nb * 4 * (n - 1 + 512));
-      EXPECT(req.outGinSignalStart == &ib.signals && req.outBufferHandle == &ib.bufHandle);
+      EXPECT(req.outGinSignalStart == &ib.v.signals && req.outBufferHandle == &ib.v.bufHandle);
     }
   }
   ncclTeam_t one = {1, 0, 1};

@@ -94,31 +94,8 @@ int main(int argc, char** argv) {
   if (!killed_mode) return test_fork_ranks(2, rank_main, NULL, 60);
   /* rank 2 dies by SIGKILL on purpose: the ranks are forked here, where that is expected */
   enum { N = 3 };
-  int fds[2];
-  EXPECT(pipe(fds) == 0);
   pid_t pids[N];
-  fflush(NULL);
-  for (int r = 0; r < N; r++) {
-    pids[r] = fork();
-    EXPECT(pids[r] >= 0);
-    if (pids[r] == 0) {
-      alarm(60);
-      ncclUniqueId id;
-      if (r == 0) {
-        EXPECT_OK(ncclGetUniqueId(&id));
-        for (int k = 1; k < N; k++) EXPECT(write(fds[1], &id, sizeof id) == (ssize_t)sizeof id);
-      } else {
-        EXPECT(test_read_full(fds[0], &id, sizeof id) == sizeof id);
-      }
-      close(fds[0]);
-      close(fds[1]);
-      int rc = rank_main(r, N, &id, NULL);
-      fflush(NULL);
-      _exit(rc);
-    }
-  }
-  close(fds[0]);
-  close(fds[1]);
+  EXPECT(test_fork_ranks_pids(N, rank_main, NULL, 60, pids) == 0);
   int failed = 0;
   for (int r = 0; r < N; r++) {
     int st;
