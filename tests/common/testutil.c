@@ -132,6 +132,15 @@ int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s) {
   return fork_ranks(n, fn, arg, timeout_s, 1);
 }
 
+int test_probe_in_child(int (*probe)(void)) {
+  fflush(NULL);
+  pid_t p = fork();
+  if (p == 0) _exit(probe() == 1 ? 0 : 1);
+  int st = 0;
+  if (p < 0 || waitpid(p, &st, 0) != p) return 0;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s) {
   return fork_ranks(n, fn, arg, timeout_s, 0);
 }

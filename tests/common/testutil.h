@@ -50,6 +50,10 @@ void test_require_weft_lib(void);
 typedef int (*test_rank_fn)(int rank, int nranks, ncclUniqueId* id, void* arg);
 int test_fork_ranks(int n, test_rank_fn fn, void* arg, int timeout_s);
 
+/* Whether probe() returns 1, asked in a forked child so that this process makes no call of
+ * its own (a CUDA probe: ranks forked later must find CUDA untouched). */
+int test_probe_in_child(int (*probe)(void));
+
 /* Fork n children running fn(rank, nranks, NULL, arg) with no id exchange. Same result rules. */
 int test_fork_plain(int n, test_rank_fn fn, void* arg, int timeout_s);
 

@@ -465,6 +465,26 @@ if(WEFT_HAVE_CUDA)
   endforeach()
 endif()
 
+# Suspend and resume of device-mode communicators (issue 40), ranks as processes sharing GPU 0:
+# suspend frees what MemStats' Suspend says (cudaMemGetInfo), resume restores a working
+# communicator and a graph captured before the suspend replays after it; with
+# NCCL_CUMEM_ENABLE=0 (cudaMalloc FIFOs) suspend is refused on every rank and nothing changes.
+if(WEFT_HAVE_CUDA)
+  add_executable(gpu_suspend ${_gpu_dir}/gpu_suspend.c)
+  target_link_libraries(gpu_suspend PRIVATE weft_testlib CUDA::cudart Threads::Threads)
+  set_target_properties(gpu_suspend PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  foreach(n 1 2)
+    add_test(NAME gpu_suspend_resume_${n}_ranks_shared COMMAND gpu_suspend ${n} cycle)
+    set_tests_properties(gpu_suspend_resume_${n}_ranks_shared PROPERTIES LABELS "gpu;mp"
+      TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
+  endforeach()
+  add_test(NAME gpu_suspend_refused_without_cumem COMMAND gpu_suspend 2 refuse)
+  set_tests_properties(gpu_suspend_refused_without_cumem PROPERTIES LABELS "gpu;mp"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+    ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo;NCCL_CUMEM_ENABLE=0")
+endif()
+
 # The device API's LSA flat mapping of symmetric windows (issue 39), every rank on GPU 0: 1 rank,
 # 2 ranks in one process, 2 and 4 processes sharing the GPU.
 if(WEFT_HAVE_CUDA)
