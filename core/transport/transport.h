@@ -178,6 +178,10 @@ int transport_can_suspend(struct ncclComm* comm, char* why, size_t whylen);
 void transport_gpu_mem(struct ncclComm* comm, uint64_t* suspendable, uint64_t* persist);
 ncclResult_t transport_suspend(struct ncclComm* comm, uint64_t* released);
 ncclResult_t transport_resume(struct ncclComm* comm);
+/* GPU memory of the communicator that layers above allocate (one-sided counters, device-API
+ * tables): count (sign 1) or stop counting (-1) the cudaMalloc allocation holding dev in
+ * Persist. A no-op without CUDA, or once the transport is gone. */
+void transport_gpu_persist(struct ncclComm* comm, const void* dev, int sign);
 
 /* ---- registered buffers (transport_regview.c, device mode) ---- */
 /* Whether registered buffers can be zero copy on this communicator at all: device mode,

@@ -45,6 +45,10 @@ void transport_gpu_mem(struct ncclComm* comm, uint64_t* suspendable, uint64_t* p
   *persist = t->persist_bytes;
 }
 
+void transport_gpu_persist(struct ncclComm* comm, const void* dev, int sign) {
+  devmem_persist(comm, dev, sign);
+}
+
 ncclResult_t transport_suspend(struct ncclComm* comm, uint64_t* released) {
   struct weft_transport* t = comm->transport;
   *released = 0;
@@ -171,6 +175,11 @@ int transport_can_suspend(struct ncclComm* comm, char* why, size_t whylen) {
 void transport_gpu_mem(struct ncclComm* comm, uint64_t* suspendable, uint64_t* persist) {
   (void)comm;
   *suspendable = *persist = 0;
+}
+void transport_gpu_persist(struct ncclComm* comm, const void* dev, int sign) {
+  (void)comm;
+  (void)dev;
+  (void)sign;
 }
 ncclResult_t transport_suspend(struct ncclComm* comm, uint64_t* released) {
   (void)comm;
