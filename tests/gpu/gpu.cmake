@@ -479,6 +479,10 @@ if(WEFT_HAVE_CUDA)
       TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
       ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
   endforeach()
+  add_test(NAME gpu_suspend_resume_2_ranks_one_process COMMAND gpu_suspend 2 cycle threads)
+  set_tests_properties(gpu_suspend_resume_2_ranks_one_process PROPERTIES LABELS "gpu"
+    TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu
+    ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_SOCKET_IFNAME=lo")
   add_test(NAME gpu_suspend_refused_without_cumem COMMAND gpu_suspend 2 refuse)
   set_tests_properties(gpu_suspend_refused_without_cumem PROPERTIES LABELS "gpu;mp"
     TIMEOUT 300 SKIP_RETURN_CODE 77 RESOURCE_LOCK weft_gpu

@@ -10,14 +10,17 @@
  * Persist + Suspend == Total throughout. With 2 ranks Suspend must be > 0.
  * "refuse" (run with NCCL_CUMEM_ENABLE=0, 2 ranks): the FIFOs are cudaMalloc memory, so suspend
  * is refused on every rank with ncclInvalidUsage, MemStats' Suspend is 0, and the communicator
- * still works. Skips (77) without a CUDA device.
+ * still works. "threads": the ranks are threads of one process (FIFOs shared by address).
+ * Skips (77) without a CUDA device.
  *
- * Usage: gpu_suspend NRANKS cycle|refuse */
+ * Usage: gpu_suspend NRANKS cycle|refuse [threads] */
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -84,6 +87,12 @@ static void stats(ncclComm_t comm, uint64_t* suspend, uint64_t* persist, uint64_
 }
 
 static int64_t diff(uint64_t a, uint64_t b) { return (int64_t)a - (int64_t)b; }
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
 
 typedef struct {
   int32_t *big_in, *big_out, *small_in, *small_out, *h;
@@ -161,7 +170,9 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
     for (int k = 0; k < CYCLES; k++) {
       uint64_t before = used_bytes();
       barrier(nranks, &round);
+      double t0 = now_ms();
       EXPECT_OK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM)); /* returns once every rank released */
+      double t_suspend = now_ms() - t0;
       uint64_t during = used_bytes();
       barrier(nranks, &round); /* nobody resumes before every rank measured */
       uint64_t s2 = 0, p2 = 0;
@@ -175,11 +186,14 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
              rank, k, (unsigned long long)before, (unsigned long long)during, (long long)drop,
              (unsigned long long)want);
       EXPECT(drop >= (int64_t)want - slack && drop <= (int64_t)want + slack);
+      t0 = now_ms();
       EXPECT_OK(ncclCommResume(comm));
+      double t_resume = now_ms() - t0;
       barrier(nranks, &round);
       uint64_t after = used_bytes();
-      printf("rank %d cycle %d: GPU used after resume %llu bytes\n", rank, k,
-             (unsigned long long)after);
+      printf("rank %d cycle %d: GPU used after resume %llu bytes; suspend took %.2f ms, resume "
+             "%.2f ms (for the perf notes)\n", rank, k, (unsigned long long)after, t_suspend,
+             t_resume);
       EXPECT(diff(after, before) >= -slack && diff(after, before) <= slack);
       stats(comm, &s2, &p2, &flag);
       EXPECT_EQ_INT(flag, 0);
@@ -212,12 +226,41 @@ static int cuda_usable(void) {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+/* "threads": the ranks are threads of this process (FIFOs shared by address, not descriptor). */
+typedef struct {
+  int rank, nranks, rc;
+  ncclUniqueId* id;
+} thread_rank;
+
+static void* rank_thread(void* arg) {
+  thread_rank* t = arg;
+  t->rc = rank_main(t->rank, t->nranks, t->id, NULL);
+  return NULL;
+}
+
+static int run_threads(int nranks) {
+  ncclUniqueId id;
+  EXPECT_OK(ncclGetUniqueId(&id));
+  pthread_t th[MAX_RANKS];
+  thread_rank tr[MAX_RANKS];
+  for (int r = 0; r < nranks; r++) {
+    tr[r] = (thread_rank){r, nranks, 1, &id};
+    EXPECT(pthread_create(&th[r], NULL, rank_thread, &tr[r]) == 0);
+  }
+  int rc = 0;
+  for (int r = 0; r < nranks; r++) {
+    pthread_join(th[r], NULL);
+    rc |= tr[r].rc;
+  }
+  return rc ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   test_require_weft_lib();
   int nranks = argc > 1 ? atoi(argv[1]) : 0;
   if (nranks < 1 || nranks > MAX_RANKS || argc < 3 ||
       (strcmp(argv[2], "cycle") != 0 && strcmp(argv[2], "refuse") != 0)) {
-    fprintf(stderr, "usage: gpu_suspend NRANKS(1..%d) cycle|refuse\n", MAX_RANKS);
+    fprintf(stderr, "usage: gpu_suspend NRANKS(1..%d) cycle|refuse [threads]\n", MAX_RANKS);
     return 2;
   }
   refuse_mode = strcmp(argv[2], "refuse") == 0;
@@ -229,7 +272,10 @@ int main(int argc, char** argv) {
   shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   EXPECT(shared != MAP_FAILED);
   memset((void*)shared, 0, sizeof *shared);
-  printf("seed 0x%llx (WEFT_TEST_SEED replays it), %d rank(s) on GPU 0, %s\n",
-         (unsigned long long)test_seed(0x5a5be4d), nranks, argv[2]);
+  int threads = argc > 3 && strcmp(argv[3], "threads") == 0;
+  printf("seed 0x%llx (WEFT_TEST_SEED replays it), %d rank(s) on GPU 0 as %s, %s\n",
+         (unsigned long long)test_seed(0x5a5be4d), nranks, threads ? "threads" : "processes",
+         argv[2]);
+  if (threads) return run_threads(nranks);
   return test_fork_ranks(nranks, rank_main, NULL, 240);
 }
