@@ -9,6 +9,7 @@
 #include "util/check.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 WEFT_API(ncclResult_t, ncclCommFinalize, ncclComm_t comm);
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
@@ -86,6 +87,19 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return comm_revoke(comm, comm->config.blocking);
 }
 
+/* A shrink queued in a group (freed by group/ once run or dropped). */
+typedef struct {
+  int count, abort;
+  ncclConfig_t config;
+  ncclComm_t* newcomm;
+  int exclude[]; /* the caller's list, copied */
+} shrink_job;
+
+static ncclResult_t shrink_run(struct ncclComm* parent, void* arg) {
+  shrink_job* j = arg;
+  return comm_shrink(parent, j->exclude, j->count, &j->config, j->abort, j->newcomm);
+}
+
 WEFT_API(ncclResult_t, ncclCommShrink, ncclComm_t comm, int* excludeRanksList,
          int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags);
 ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
@@ -119,11 +133,40 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
          shrinkFlags);
     return ncclInvalidArgument;
   }
-  if (group_depth() > 0) return api_not_available(fn, "ncclCommShrink inside a group");
   ncclConfig_t c = comm->config; /* a NULL config inherits the parent's */
   if (config != NULL) WEFT_CHECK(comm_config_resolve(config, fn, &c));
-  return comm_shrink(comm, excludeRanksList, excludeRanksCount, &c,
-                     shrinkFlags == NCCL_SHRINK_ABORT, newcomm);
+  if (group_depth() == 0)
+    return comm_shrink(comm, excludeRanksList, excludeRanksCount, &c,
+                       shrinkFlags == NCCL_SHRINK_ABORT, newcomm);
+  /* Inside a group, as NCCL (its shrink is a child init that waits for the outermost
+   * ncclGroupEnd, like split): the shrink runs there, each parent on a thread of its own, so
+   * one thread can shrink the communicators of several ranks; *newcomm stays NULL until then.
+   * NCCL_SHRINK_ABORT's revoke runs there too: nothing of the group has been launched before. */
+  shrink_job* j = malloc(sizeof *j + (size_t)excludeRanksCount * sizeof(int));
+  if (!j) {
+    WARN("%s: rank %d: out of memory queueing a shrink in a group", fn, comm->rank);
+    return ncclSystemError;
+  }
+  j->count = excludeRanksCount;
+  j->abort = shrinkFlags == NCCL_SHRINK_ABORT;
+  j->config = c;
+  j->newcomm = newcomm;
+  if (excludeRanksCount > 0)
+    memcpy(j->exclude, excludeRanksList, (size_t)excludeRanksCount * sizeof(int));
+  *newcomm = NULL;
+  ncclResult_t res = group_defer_job_owned(comm, shrink_run, j);
+  if (res != ncclSuccess) free(j);
+  return res;
+}
+
+static ncclResult_t suspend_run(struct ncclComm* comm, void* arg) {
+  (void)arg;
+  return comm_suspend(comm);
+}
+
+static ncclResult_t resume_run(struct ncclComm* comm, void* arg) {
+  (void)arg;
+  return comm_resume(comm);
 }
 
 WEFT_API(ncclResult_t, ncclCommSuspend, ncclComm_t comm, int flags);
@@ -141,12 +184,17 @@ ncclResult_t ncclCommSuspend(ncclComm_t comm, int flags) {
   }
   WEFT_CHECK(comm_check(comm, fn));
   if (!(flags & NCCL_SUSPEND_MEM)) return ncclSuccess; /* nothing asked, as in NCCL */
+  /* Inside a group, as NCCL: at the outermost ncclGroupEnd, each communicator on a thread of
+   * its own, so one thread can suspend several ranks of a device-mode communicator (their
+   * suspends wait for each other). */
+  if (group_depth() > 0) return group_defer_job(comm, suspend_run, NULL);
   return comm_suspend(comm);
 }
 
 WEFT_API(ncclResult_t, ncclCommResume, ncclComm_t comm);
 ncclResult_t ncclCommResume(ncclComm_t comm) {
   WEFT_CHECK(comm_check_handle(comm, "ncclCommResume"));
+  if (group_depth() > 0) return group_defer_job(comm, resume_run, NULL); /* as suspend */
   return comm_resume(comm);
 }
 

@@ -127,6 +127,7 @@ static ncclResult_t table_update(struct ncclComm* comm) {
       cudaError_t ce = cudaMalloc(&d->blocks[k], sizeof(ncclDevWindowTable_v2_30_t));
       if (ce != cudaSuccess) res = cuda_fail("allocating the device window table", comm, ce);
       else d->nblocks = k + 1;
+      if (ce == cudaSuccess) transport_gpu_persist(comm, d->blocks[k], 1);
     }
   }
   ncclDevWindowTable_v2_30_t t;
@@ -162,6 +163,10 @@ ncclResult_t api_devwin_create(struct ncclComm* comm, weft_mem_reg* r) {
   cudaError_t e = cudaMalloc(&win, sizeof(ncclWindowVidmem_v2_32_t));
   if (e == cudaSuccess) e = cudaMalloc(&delta, (size_t)comm->nranks * sizeof(int32_t));
   if (e != cudaSuccess) res = cuda_fail("allocating a device window", comm, e);
+  if (res == ncclSuccess) {
+    transport_gpu_persist(comm, win, 1);
+    transport_gpu_persist(comm, delta, 1);
+  }
   leave(saved);
   pthread_mutex_lock(&comm->lock); /* r is in comm->regs already: the table reads these */
   r->dev_win = res == ncclSuccess ? win : NULL;
@@ -177,6 +182,10 @@ ncclResult_t api_devwin_create(struct ncclComm* comm, weft_mem_reg* r) {
     r->dev_delta = NULL;
     pthread_mutex_unlock(&comm->lock);
     if (enter(comm, &saved) == ncclSuccess) {
+      if (win && delta) {
+        transport_gpu_persist(comm, win, -1);
+        transport_gpu_persist(comm, delta, -1);
+      }
       cudaFree(win);
       cudaFree(delta);
       leave(saved);
@@ -197,6 +206,8 @@ void api_devwin_free(struct ncclComm* comm, weft_mem_reg* r) {
   if (!r->dev_win) return;
   int saved;
   if (enter(comm, &saved) != ncclSuccess) return;
+  transport_gpu_persist(comm, r->dev_win, -1);
+  transport_gpu_persist(comm, r->dev_delta, -1);
   cudaFree(r->dev_win);
   cudaFree(r->dev_delta);
   leave(saved);
@@ -207,7 +218,10 @@ void api_devapi_free(struct ncclComm* comm) {
   if (!d) return;
   int saved;
   if (enter(comm, &saved) == ncclSuccess) {
-    for (int k = 0; k < d->nblocks; k++) cudaFree(d->blocks[k]);
+    for (int k = 0; k < d->nblocks; k++) {
+      transport_gpu_persist(comm, d->blocks[k], -1);
+      cudaFree(d->blocks[k]);
+    }
     leave(saved);
   }
   free(d->blocks);

@@ -148,13 +148,25 @@ ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
   return comm_grow_unique_id(comm, uniqueId);
 }
 
+/* An existing rank's grow queued in a group (freed by group/ once run or dropped). */
+typedef struct {
+  int nranks, has_id;
+  ncclUniqueId id;
+  ncclConfig_t config;
+  ncclComm_t* newcomm;
+} grow_job;
+
+static ncclResult_t grow_run(struct ncclComm* parent, void* arg) {
+  grow_job* j = arg;
+  return comm_grow(parent, j->nranks, j->has_id ? &j->id : NULL, &j->config, j->newcomm);
+}
+
 WEFT_API(ncclResult_t, ncclCommGrow, ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId,
          int rank, ncclComm_t* newcomm, ncclConfig_t* config);
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqueId, int rank,
                           ncclComm_t* newcomm, ncclConfig_t* config) {
   const char* fn = "ncclCommGrow";
   WEFT_ARG_NONNULL(fn, newcomm);
-  if (group_depth() > 0) return api_not_available(fn, "ncclCommGrow inside a group");
   if (comm == NULL) { /* a new rank: an ordinary init of the larger size, with the root's id */
     if (uniqueId == NULL) {
       WARN("%s: a new rank (comm = NULL) must pass the uniqueId from ncclCommGetUniqueId", fn);
@@ -174,5 +186,24 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks, const ncclUniqueId* uniqu
   }
   ncclConfig_t c = comm->config; /* a NULL config inherits the parent's */
   if (config != NULL) WEFT_CHECK(comm_config_resolve(config, fn, &c));
-  return comm_grow(comm, nRanks, uniqueId, &c, newcomm);
+  if (group_depth() == 0) return comm_grow(comm, nRanks, uniqueId, &c, newcomm);
+  /* Inside a group, as NCCL (its grow is a child init that waits for the outermost
+   * ncclGroupEnd): the existing rank's grow runs there, each parent on a thread of its own,
+   * and a new rank's init (comm = NULL, above) is deferred like any init in a group, so one
+   * thread can grow several ranks; *newcomm stays NULL until then, and the id's checks and
+   * their errors come at that End. */
+  grow_job* j = malloc(sizeof *j);
+  if (!j) {
+    WARN("%s: rank %d: out of memory queueing a grow in a group", fn, comm->rank);
+    return ncclSystemError;
+  }
+  j->nranks = nRanks;
+  j->has_id = uniqueId != NULL;
+  if (uniqueId) j->id = *uniqueId;
+  j->config = c;
+  j->newcomm = newcomm;
+  *newcomm = NULL;
+  ncclResult_t res = group_defer_job_owned(comm, grow_run, j);
+  if (res != ncclSuccess) free(j);
+  return res;
 }

@@ -44,6 +44,7 @@ static ncclResult_t zeroed(const struct ncclComm* comm, size_t bytes, uint64_t**
     return cuda_failed(comm, "zeroing the one-sided counters", e);
   }
   *out = p;
+  transport_gpu_persist((struct ncclComm*)comm, p, 1); /* ncclCommMemStats' Persist */
   return ncclSuccess;
 }
 
@@ -146,6 +147,8 @@ void rma_dev_fini(struct weft_rma* r) {
   int saved = -1;
   if (cudaGetDevice(&saved) != cudaSuccess) saved = -1;
   if (cudaSetDevice(comm->cuda_dev) == cudaSuccess) {
+    transport_gpu_persist(comm, r->dev_sig, -1);
+    transport_gpu_persist(comm, r->dev_consumed, -1);
     if (r->dev_sig) cudaFree(r->dev_sig);
     if (r->dev_consumed) cudaFree(r->dev_consumed);
   }

@@ -6,8 +6,9 @@
  * stays in /dev/shm) and net (the communicator's net plugin; buffers are local on both sides
  * and the proxy thread moves slots with isend/irecv). Both give the executor a weft_conn.
  *
- * Device mode (comm->mode == WEFT_MODE_DEVICE) adds p2p (GPU memory of the receiver, opened by
- * the sender through CUDA IPC, or used directly when both ranks live in one process), preferred
+ * Device mode (comm->mode == WEFT_MODE_DEVICE) adds p2p (GPU memory of the receiver, cuMem
+ * mapped by the sender from its descriptor, or CUDA IPC where cuMem is off, or used directly
+ * when both ranks live in one process), preferred
  * over shm for peers on the same host whose GPUs reach each other; shm and net slots are then
  * pinned and mapped into the GPU. Every connected key also gets a weft_dev_conn (device/device.h)
  * in device memory, in a per-communicator table, for the kernels.
@@ -162,6 +163,25 @@ void transport_window_lsa_unmap(struct ncclComm* comm, weft_window_lsa* l);
 /* LSA rank 0's buffer (its byte 0) in the flat mapping, and the bytes between two ranks'. */
 char* transport_window_lsa_base(const weft_window_lsa* l);
 uint64_t transport_window_lsa_stride(const weft_window_lsa* l);
+
+/* ---- suspend and resume (transport_suspend.c, device mode) ----
+ * The p2p FIFOs live in cuMem memory (transport_vmem.c) unless NCCL_CUMEM_ENABLE=0 or the
+ * driver cannot: transport_can_suspend is 0 then, with why. transport_gpu_mem: this rank's
+ * GPU memory that suspend releases (its FIFOs, rounded to the allocation granularity: counted
+ * also while suspended) and what stays (connection and kernels' tables, GPUDirect slots, FIFOs
+ * outside cuMem). transport_suspend (every kernel of the communicator done, on every rank:
+ * the caller waits and meets the others first) unmaps the peers' FIFOs and releases this
+ * rank's, keeping every address; *released: the bytes released. transport_resume, on every
+ * rank together, maps new memory at the same addresses (control blocks as they were) and
+ * remaps the peers'. Host mode and builds without CUDA: nothing to do. */
+int transport_can_suspend(struct ncclComm* comm, char* why, size_t whylen);
+void transport_gpu_mem(struct ncclComm* comm, uint64_t* suspendable, uint64_t* persist);
+ncclResult_t transport_suspend(struct ncclComm* comm, uint64_t* released);
+ncclResult_t transport_resume(struct ncclComm* comm);
+/* GPU memory of the communicator that layers above allocate (one-sided counters, device-API
+ * tables): count (sign 1) or stop counting (-1) the cudaMalloc allocation holding dev in
+ * Persist. A no-op without CUDA, or once the transport is gone. */
+void transport_gpu_persist(struct ncclComm* comm, const void* dev, int sign);
 
 /* ---- registered buffers (transport_regview.c, device mode) ---- */
 /* Whether registered buffers can be zero copy on this communicator at all: device mode,

@@ -11,11 +11,24 @@
 #include <string.h>
 
 #include "comm/comm.h"
+#include "topo/cuda_entry.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 
 #ifdef WEFT_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+void devmem_persist(struct ncclComm* comm, const void* dev, int sign) {
+  uintptr_t base = 0;
+  size_t bytes = 0;
+  if (!dev || !comm->transport || !cuda_alloc_range(dev, &base, &bytes)) return;
+  if (sign > 0)
+    comm->transport->persist_bytes += bytes;
+  else if (comm->transport->persist_bytes >= bytes)
+    comm->transport->persist_bytes -= bytes;
+  else
+    comm->transport->persist_bytes = 0;
+}
 
 ncclResult_t devmem_cuda_fail(struct ncclComm* comm, const tconn* c, const char* what, int err) {
   const char* text =
@@ -114,6 +127,7 @@ static ncclResult_t dev_table(struct ncclComm* comm, cudaStream_t s) {
     return res;
   }
   t->dev_table = d;
+  devmem_persist(comm, d, 1);
   INFO(NCCL_INIT | NCCL_ALLOC, "rank %d: device connection table of %zu entries (%zu bytes)",
        comm->rank, t->ntable, bytes);
   return ncclSuccess;
@@ -163,6 +177,7 @@ out:;
 void devmem_fini(struct ncclComm* comm) {
   struct weft_transport* t = comm->transport;
   if (t->dev_table) {
+    devmem_persist(comm, t->dev_table, -1);
     cudaError_t e = cudaFree(t->dev_table);
     if (e != cudaSuccess) devmem_cuda_fail(comm, NULL, "cudaFree of the connection table", e);
     t->dev_table = NULL;
@@ -193,11 +208,13 @@ ncclResult_t devmem_upload(struct ncclComm* comm, const void* host, size_t bytes
     return devmem_cuda_fail(comm, NULL, w, e);
   }
   *out = d;
+  devmem_persist(comm, d, 1);
   return ncclSuccess;
 }
 
 void devmem_free(struct ncclComm* comm, void* dev, const char* what) {
   if (!dev) return;
+  devmem_persist(comm, dev, -1);
   cudaError_t e = cudaFree(dev);
   if (e != cudaSuccess) {
     char w[128];

@@ -143,12 +143,14 @@ int gdr_setup(struct ncclComm* comm, tconn* c, size_t bytes) {
     return 0;
   }
   c->gdr_mem = mem;
+  devmem_persist(comm, mem, 1);
   c->gdr_flush = flush;
   return 1;
 }
 
 void gdr_free(struct ncclComm* comm, tconn* c) {
   if (!c->gdr_mem) return;
+  devmem_persist(comm, c->gdr_mem, -1);
   cudaError_t e = cudaFree(c->gdr_mem);
   if (e != cudaSuccess) devmem_cuda_fail(comm, c, "cudaFree of GPUDirect slots", e);
   c->gdr_mem = NULL;

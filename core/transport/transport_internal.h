@@ -36,7 +36,10 @@ typedef struct tconn {
   /* device mode */
   void* p2p_mem;           /* p2p receiver: cudaMalloc'd control block + slots */
   void* p2p_ipc;           /* p2p sender: the receiver's memory opened through CUDA IPC */
-  int p2p_how;             /* P2P_VIA_IPC or P2P_VIA_PTR */
+  /* p2p in cuMem memory (transport_vmem.c): the receiver's FIFO, or the sender's mapping of it
+   * (P2P_VIA_FD); either can be suspended */
+  struct weft_vmem* p2p_vmem;
+  int p2p_how;             /* P2P_VIA_IPC, P2P_VIA_FD or P2P_VIA_PTR */
   void* host_reg;          /* shm/net: the host range registered with cudaHostRegister */
   weft_fifo_ctrl* dev_ctrl; /* the FIFO at addresses valid on this rank's GPU */
   char* dev_buff;
@@ -62,6 +65,11 @@ struct weft_transport {
   struct weft_reg_unmapper* reg_unmapper; /* the thread that unmaps what peers released */
   int* reg_conns;
   pthread_mutex_t reg_lock;
+  /* GPU memory of this rank that suspend cannot release (connection table, kernels' tables,
+   * GPUDirect slots, FIFOs outside cuMem), in bytes of their allocations, and the first reason
+   * a FIFO had to be allocated outside cuMem ("" while every one is in cuMem). */
+  uint64_t persist_bytes;
+  char no_suspend[160];
 };
 
 /* What the receiver tells the sender about a connection (bootstrap, tagged by the key). */
@@ -76,14 +84,15 @@ typedef struct {
   char shm_name[SHM_NAME_MAX];
   unsigned char net_handle[NCCL_NET_HANDLE_MAXSIZE];
   /* p2p: how the sender reaches the receiver's GPU memory */
-  int32_t p2p_how; /* P2P_VIA_IPC or P2P_VIA_PTR (same process) */
+  int32_t p2p_how; /* P2P_VIA_IPC, P2P_VIA_FD or P2P_VIA_PTR (same process) */
+  int32_t p2p_fd;  /* P2P_VIA_FD: the receiver's descriptor, copied with pidfd_getfd */
   int32_t p2p_dev; /* receiver's CUDA device (P2P_VIA_PTR: same ordinals as the sender's) */
   uint64_t p2p_bytes;
   uint64_t p2p_ptr; /* P2P_VIA_PTR: the device address */
   unsigned char p2p_handle[WEFT_IPC_HANDLE_BYTES]; /* P2P_VIA_IPC: cudaIpcMemHandle_t */
   weft_conn_why why; /* the receiver's operation that needs it */
 } conn_info;
-enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2 };
+enum { P2P_VIA_IPC = 1, P2P_VIA_PTR = 2, P2P_VIA_FD = 3 };
 
 /* ---- transport_shm.c ---- */
 /* Receiver: create and map a segment for c (name in c->shm_name, fills info). */
@@ -165,6 +174,42 @@ int ipcmap_describe(void* buff, uint8_t* handle, uint64_t* offset, int* fd, uint
                     char* why, size_t whylen);
 int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va, char* why, size_t whylen);
 void ipcmap_unmap_fd(void* va, uint64_t bytes);
+/* A copy, in this process, of descriptor fd of process pid (pidfd_getfd: Linux 5.6 and ptrace
+ * rights over pid); -1 with why set when it cannot be had. The caller closes it. */
+int ipcmap_take_fd(int pid, int fd, char* why, size_t whylen);
+/* Whether ipcmap_take_fd can work in this process towards a peer process of the same user:
+ * the calls are allowed and Yama's ptrace_scope lets it (0, or CAP_SYS_PTRACE); 0 with why. */
+int ipcmap_can_take_fds(char* why, size_t whylen);
+
+/* ---- transport_vmem.c (device mode, built with CUDA): suspendable GPU memory ----
+ * A range reserved once for the communicator's life with physical memory mapped into it: the
+ * owner's (vmem_alloc: cuMemCreate, exportable as a descriptor, vmem_fd; readable and
+ * writable by this device and other_dev when >= 0, zeroed) or a peer's (vmem_import: process
+ * pid's descriptor fd, bytes as the owner rounded them). vmem_suspend unmaps (an owner first
+ * saves the first save_bytes to the host and releases its memory); the range stays. The
+ * owner's vmem_resume_owner maps new memory at the same address, zeroed, the saved bytes put
+ * back, and exports a new descriptor; an importer's vmem_resume_import maps the owner's new
+ * one there. vmem_free undoes everything. vmem_alloc returns ncclSystemError without a WARN,
+ * why set, when the driver refuses exportable memory (some containers do): the caller falls
+ * back. vmem_usable: 1, or 0 with why (NCCL_CUMEM_ENABLE=0,
+ * a driver or device without the calls). */
+typedef struct weft_vmem weft_vmem;
+int vmem_usable(struct ncclComm* comm, char* why, size_t whylen);
+ncclResult_t vmem_alloc(struct ncclComm* comm, const tconn* c, size_t bytes, int other_dev,
+                        weft_vmem** out, char* why, size_t whylen);
+ncclResult_t vmem_import(struct ncclComm* comm, const tconn* c, int pid, int fd, size_t bytes,
+                         weft_vmem** out);
+void* vmem_ptr(const weft_vmem* v);
+size_t vmem_bytes(const weft_vmem* v);
+int vmem_fd(const weft_vmem* v);
+int vmem_is_owner(const weft_vmem* v);
+int vmem_mapped(const weft_vmem* v);
+ncclResult_t vmem_suspend(struct ncclComm* comm, const tconn* c, weft_vmem* v,
+                          size_t save_bytes);
+ncclResult_t vmem_resume_owner(struct ncclComm* comm, const tconn* c, weft_vmem* v);
+ncclResult_t vmem_resume_import(struct ncclComm* comm, const tconn* c, weft_vmem* v, int pid,
+                                int fd);
+void vmem_free(weft_vmem* v);
 
 /* ---- transport_regserve.c (device mode): the registration service of this rank ---- */
 /* Start it when some peer is another process of this host (transport_init); stop it, releasing
@@ -207,6 +252,9 @@ void devmem_fini(struct ncclComm* comm);
 ncclResult_t devmem_upload(struct ncclComm* comm, const void* host, size_t bytes, void** out,
                            const char* what);
 void devmem_free(struct ncclComm* comm, void* dev, const char* what);
+/* Count (sign 1) or stop counting (-1) the cudaMalloc allocation holding dev in the
+ * communicator's persistent GPU memory (ncclCommMemStats' Persist). Built with CUDA only. */
+void devmem_persist(struct ncclComm* comm, const void* dev, int sign);
 
 /* Control block + slots of a connection, page aligned. */
 static inline size_t conn_mem_bytes(size_t step_bytes) {

@@ -7,10 +7,13 @@
  *    released when the last lets go;
  *  - cuMem memory (ncclMemAlloc): a POSIX file descriptor of the allocation, mapped whole into
  *    a reserved range and made readable and writable by the importing device. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "transport/transport_internal.h"
@@ -204,6 +207,67 @@ int ipcmap_map_fd(int dev, int fd, uint64_t alloc, void** va_out, char* why, siz
   }
   *va_out = (void*)(uintptr_t)va;
   return 1;
+}
+
+int ipcmap_take_fd(int pid, int fd, char* why, size_t whylen) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+  int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+  int mine = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+  if (mine < 0)
+    snprintf(why, whylen, "taking descriptor %d of process %d (%s) failed: %s", fd, pid,
+             pidfd < 0 ? "pidfd_open" : "pidfd_getfd", strerror(errno));
+  if (pidfd >= 0) close(pidfd);
+  return mine;
+#else
+  (void)pid;
+  (void)fd;
+  snprintf(why, whylen, "taking another process's descriptor needs pidfd_getfd (Linux 5.6)");
+  return -1;
+#endif
+}
+
+/* CAP_SYS_PTRACE in this process's effective set (/proc/self/status). */
+static int has_cap_sys_ptrace(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long caps = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f))
+    found = sscanf(line, "CapEff: %llx", &caps) == 1;
+  fclose(f);
+  return found && (caps >> 19) & 1; /* CAP_SYS_PTRACE is capability 19 */
+}
+
+int ipcmap_can_take_fds(char* why, size_t whylen) {
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+  /* The calls themselves (kernel 5.6, a seccomp filter may refuse them), on this process. */
+  int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)getpid(), 0);
+  int copy = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, pidfd, 0);
+  int err = errno;
+  if (copy >= 0) close(copy);
+  if (pidfd >= 0) close(pidfd);
+  if (copy < 0) {
+    snprintf(why, whylen, "%s is refused here: %s", pidfd < 0 ? "pidfd_open" : "pidfd_getfd",
+             strerror(err));
+    return 0;
+  }
+  /* Another process of this user: Yama's ptrace_scope 1 and 2 allow it only with
+   * CAP_SYS_PTRACE (1 also to an ancestor, which peers are not), 3 never. */
+  int scope = 0;
+  FILE* f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+  if (f) {
+    if (fscanf(f, "%d", &scope) != 1) scope = 0;
+    fclose(f);
+  }
+  if (scope == 0 || (scope < 3 && has_cap_sys_ptrace())) return 1;
+  snprintf(why, whylen, "kernel.yama.ptrace_scope = %d%s", scope,
+           scope < 3 ? " without CAP_SYS_PTRACE" : "");
+  return 0;
+#else
+  snprintf(why, whylen, "this weft was built without pidfd_getfd (Linux 5.6)");
+  return 0;
+#endif
 }
 
 void ipcmap_unmap_fd(void* va, uint64_t bytes) {

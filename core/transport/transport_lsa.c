@@ -17,11 +17,9 @@
  *     mapped on all of them, otherwise each unmaps and NCCL_DEBUG_SUBSYS=REG says why.
  * The LSA team is the whole communicator when every rank runs on this host and reaches every
  * other peer to peer (ranks sharing a GPU included), else the rank alone. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
@@ -82,25 +80,13 @@ static int take_handle(struct ncclComm* comm, int q, const lsa_offer* o,
                                     cuda_drv_error(r));
     return r == CUDA_SUCCESS;
   }
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-  int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)o->pid, 0);
-  int fd = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, o->fd, 0);
-  if (pidfd >= 0) close(pidfd);
-  if (fd < 0) {
-    snprintf(why, whylen, "taking rank %d's cuMem descriptor (pidfd_getfd) failed: %s", q,
-             strerror(errno));
-    return 0;
-  }
+  int fd = ipcmap_take_fd(o->pid, o->fd, why, whylen);
+  if (fd < 0) return 0;
   CUresult r = d->import_handle(h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   if (r != CUDA_SUCCESS) snprintf(why, whylen, "importing rank %d's allocation: %s", q,
                                   cuda_drv_error(r));
   return r == CUDA_SUCCESS;
-#else
-  (void)h;
-  snprintf(why, whylen, "rank %d's allocation needs pidfd_getfd (Linux 5.6)", q);
-  return 0;
-#endif
 }
 
 static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {

@@ -1,8 +1,10 @@
 /* P2P connections (device mode): the receiver's GPU memory holds the control block and the
  * slots; the sender's GPU stores slots, sizes and tail there over NVLink/PCIe and polls head
- * there. The receiver allocates and zeroes the FIFO and sends either a CUDA IPC handle (other
- * process) or the device address itself (same process, where IPC of one's own memory is not
- * allowed; peer access is then enabled once per pair of devices).
+ * there. The receiver allocates and zeroes the FIFO in cuMem memory (transport_vmem.c: what
+ * ncclCommSuspend releases) and sends either its descriptor (other process: the sender copies
+ * it with pidfd_getfd and maps it) or the device address itself (same process; the receiver
+ * granted the sender's device access). Where cuMem is unavailable (NCCL_CUMEM_ENABLE=0, an old
+ * driver) the FIFO is cudaMalloc memory shared by CUDA IPC handle, and suspend is refused.
  *
  * The choice (p2p_usable) is a pure function of what both ranks published at init, so the two
  * ends of a pair never disagree:
@@ -163,6 +165,12 @@ ncclResult_t transport_p2p_rank_info(const struct ncclComm* ccomm, weft_p2p_rank
   info.proc_id = proc_id_value;
   info.p2p_disable = (int32_t)param_int(WEFT_PARAM_P2P_DISABLE);
   info.p2p_level = parse_level();
+  char why[160];
+  info.take_fd = ipcmap_can_take_fds(why, sizeof why);
+  if (!info.take_fd)
+    INFO(NCCL_INIT | NCCL_P2P, "rank %d: cannot copy another process's cuMem descriptors (%s): "
+         "peers in other processes share p2p FIFOs through CUDA IPC, and ncclCommSuspend cannot "
+         "release them", comm->rank, why);
   int saved;
   WEFT_CHECK(devmem_enter(comm, &saved));
   ncclResult_t res = gather_peers(comm, &info);
@@ -208,21 +216,29 @@ static void set_fifo(tconn* c, void* mem) {
   c->dev_buff = (char*)mem + WEFT_FIFO_CTRL_BYTES;
 }
 
-ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
-  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+/* The FIFO in cudaMalloc memory, where cuMem is not available (why): works, but suspend
+ * cannot release it. */
+static ncclResult_t recv_setup_cudamalloc(struct ncclComm* comm, tconn* c, conn_info* info,
+                                          size_t bytes, const char* why) {
+  struct weft_transport* t = comm->transport;
   void* sp;
   WEFT_CHECK(devmem_stream(comm, &sp));
   void* mem = NULL;
   cudaError_t e = cudaMalloc(&mem, bytes);
   if (e != cudaSuccess) return devmem_cuda_fail(comm, c, "cudaMalloc of the p2p FIFO", e);
   c->p2p_mem = mem; /* p2p_close frees it from here on */
+  t->persist_bytes += bytes;
+  if (!t->no_suspend[0]) {
+    snprintf(t->no_suspend, sizeof t->no_suspend, "its p2p FIFOs are in cudaMalloc memory: %.110s",
+             why);
+    INFO(NCCL_INIT | NCCL_ALLOC, "rank %d: p2p FIFOs in cudaMalloc memory (%s); "
+         "ncclCommSuspend cannot release them", comm->rank, why);
+  }
   /* Zero: counters start at 0 and an LL flag of 0 is never valid. On the private stream, since
    * a plain cudaMemset would queue behind (blocking) user streams. */
   e = cudaMemsetAsync(mem, 0, bytes, (cudaStream_t)sp);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)sp);
   if (e != cudaSuccess) return devmem_cuda_fail(comm, c, "clearing the p2p FIFO", e);
-  info->p2p_bytes = bytes;
-  info->p2p_dev = comm->cuda_dev;
   if (p2p_same_process(comm, c->key.peer)) {
     info->p2p_how = P2P_VIA_PTR;
     info->p2p_ptr = (uint64_t)(uintptr_t)mem;
@@ -233,23 +249,71 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
     info->p2p_how = P2P_VIA_IPC;
     memcpy(info->p2p_handle, &h, sizeof h);
   }
-  c->p2p_how = info->p2p_how;
   set_fifo(c, mem);
+  return ncclSuccess;
+}
+
+ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
+  size_t bytes = conn_mem_bytes(c->conn.step_bytes);
+  info->p2p_bytes = bytes;
+  info->p2p_dev = comm->cuda_dev;
+  info->p2p_fd = -1;
+  char why[160];
+  int same = p2p_same_process(comm, c->key.peer);
+  weft_vmem* v = NULL;
+  int cumem = vmem_usable(comm, why, sizeof why);
+  if (cumem && !same && !comm->peers[c->key.peer].p2p.take_fd) {
+    snprintf(why, sizeof why, "rank %d cannot copy another process's descriptor (pidfd_getfd; "
+             "its NCCL_DEBUG=INFO says why)", c->key.peer);
+    cumem = 0;
+  }
+  /* cuMem (transport_vmem.c): suspend can give it back. A peer of this process uses the
+   * address, so its device gets access too. */
+  if (cumem) {
+    ncclResult_t r = vmem_alloc(comm, c, bytes, same ? comm->peers[c->key.peer].cuda_dev : -1,
+                                &v, why, sizeof why);
+    if (r != ncclSuccess && r != ncclSystemError) return r;
+    cumem = r == ncclSuccess;
+  }
+  if (!cumem) {
+    WEFT_CHECK(recv_setup_cudamalloc(comm, c, info, bytes, why));
+    c->p2p_how = info->p2p_how;
+    return ncclSuccess;
+  }
+  c->p2p_vmem = v; /* p2p_close frees it from here on */
+  info->p2p_bytes = vmem_bytes(v);
+  if (same) {
+    info->p2p_how = P2P_VIA_PTR;
+    info->p2p_ptr = (uint64_t)(uintptr_t)vmem_ptr(v);
+  } else {
+    info->p2p_how = P2P_VIA_FD;
+    info->p2p_fd = vmem_fd(v);
+  }
+  c->p2p_how = info->p2p_how;
+  set_fifo(c, vmem_ptr(v));
   return ncclSuccess;
 }
 
 ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* info) {
   size_t bytes = conn_mem_bytes(c->conn.step_bytes);
-  int want = p2p_same_process(comm, c->key.peer) ? P2P_VIA_PTR : P2P_VIA_IPC;
-  if (info->p2p_bytes != bytes || info->p2p_how != want) {
+  int same = p2p_same_process(comm, c->key.peer);
+  /* The receiver rounds a cuMem FIFO up to its granularity; the other process chose IPC or a
+   * descriptor (NCCL_CUMEM_ENABLE, its driver). */
+  int how_ok = same ? info->p2p_how == P2P_VIA_PTR
+                    : info->p2p_how == P2P_VIA_IPC || info->p2p_how == P2P_VIA_FD;
+  int bytes_ok = info->p2p_how == P2P_VIA_IPC ? info->p2p_bytes == bytes
+                                              : info->p2p_bytes >= bytes;
+  if (!how_ok || !bytes_ok) {
     WARN("rank %d: rank %d offered a p2p FIFO of %llu bytes via %s, expected %zu bytes via %s "
          "(channel %d)",
          comm->rank, c->key.peer, (unsigned long long)info->p2p_bytes,
-         info->p2p_how == P2P_VIA_PTR ? "pointer" : "IPC", bytes,
-         want == P2P_VIA_PTR ? "pointer" : "IPC", c->key.channel);
+         info->p2p_how == P2P_VIA_PTR  ? "pointer"
+         : info->p2p_how == P2P_VIA_FD ? "descriptor"
+                                       : "IPC",
+         bytes, same ? "pointer" : "IPC or descriptor", c->key.channel);
     return ncclInternalError;
   }
-  if (want == P2P_VIA_PTR) {
+  if (same) {
     int ndev = 0;
     cudaError_t e = cudaGetDeviceCount(&ndev);
     if (e != cudaSuccess) return devmem_cuda_fail(comm, c, "cudaGetDeviceCount", e);
@@ -262,6 +326,14 @@ ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
       WEFT_CHECK(enable_peer_access(comm, c, info->p2p_dev));
     c->p2p_how = P2P_VIA_PTR;
     set_fifo(c, (void*)(uintptr_t)info->p2p_ptr);
+    return ncclSuccess;
+  }
+  if (info->p2p_how == P2P_VIA_FD) {
+    weft_vmem* v;
+    WEFT_CHECK(vmem_import(comm, c, info->pid, info->p2p_fd, info->p2p_bytes, &v));
+    c->p2p_vmem = v;
+    c->p2p_how = P2P_VIA_FD;
+    set_fifo(c, vmem_ptr(v));
     return ncclSuccess;
   }
   void* mem = NULL;
@@ -279,7 +351,10 @@ void p2p_close(struct ncclComm* comm, tconn* c) {
   if (c->p2p_mem) {
     cudaError_t e = cudaFree(c->p2p_mem);
     if (e != cudaSuccess) devmem_cuda_fail(comm, c, "cudaFree of the p2p FIFO", e);
+    comm->transport->persist_bytes -= conn_mem_bytes(c->conn.step_bytes);
   }
+  vmem_free(c->p2p_vmem);
+  c->p2p_vmem = NULL;
   c->p2p_ipc = c->p2p_mem = NULL;
   c->conn.ctrl = NULL;
   c->conn.buff = NULL;

@@ -1,5 +1,6 @@
-/* ncclCommRevoke on device-mode communicators (issue 40), two processes sharing GPU 0: rank 0's
- * AllReduce kernel waits for rank 1, which never joins it; rank 0 revokes, and its stream must
+/* ncclCommRevoke on device-mode communicators (issue 40), two processes sharing GPU 0: after one
+ * AllReduce together (the connections made), rank 0's next AllReduce kernel waits for rank 1,
+ * which never joins it; rank 0 revokes, and its stream must
  * drain within seconds (the kernel stops; WEFT_TIMEOUT_MS is 60 s). Then GetAsyncError says
  * ncclSuccess, an AllReduce is refused, both ranks split the revoked communicator, and the
  * split one's AllReduce gives exact sums. Skips (77) without a CUDA device.
@@ -8,10 +9,10 @@
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "gpu_world.h"
 #include "testutil.h"
 
 #define COUNT 100000
@@ -23,7 +24,21 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-#define CUDA_OK(call) EXPECT((call) == cudaSuccess)
+
+/* An AllReduce of values drawn from seed over comm, in place in d, checked exactly. */
+static void fill_and_sum(int32_t* d, int32_t* h, cudaStream_t s, ncclComm_t comm, uint64_t seed,
+                         int rank, int nranks) {
+  for (int i = 0; i < COUNT; i++) h[i] = (int32_t)((seed + (uint64_t)i * 13 + (uint64_t)rank * 7) % 1000);
+  CUDA_OK(cudaMemcpy(d, h, COUNT * sizeof *h, cudaMemcpyHostToDevice));
+  EXPECT_OK(ncclAllReduce(d, d, COUNT, ncclInt32, ncclSum, comm, s));
+  CUDA_OK(cudaStreamSynchronize(s));
+  CUDA_OK(cudaMemcpy(h, d, COUNT * sizeof *h, cudaMemcpyDeviceToHost));
+  for (int i = 0; i < COUNT; i++) {
+    int32_t want = 0;
+    for (int r = 0; r < nranks; r++) want += (int32_t)((seed + (uint64_t)i * 13 + (uint64_t)r * 7) % 1000);
+    EXPECT_EQ_INT(h[i], want);
+  }
+}
 
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   (void)arg;
@@ -36,6 +51,10 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   CUDA_OK(cudaMalloc((void**)&d, COUNT * sizeof *d));
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+  /* One AllReduce together first: connections are made by the first operation that needs
+   * them, on both ranks, so without it rank 0's launch below would wait in the setup (on the
+   * host) for rank 1 instead of launching a kernel that waits. */
+  fill_and_sum(d, h, s, comm, seed ^ 0x77, rank, nranks);
   if (rank == 0) {
     EXPECT_OK(ncclAllReduce(d, d, COUNT, ncclInt32, ncclSum, comm, s)); /* rank 1 never joins */
     usleep(300 * 1000);
@@ -56,16 +75,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_RES(ncclAllReduce(d, d, COUNT, ncclInt32, ncclSum, comm, s), ncclInvalidUsage);
   ncclComm_t sub;
   EXPECT_OK(ncclCommSplit(comm, 0, rank, &sub, NULL));
-  for (int i = 0; i < COUNT; i++) h[i] = (int32_t)((seed + (uint64_t)i * 13 + (uint64_t)rank * 7) % 1000);
-  CUDA_OK(cudaMemcpy(d, h, COUNT * sizeof *h, cudaMemcpyHostToDevice));
-  EXPECT_OK(ncclAllReduce(d, d, COUNT, ncclInt32, ncclSum, sub, s));
-  CUDA_OK(cudaStreamSynchronize(s));
-  CUDA_OK(cudaMemcpy(h, d, COUNT * sizeof *h, cudaMemcpyDeviceToHost));
-  for (int i = 0; i < COUNT; i++) {
-    int32_t want = 0;
-    for (int r = 0; r < nranks; r++) want += (int32_t)((seed + (uint64_t)i * 13 + (uint64_t)r * 7) % 1000);
-    EXPECT_EQ_INT(h[i], want);
-  }
+  fill_and_sum(d, h, s, sub, seed, rank, nranks);
   EXPECT_OK(ncclCommDestroy(comm));
   EXPECT_OK(ncclCommDestroy(sub));
   CUDA_OK(cudaFree(d));
@@ -73,19 +83,12 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* A CUDA device is usable. */
 int main(void) {
   test_require_weft_lib();
   setenv("WEFT_TIMEOUT_MS", "60000", 1);
-  fflush(NULL);
-  pid_t p = fork(); /* probe in a child: the ranks are forked before any CUDA call here */
-  if (p == 0) {
-    int n = 0;
-    _exit(cudaGetDeviceCount(&n) == cudaSuccess && n > 0 ? 0 : TEST_SKIP_RC);
-  }
-  int st = 0;
-  waitpid(p, &st, 0);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    printf("skip: no usable CUDA device\n");
+  /* probed in a child: the ranks are forked before any CUDA call here */
+  if (!gpu_have_device()) { /* it prints why */
     return TEST_SKIP_RC;
   }
   printf("seed 0x%llx (WEFT_TEST_SEED replays it)\n", (unsigned long long)test_seed(0x9e70c));

@@ -10,8 +10,9 @@
  *                 new communicator initializing in the background.
  *   badargs     : every bad argument of revoke, shrink, grow, GetUniqueId, suspend, resume,
  *                 memstats: the documented error, never a crash or a hang.
+ *   group       : the recovery calls inside groups, one thread driving every rank (group_main).
  *
- * Usage: comm_revoke thread|nonblocking|badargs */
+ * Usage: comm_revoke thread|nonblocking|badargs|group */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,9 +198,12 @@ static int badargs_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_OK(ncclCommSuspend(comm, NCCL_SUSPEND_MEM));
   EXPECT_RES(ncclCommSuspend(comm, NCCL_SUSPEND_MEM), ncclInvalidUsage);
   EXPECT_OK(ncclCommResume(comm));
-  /* inside a group */
+  /* inside a group: bad arguments are still refused at the call, and leave the group as it
+   * was (its end succeeds) */
   EXPECT_OK(ncclGroupStart());
-  EXPECT_RES(ncclCommShrink(comm, &other, 1, &out, NULL, 0), ncclInvalidUsage);
+  EXPECT_RES(ncclCommShrink(comm, &self, 1, &out, NULL, 0), ncclInvalidArgument);
+  EXPECT_RES(ncclCommGrow(comm, nranks, NULL, -1, &out, NULL), ncclInvalidArgument);
+  EXPECT_RES(ncclCommSuspend(comm, 0x2), ncclInvalidArgument);
   EXPECT_OK(ncclGroupEnd());
   EXPECT(out == NULL);
   /* revoke with an operation queued in an open group: the group's end refuses it; then
@@ -217,6 +221,109 @@ static int badargs_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   return 0;
 }
 
+/* "group": one thread drives the 3 ranks of a communicator (ncclCommInitAll) and uses the
+ * recovery calls inside groups, as NCCL allows: suspend and resume of every rank in one group
+ * each; a shrink of ranks 0 and 1 (excluding 2) in one group, *newcomm NULL until the End; an
+ * existing-rank grow of both back to 3 in one group while a thread of the new rank grows. */
+typedef struct {
+  ncclUniqueId id;
+  ncclComm_t comm;
+  ncclResult_t res;
+} new_rank_job;
+
+static void* new_rank_thread(void* arg) {
+  new_rank_job* j = arg;
+  j->res = ncclCommGrow(NULL, 3, &j->id, 2, &j->comm, NULL);
+  if (j->res == ncclSuccess) check_sum(j->comm, 0x6707);
+  return NULL;
+}
+
+static void sums_in_group(ncclComm_t* comms, int n, uint64_t seed) {
+  enum { COUNT = 2000 };
+  int32_t* b[3];
+  for (int c = 0; c < n; c++) {
+    EXPECT((b[c] = malloc(COUNT * sizeof(int32_t))) != NULL);
+    for (int i = 0; i < COUNT; i++) b[c][i] = (int32_t)((seed + (uint64_t)i * 7 + (uint64_t)c * 131) % 1000);
+  }
+  EXPECT_OK(ncclGroupStart());
+  for (int c = 0; c < n; c++)
+    EXPECT_OK(ncclAllReduce(b[c], b[c], COUNT, ncclInt32, ncclSum, comms[c], NULL));
+  EXPECT_OK(ncclGroupEnd());
+  for (int i = 0; i < COUNT; i++) {
+    int32_t want = 0;
+    for (int k = 0; k < n; k++) want += (int32_t)((seed + (uint64_t)i * 7 + (uint64_t)k * 131) % 1000);
+    for (int c = 0; c < n; c++) EXPECT_EQ_INT(b[c][i], want);
+  }
+  for (int c = 0; c < n; c++) free(b[c]);
+}
+
+static int group_main(void) {
+  uint64_t st = test_seed(0x5eed);
+  ncclComm_t comms[3], small[2] = {NULL, NULL}, grown[2] = {NULL, NULL};
+  EXPECT_OK(ncclCommInitAll(comms, 3, NULL));
+  sums_in_group(comms, 3, test_rand(&st));
+  uint64_t v = 0;
+  EXPECT_OK(ncclGroupStart());
+  for (int c = 0; c < 3; c++) EXPECT_OK(ncclCommSuspend(comms[c], NCCL_SUSPEND_MEM));
+  EXPECT_OK(ncclCommMemStats(comms[0], ncclStatGpuMemSuspended, &v));
+  EXPECT_EQ_INT(v, 0); /* not before the End */
+  EXPECT_OK(ncclGroupEnd());
+  for (int c = 0; c < 3; c++) {
+    EXPECT_OK(ncclCommMemStats(comms[c], ncclStatGpuMemSuspended, &v));
+    EXPECT_EQ_INT(v, 1);
+  }
+  EXPECT_OK(ncclGroupStart());
+  for (int c = 0; c < 3; c++) EXPECT_OK(ncclCommResume(comms[c]));
+  EXPECT_OK(ncclGroupEnd());
+  sums_in_group(comms, 3, test_rand(&st));
+  int gone = 2;
+  EXPECT_OK(ncclGroupStart());
+  for (int c = 0; c < 2; c++)
+    EXPECT_OK(ncclCommShrink(comms[c], &gone, 1, &small[c], NULL, NCCL_SHRINK_DEFAULT));
+  EXPECT(small[0] == NULL && small[1] == NULL);
+  EXPECT_OK(ncclGroupEnd());
+  EXPECT(small[0] != NULL && small[1] != NULL);
+  for (int c = 0; c < 2; c++) {
+    int n = 0, r = -1;
+    EXPECT_OK(ncclCommCount(small[c], &n));
+    EXPECT_OK(ncclCommUserRank(small[c], &r));
+    EXPECT_EQ_INT(n, 2);
+    EXPECT_EQ_INT(r, c);
+  }
+  sums_in_group(small, 2, test_rand(&st));
+  new_rank_job j = {.comm = NULL};
+  EXPECT_OK(ncclCommGetUniqueId(small[0], &j.id));
+  pthread_t t;
+  EXPECT(pthread_create(&t, NULL, new_rank_thread, &j) == 0);
+  EXPECT_OK(ncclGroupStart());
+  EXPECT_OK(ncclCommGrow(small[0], 3, &j.id, -1, &grown[0], NULL));
+  EXPECT_OK(ncclCommGrow(small[1], 3, NULL, -1, &grown[1], NULL));
+  EXPECT_OK(ncclGroupEnd());
+  /* the grown communicator's first AllReduce, with the new rank's thread */
+  EXPECT_OK(ncclGroupStart());
+  enum { COUNT = 3000 };
+  int32_t* b[2];
+  for (int c = 0; c < 2; c++) {
+    EXPECT((b[c] = malloc(COUNT * sizeof(int32_t))) != NULL);
+    for (int i = 0; i < COUNT; i++) b[c][i] = (int32_t)((0x6707 + (uint64_t)i * 7 + (uint64_t)c * 131) % 1000);
+    EXPECT_OK(ncclAllReduce(b[c], b[c], COUNT, ncclInt32, ncclSum, grown[c], NULL));
+  }
+  EXPECT_OK(ncclGroupEnd());
+  pthread_join(t, NULL);
+  EXPECT_OK(j.res);
+  for (int i = 0; i < COUNT; i++) {
+    int32_t want = 0;
+    for (int k = 0; k < 3; k++) want += (int32_t)((0x6707 + (uint64_t)i * 7 + (uint64_t)k * 131) % 1000);
+    for (int c = 0; c < 2; c++) EXPECT_EQ_INT(b[c][i], want);
+  }
+  for (int c = 0; c < 2; c++) free(b[c]);
+  for (int c = 0; c < 3; c++) EXPECT_OK(ncclCommDestroy(comms[c]));
+  for (int c = 0; c < 2; c++) EXPECT_OK(ncclCommDestroy(small[c]));
+  for (int c = 0; c < 2; c++) EXPECT_OK(ncclCommDestroy(grown[c]));
+  EXPECT_OK(ncclCommDestroy(j.comm));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   test_require_weft_lib();
   mode = argc > 1 ? argv[1] : "thread";
@@ -225,6 +332,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "thread") == 0) return test_fork_ranks(2, thread_rank, NULL, 60);
   if (strcmp(mode, "nonblocking") == 0) return test_fork_ranks(3, nonblocking_rank, NULL, 60);
   if (strcmp(mode, "badargs") == 0) return test_fork_ranks(2, badargs_rank, NULL, 60);
+  if (strcmp(mode, "group") == 0) return group_main();
   fprintf(stderr, "unknown mode %s\n", mode);
   return 2;
 }

@@ -62,7 +62,7 @@ endforeach()
 weft_add_test(NAME comm_shrink_after_kill_8_ranks_tree
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_shrink_after_kill.c LABELS mp fault TIMEOUT 120
   ARGS 8 kill ENV NCCL_ALGO=Tree)
-foreach(m thread nonblocking badargs)
+foreach(m thread nonblocking badargs group)
   weft_add_test(NAME comm_revoke_${m} SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_revoke.c
     LABELS mp fault ARGS ${m})
 endforeach()
