@@ -17,6 +17,7 @@
  *     mapped on all of them, otherwise each unmaps and NCCL_DEBUG_SUBSYS=REG says why.
  * The LSA team is the whole communicator when every rank runs on this host and reaches every
  * other peer to peer (ranks sharing a GPU included), else the rank alone. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +26,10 @@
 #include "bootstrap/bootstrap.h"
 #include "comm/comm.h"
 #include "transport/transport.h"
+#include "transport/transport_fdx.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
+#include "util/param.h"
 
 #define LSA_STRIDE_UNIT (1ull << 32)
 
@@ -62,7 +65,8 @@ uint64_t transport_window_lsa_stride(const weft_window_lsa* l) { return l->strid
 typedef struct {
   int32_t ok;        /* 1: a cuMem allocation is offered */
   int32_t pid, fd;   /* the owner's descriptor of it (other processes take a copy) */
-  int32_t pad;
+  int32_t by_fdx;    /* 1: this rank cannot take descriptors (pidfd_getfd refused): the
+                      * owners hand theirs over by SCM_RIGHTS (transport_fdx.h) */
   uint64_t proc_id;  /* p2p_info's: the same process */
   uint64_t ptr;      /* the buffer's address in the owner's process */
   uint64_t alloc;    /* the allocation's bytes */
@@ -70,8 +74,9 @@ typedef struct {
   char why[176];
 } lsa_offer;
 
-/* A handle on rank q's allocation as offered; 0 with why set when none can be had. */
-static int take_handle(struct ncclComm* comm, int q, const lsa_offer* o,
+/* A handle on rank q's allocation as offered (handed: its descriptor, already here by
+ * SCM_RIGHTS, or -1); 0 with why set when none can be had. */
+static int take_handle(struct ncclComm* comm, int q, const lsa_offer* o, int handed,
                        CUmemGenericAllocationHandle* h, char* why, size_t whylen) {
   const weft_cuda_drv* d = cuda_drv();
   if (q == comm->rank || o->proc_id == comm->peers[comm->rank].p2p.proc_id) {
@@ -80,8 +85,11 @@ static int take_handle(struct ncclComm* comm, int q, const lsa_offer* o,
                                     cuda_drv_error(r));
     return r == CUDA_SUCCESS;
   }
-  int fd = ipcmap_take_fd(o->pid, o->fd, why, whylen);
-  if (fd < 0) return 0;
+  int fd = handed >= 0 ? dup(handed) : ipcmap_take_fd(o->pid, o->fd, why, whylen);
+  if (fd < 0) {
+    if (handed >= 0) snprintf(why, whylen, "dup of rank %d's descriptor: %s", q, strerror(errno));
+    return 0;
+  }
   CUresult r = d->import_handle(h, (void*)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   close(fd);
   if (r != CUDA_SUCCESS) snprintf(why, whylen, "importing rank %d's allocation: %s", q,
@@ -95,6 +103,8 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
   me->pid = (int32_t)getpid();
   me->proc_id = comm->peers[comm->rank].p2p.proc_id;
   me->ptr = (uint64_t)(uintptr_t)buff;
+  char no_take[96];
+  me->by_fdx = !ipcmap_can_take_fds(no_take, sizeof no_take);
   const weft_cuda_drv* d = cuda_drv();
   if (!d->retain_handle || !d->reserve || !d->map || !d->set_access || !d->unmap ||
       !d->address_free || !d->release || !d->import_handle) {
@@ -115,6 +125,68 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
   me->offset = off;
 }
 
+/* Where pidfd_getfd is refused (a container without CAP_SYS_PTRACE, Yama's ptrace_scope):
+ * every owner hands its descriptor by SCM_RIGHTS to each rank of another process that asked
+ * (by_fdx), and such a rank fetches from each owner of another process. Only when every offer
+ * is good and some rank asked (the same answer on every rank, from the same offers): then the
+ * owners that serve open their sockets and a second allgather publishes the names. handed[q]:
+ * rank q's descriptor here, or -1. *ok 0 with why set when this rank could not take part. */
+static ncclResult_t hand_over(struct ncclComm* comm, const lsa_offer* all, int* handed, int* ok,
+                              char* why, size_t whylen) {
+  int n = comm->nranks, me = comm->rank, nserve = 0, nfetch = 0, asked = 0;
+  for (int q = 0; q < n; q++) {
+    if (!all[q].ok) return ncclSuccess; /* map_all says which */
+    asked |= all[q].by_fdx;
+  }
+  if (!asked) return ncclSuccess;
+  uint64_t* tokens = calloc((size_t)n, sizeof *tokens);
+  int32_t* pids = calloc((size_t)n, sizeof *pids);
+  uint64_t* names = calloc((size_t)n, sizeof *names);
+  int* from = calloc((size_t)n, sizeof *from);
+  int* got = calloc((size_t)n, sizeof *got);
+  if (!tokens || !pids || !names || !from || !got) {
+    snprintf(why, whylen, "out of memory for the descriptor hand-over");
+    *ok = 0;
+  }
+  for (int q = 0; q < n; q++)
+    if (q != me && all[q].proc_id != all[me].proc_id && all[q].by_fdx) nserve++;
+  weft_fdx* x = NULL;
+  if (*ok && nserve && fdx_open(nserve, &x, &tokens[me]) != ncclSuccess) {
+    snprintf(why, whylen, "no socket to hand this rank's cuMem descriptor over");
+    *ok = 0;
+  }
+  ncclResult_t res = ncclSuccess;
+  if (tokens) res = bootstrap_allgather(comm->bootstrap, tokens, sizeof *tokens);
+  for (int q = 0; *ok && res == ncclSuccess && q < n && all[me].by_fdx; q++)
+    if (q != me && all[q].proc_id != all[me].proc_id) {
+      from[nfetch] = q;
+      pids[nfetch] = all[q].pid;
+      names[nfetch++] = tokens[q];
+    }
+  /* A rank that cannot fetch still serves what it opened: its peers then fail on their own
+   * step, not at the timeout. */
+  if (res == ncclSuccess && (x || nfetch)) {
+    char r[160];
+    if (fdx_exchange(x, all[me].fd, x ? nserve : 0, nfetch, pids, names, got,
+                     param_int(WEFT_PARAM_BOOTSTRAP_TIMEOUT_MS), r, sizeof r) != ncclSuccess &&
+        *ok) {
+      snprintf(why, whylen, "handing cuMem descriptors over (SCM_RIGHTS): %s", r);
+      *ok = 0;
+    }
+    for (int k = 0; *ok && k < nfetch; k++) handed[from[k]] = got[k];
+    if (*ok && nfetch)
+      INFO(NCCL_REG, "rank %d: %d peer descriptor(s) came by SCM_RIGHTS (pidfd_getfd is refused "
+           "here)", me, nfetch);
+  }
+  fdx_close(x);
+  free(tokens);
+  free(pids);
+  free(names);
+  free(from);
+  free(got);
+  return res;
+}
+
 static void lsa_release(weft_window_lsa* l) {
   if (!l) return;
   const weft_cuda_drv* d = cuda_drv();
@@ -129,8 +201,8 @@ static void lsa_release(weft_window_lsa* l) {
 }
 
 /* Reserve and map every offer; 0 with why set at the first that fails. */
-static int map_all(struct ncclComm* comm, weft_window_lsa* l, const lsa_offer* all, char* why,
-                   size_t whylen) {
+static int map_all(struct ncclComm* comm, weft_window_lsa* l, const lsa_offer* all,
+                   const int* handed, char* why, size_t whylen) {
   const weft_cuda_drv* d = cuda_drv();
   uint64_t biggest = 0;
   for (int q = 0; q < l->n; q++) {
@@ -163,7 +235,7 @@ static int map_all(struct ncclComm* comm, weft_window_lsa* l, const lsa_offer* a
   a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   for (int q = 0; q < l->n; q++) {
     CUmemGenericAllocationHandle h;
-    if (!take_handle(comm, q, &all[q], &h, why, whylen)) return 0;
+    if (!take_handle(comm, q, &all[q], handed[q], &h, why, whylen)) return 0;
     CUdeviceptr slot = va + (CUdeviceptr)q * l->stride;
     r = d->map(slot, all[q].alloc, 0, h, 0);
     d->release(h); /* the mapping holds the allocation from here on */
@@ -203,7 +275,18 @@ static ncclResult_t build(struct ncclComm* comm, void* buff, weft_window_lsa** o
   offer(comm, buff, &all[me]);
   int export_fd = all[me].fd;
   ncclResult_t res = bootstrap_allgather(comm->bootstrap, all, sizeof *all);
-  int ok = res == ncclSuccess && map_all(comm, l, all, why, sizeof why);
+  int ok = 1;
+  int* handed = malloc((size_t)n * sizeof *handed);
+  if (!handed) {
+    snprintf(why, sizeof why, "out of memory");
+    ok = 0;
+  }
+  for (int q = 0; handed && q < n; q++) handed[q] = -1;
+  if (res == ncclSuccess) res = hand_over(comm, all, handed, &ok, why, sizeof why);
+  ok = ok && res == ncclSuccess && map_all(comm, l, all, handed, why, sizeof why);
+  for (int q = 0; handed && q < n; q++)
+    if (handed[q] >= 0) close(handed[q]);
+  free(handed);
   if (res == ncclSuccess) {
     oks[me] = ok;
     res = bootstrap_allgather(comm->bootstrap, oks, sizeof *oks);

@@ -16,6 +16,9 @@ weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path
   LABELS unit)
 weft_add_test(NAME transport_regsrv SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_regsrv.c
   ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c LABELS unit)
+weft_add_test(NAME transport_fdx_hands_descriptors_to_named_processes
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_fdx.c
+  ${PROJECT_SOURCE_DIR}/core/transport/transport_fdx.c LABELS unit TIMEOUT 60)
 # transport/'s table of CUDA IPC mappings against a fake CUDA runtime (the test defines the
 # calls transport_ipcmap.c makes; CUDA's headers only, no GPU).
 if(WEFT_HAVE_CUDA)

@@ -1,0 +1,220 @@
+/* Descriptor hand-over by SCM_RIGHTS (transport_fdx.h says the protocol). */
+#include "transport/transport_fdx.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "util/clock.h"
+#include "util/log.h"
+
+struct weft_fdx {
+  int listen_fd;
+};
+
+static socklen_t fdx_addr(int32_t pid, uint64_t token, struct sockaddr_un* a) {
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  /* Abstract: sun_path[0] is 0 and the name is the bytes after it (no file, gone with us). */
+  int n = snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "weft-fdx-%d-%016llx", (int)pid,
+                   (unsigned long long)token);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+ncclResult_t fdx_open(int backlog, weft_fdx** out, uint64_t* token) {
+  *out = NULL;
+  weft_fdx* x = calloc(1, sizeof *x);
+  if (!x) {
+    WARN("descriptor exchange: out of memory");
+    return ncclSystemError;
+  }
+  x->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (x->listen_fd < 0) {
+    WARN("descriptor exchange: socket(AF_UNIX): %s", strerror(errno));
+    free(x);
+    return ncclSystemError;
+  }
+  for (int tries = 0;; tries++) {
+    if (getrandom(token, sizeof *token, 0) != (ssize_t)sizeof *token)
+      *token = (uint64_t)clock_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)tries;
+    struct sockaddr_un a;
+    socklen_t len = fdx_addr((int32_t)getpid(), *token, &a);
+    if (bind(x->listen_fd, (struct sockaddr*)&a, len) == 0) break;
+    if (errno != EADDRINUSE || tries == 8) {
+      WARN("descriptor exchange: bind of an abstract UNIX socket: %s", strerror(errno));
+      fdx_close(x);
+      return ncclSystemError;
+    }
+  }
+  if (listen(x->listen_fd, backlog < 1 ? 1 : backlog) != 0) {
+    WARN("descriptor exchange: listen: %s", strerror(errno));
+    fdx_close(x);
+    return ncclSystemError;
+  }
+  *out = x;
+  return ncclSuccess;
+}
+
+void fdx_close(weft_fdx* x) {
+  if (!x) return;
+  if (x->listen_fd >= 0) close(x->listen_fd);
+  free(x);
+}
+
+/* Wait until fd is ready for events or the deadline passes: 1 ready, 0 not. */
+static int ready(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    uint64_t now = clock_ms();
+    if (now >= deadline) return 0;
+    struct pollfd p = {fd, events, 0};
+    int r = poll(&p, 1, (int)(deadline - now));
+    if (r > 0) return 1;
+    if (r < 0 && errno != EINTR) return 0;
+  }
+}
+
+static int peer_cred(int fd, struct ucred* c) {
+  socklen_t len = sizeof *c;
+  return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, c, &len) == 0;
+}
+
+static int send_fd(int sock, int fd) {
+  char byte = 'F';
+  struct iovec iov = {&byte, 1};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.buf;
+  m.msg_controllen = sizeof ctl.buf;
+  struct cmsghdr* h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(h), &fd, sizeof fd);
+  ssize_t n;
+  do n = sendmsg(sock, &m, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+/* One descriptor from sock, or -1 (errno-style reason in why). */
+static int recv_fd(int sock, char* why, size_t whylen) {
+  char byte = 0;
+  struct iovec iov = {&byte, 1};
+  union {
+    char buf[CMSG_SPACE(sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.buf;
+  m.msg_controllen = sizeof ctl.buf;
+  ssize_t n;
+  do n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n != 1) {
+    snprintf(why, whylen, "%s", n == 0 ? "it closed without a descriptor" : strerror(errno));
+    return -1;
+  }
+  int fd = -1;
+  for (struct cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+        h->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
+      memcpy(&fd, CMSG_DATA(h), sizeof fd);
+  if (fd < 0) snprintf(why, whylen, "its message carried no descriptor");
+  if (m.msg_flags & MSG_CTRUNC) {
+    if (fd >= 0) close(fd);
+    snprintf(why, whylen, "its message carried more than one descriptor");
+    return -1;
+  }
+  return fd;
+}
+
+ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int32_t* pids,
+                          const uint64_t* tokens, int* fds_out, int timeout_ms, char* why,
+                          size_t whylen) {
+  uint64_t deadline = clock_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
+  int* socks = nfetch > 0 ? malloc((size_t)nfetch * sizeof *socks) : NULL;
+  if (nfetch > 0 && !socks) {
+    snprintf(why, whylen, "out of memory");
+    return ncclSystemError;
+  }
+  for (int i = 0; i < nfetch; i++) fds_out[i] = socks[i] = -1;
+  ncclResult_t res = ncclSuccess;
+  /* 1: connect to every process to fetch from (the backlog holds the connection). */
+  for (int i = 0; i < nfetch && res == ncclSuccess; i++) {
+    struct sockaddr_un a;
+    socklen_t len = fdx_addr(pids[i], tokens[i], &a);
+    socks[i] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    struct ucred c = {0, 0, 0};
+    if (socks[i] < 0 || connect(socks[i], (struct sockaddr*)&a, len) != 0) {
+      snprintf(why, whylen, "connecting to process %d: %s", (int)pids[i], strerror(errno));
+      res = ncclSystemError;
+    } else if (!peer_cred(socks[i], &c) || c.pid != pids[i] || c.uid != getuid()) {
+      snprintf(why, whylen, "the socket of process %d is held by process %d of user %d",
+               (int)pids[i], (int)c.pid, (int)c.uid);
+      res = ncclSystemError;
+    }
+  }
+  /* 2: serve every fetcher (each is of this user), even after a failure above, so that the
+   * peers waiting on this process fail on their own timeouts only when this one is gone. */
+  for (int k = 0; k < nserve && x; k++) {
+    if (!ready(x->listen_fd, POLLIN, deadline)) {
+      if (res == ncclSuccess)
+        snprintf(why, whylen, "%d of %d peer process(es) never came for this process's "
+                 "descriptor", nserve - k, nserve);
+      res = ncclSystemError;
+      break;
+    }
+    int s = accept4(x->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (s < 0) {
+      k--; /* a connection that went away before its accept: wait for the next */
+      continue;
+    }
+    struct ucred c = {0, 0, (uid_t)-1};
+    if (!peer_cred(s, &c) || c.uid != getuid()) {
+      INFO(NCCL_REG, "descriptor exchange: refused a connection of user %d", (int)c.uid);
+      k--;
+    } else if (!send_fd(s, fd) && res == ncclSuccess) {
+      snprintf(why, whylen, "handing the descriptor to process %d: %s", (int)c.pid,
+               strerror(errno));
+      res = ncclSystemError;
+    }
+    close(s);
+  }
+  /* 3: receive what was fetched. */
+  for (int i = 0; i < nfetch && res == ncclSuccess; i++) {
+    char r[96];
+    if (!ready(socks[i], POLLIN, deadline)) {
+      snprintf(why, whylen, "process %d did not hand over its descriptor in %d ms", (int)pids[i],
+               timeout_ms);
+      res = ncclSystemError;
+    } else if ((fds_out[i] = recv_fd(socks[i], r, sizeof r)) < 0) {
+      snprintf(why, whylen, "process %d: %s", (int)pids[i], r);
+      res = ncclSystemError;
+    }
+  }
+  for (int i = 0; i < nfetch; i++) {
+    if (socks[i] >= 0) close(socks[i]);
+    if (res != ncclSuccess && fds_out[i] >= 0) {
+      close(fds_out[i]);
+      fds_out[i] = -1;
+    }
+  }
+  free(socks);
+  return res;
+}

@@ -1,0 +1,38 @@
+/* Handing a file descriptor to the other processes of a collective step, by SCM_RIGHTS over
+ * abstract UNIX sockets: the way a cuMem allocation's descriptor reaches peers where taking it
+ * with pidfd_getfd is refused (Yama's ptrace_scope >= 1 without CAP_SYS_PTRACE: a container's
+ * default, and an ordinary user's on Ubuntu).
+ *
+ * Each rank that serves opens a listening socket before the step's allgather (fdx_open: the
+ * name is this process id and a random token, which the allgather publishes), then every rank
+ * calls fdx_exchange with what the allgather said: it connects to each process it fetches from,
+ * serves its own descriptor to the nserve connections it expects, then receives one descriptor
+ * per fetch. Connecting first (the listen backlog holds the connections) and serving before
+ * receiving means no order of the ranks can deadlock. Only a peer of this user is served
+ * (SO_PEERCRED), and a descriptor is taken only from the process the allgather named (its pid
+ * and user, read from the socket), so a squatter on the name gets nothing and gives nothing.
+ * Bounded by timeout_ms; no CUDA call, no communicator: the unit test drives it with memfds. */
+#ifndef WEFT_TRANSPORT_FDX_H
+#define WEFT_TRANSPORT_FDX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl.h"
+
+typedef struct weft_fdx weft_fdx;
+
+/* Listen for up to backlog fetchers; *token goes into the allgather beside getpid(). */
+ncclResult_t fdx_open(int backlog, weft_fdx** out, uint64_t* token);
+
+/* Serve fd to nserve fetchers and fetch one descriptor from each of the nfetch processes
+ * (pids[i], tokens[i]) into fds_out[i] (the caller closes them). x may be NULL when nserve is 0.
+ * On failure every descriptor fetched so far is closed, fds_out[] is -1 and why says which
+ * process and step failed. */
+ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int32_t* pids,
+                          const uint64_t* tokens, int* fds_out, int timeout_ms, char* why,
+                          size_t whylen);
+
+void fdx_close(weft_fdx* x);
+
+#endif
