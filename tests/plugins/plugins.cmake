@@ -311,6 +311,22 @@ if(TARGET nccl-net-weft-socket)
       LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
     add_dependencies(nccl-rma-broken-${what} nccl-net-weft-socket)
   endforeach()
+  # GIN v11/v12 (puts on the group) over the same socket plugin: the data tests through weft's
+  # v11/v12 adapters must pass (iget/iflush, absent from those versions, skip).
+  add_library(nccl-gin-old SHARED ${WEFT_BROKEN_DIR}/gin_old_wrap.c)
+  target_compile_definitions(nccl-gin-old PRIVATE
+    WEFT_SOCKET_PLUGIN="$<TARGET_FILE:nccl-net-weft-socket>")
+  target_include_directories(nccl-gin-old PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+  target_link_libraries(nccl-gin-old PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(nccl-gin-old PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+  add_dependencies(nccl-gin-old nccl-net-weft-socket)
+  foreach(v v11 v12)
+    weft_conformance_test(NAME conformance_gin_${v}_adapted_socket_passes SUITE gin
+      PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-gin-old.so ARGS "--abi|${v}" ALL_PASS
+      EXPECT_PASS "gin_put_lands_before_its_signal,gin_signal_counts_add_up_under_concurrency"
+      TIMEOUT 180 ENV "NCCL_SOCKET_IFNAME=lo")
+  endforeach()
   set(R ${WEFT_TEST_PLUGIN_DIR}/libnccl-rma-broken)
   foreach(suite rma gin)
     weft_conformance_test(NAME conformance_${suite}_flags_signal_before_its_data SUITE ${suite}
