@@ -348,7 +348,7 @@ endif()
 # weft has no CollNet plugin (no fabric here reduces in the network): collnet-ref, a star of
 # TCP sockets reducing on rank 0 (tests/plugins/broken/collnet_ref.c), must pass; the same with
 # float32 max computed as min must fail the reduction test, naming the call.
-foreach(what ref broken-collnetmax)
+foreach(what ref broken-collnetmax broken-collnetgather)
   add_library(nccl-net-collnet-${what} SHARED ${WEFT_BROKEN_DIR}/collnet_ref.c)
   target_include_directories(nccl-net-collnet-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi)
   target_compile_definitions(nccl-net-collnet-${what} PRIVATE REF_NAME="collnet-${what}")
@@ -356,12 +356,18 @@ foreach(what ref broken-collnetmax)
     LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
 endforeach()
 target_compile_definitions(nccl-net-collnet-broken-collnetmax PRIVATE BROKEN_MAX)
+target_compile_definitions(nccl-net-collnet-broken-collnetgather PRIVATE BROKEN_GATHER)
 weft_conformance_test(NAME conformance_collnet_ref_passes SUITE collnet
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-ref.so ALL_PASS
-  EXPECT_PASS collnet_allreduce_matches_the_reference_for_every_claimed_pair
-  EXPECT_OUTPUT "6 passed, 0 failed")
+  EXPECT_PASS "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_allgather_of_a_window_matches_every_ranks_block,collnet_reducescatter_of_a_window_matches_the_reference"
+  EXPECT_OUTPUT "8 passed, 0 failed")
+weft_conformance_test(NAME conformance_collnet_flags_wrong_allgather SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetgather.so
+  EXPECT_FAIL collnet_allgather_of_a_window_matches_every_ranks_block
+  EXPECT_PASS "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_reducescatter_of_a_window_matches_the_reference"
+  EXPECT_REASON "collnet_allgather_of_a_window_matches_every_ranks_block=iallgather(1000 bytes per rank")
 weft_conformance_test(NAME conformance_collnet_flags_wrong_reduction SUITE collnet
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetmax.so
-  EXPECT_FAIL collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_FAIL "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_reducescatter_of_a_window_matches_the_reference"
   EXPECT_PASS collnet_reduce_support_answers_every_pair
-  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32,collnet_allreduce_matches_the_reference_for_every_claimed_pair=the reference says")
+  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32,collnet_allreduce_matches_the_reference_for_every_claimed_pair=the reference says,collnet_reducescatter_of_a_window_matches_the_reference=ireducescatter(float32")
