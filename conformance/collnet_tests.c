@@ -159,6 +159,19 @@ static void fold(void* acc, const void* in, int t, int op, size_t i) {
 #undef FOLD
 }
 
+/* test() until the request posted by call is done (at most kc->wait_s); *size: its bytes. */
+static conf_result cn_wait(kg_rank* r, void* req, const char* call, int* size) {
+  int done = 0;
+  *size = -1;
+  double t0 = nt_now();
+  while (!done) {
+    CN_CALL("test", cn_test(req, &done, size));
+    if (!done && nt_now() - t0 > kc->wait_s)
+      return conf_fail("rank %d: %s did not complete in %.0f s", r->rank, call, kc->wait_s);
+  }
+  return CONF_PASS;
+}
+
 /* got[i] against the reduced reference want[i], i < count (first reported as first + i). */
 static conf_result compare(kg_rank* r, const char* call, const void* got_buf, const void* ref,
                            int t, int op, size_t count, size_t first) {
@@ -192,13 +205,8 @@ static conf_result check_pair(kg_rank* r, void* coll, int t, int op, size_t coun
   char call[80];
   snprintf(call, sizeof call, "iallreduce(%s, %s, count %zu)", type_name(t), op_name(op), count);
   CN_CALL(call, cn_allreduce(coll, send, recv, count, t, op, smh, rmh, &req));
-  int done = 0, size = -1;
-  double t0 = nt_now();
-  while (!done) {
-    CN_CALL("test", cn_test(req, &done, &size));
-    if (!done && nt_now() - t0 > kc->wait_s)
-      return conf_fail("rank %d: %s did not complete in %.0f s", r->rank, call, kc->wait_s);
-  }
+  int size;
+  CONF_TRY(cn_wait(r, req, call, &size));
   if (size != (int)bytes)
     return conf_fail("rank %d: test of %s reported %d bytes, not %zu", r->rank, call, size, bytes);
   CONF_TRY(compare(r, call, recv, ref, t, op, count, 0));
@@ -294,17 +302,6 @@ static ncclResult_t cn_reducescatter(void* coll, int n, ncclNetSGE_v12_t* parts,
       ->ireducescatter(coll, n, parts, recv, per, wo, wb, (ncclDataType_t)t, (ncclRedOp_t)op, rmh, req);
 }
 
-static conf_result cn_wait(kg_rank* r, void* req, const char* call) {
-  int done = 0, size = -1;
-  double t0 = nt_now();
-  while (!done) {
-    CN_CALL("test", cn_test(req, &done, &size));
-    if (!done && nt_now() - t0 > kc->wait_s)
-      return conf_fail("rank %d: %s did not complete in %.0f s", r->rank, call, kc->wait_s);
-  }
-  return CONF_PASS;
-}
-
 /* Where a rank's data for window [wo, ...) starts in its own block (NCCL's rule: the window's
  * offset inside the block when the window starts there, else the block's start). */
 static size_t block_start(int rank, size_t per, size_t wo) {
@@ -351,9 +348,10 @@ static conf_result b_allgather(kg_rank* r, void* arg) {
     snprintf(call, sizeof call, "iallgather(%zu bytes per rank, window %zu+%zu, %d parts)", per,
              cases[k].wo, cases[k].wb, cases[k].n);
     void* req = NULL;
+    int size;
     CN_CALL(call, cn_allgather(coll, block + block_start(r->rank, per, cases[k].wo), cases[k].n,
                                parts, per, cases[k].wo, cases[k].wb, smh, &req));
-    CONF_TRY(cn_wait(r, req, call));
+    CONF_TRY(cn_wait(r, req, call, &size));
     size_t w = cases[k].wo;
     for (int i = 0; i < cases[k].n; i++) {
       const unsigned char* got = parts[i].address;
@@ -407,8 +405,9 @@ static conf_result rs_pair(kg_rank* r, void* coll, int t, int op) {
   snprintf(call, sizeof call, "ireducescatter(%s, %s, %d elements per rank, window %zu+%zu)",
            type_name(t), op_name(op), CN_RS_COUNT, wo / ts, wb / ts);
   size_t start = block_start(r->rank, per, wo);
+  int size;
   CN_CALL(call, cn_reducescatter(coll, 2, parts, recv + start, per, wo, wb, t, op, rmh, &req));
-  CONF_TRY(cn_wait(r, req, call));
+  CONF_TRY(cn_wait(r, req, call, &size));
   size_t off, len = block_slice(r->rank, per, wo, wb, &off);
   CONF_TRY(compare(r, call, recv + off, ref + (size_t)r->rank * per + off, t, op, len / ts,
                    ((size_t)r->rank * per + off) / ts));

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "net_export.h"
 #include "rma_ofi.h"
 
 #define RO_CTX_MAGIC 0x726f637478000001ull
@@ -59,29 +60,20 @@ ncclResult_t rma_ofi_devices(int* ndev) {
   return net_ofi_devices(ndev);
 }
 
+/* The net side's properties (its exported v12 view), as a host-driven one-sided device. */
 ncclResult_t rma_ofi_get_properties(int dev, ncclNetProperties_v12_t* props) {
-  ncclNetProperties_v11_t p;
   if (props == NULL) return ncclInvalidArgument;
-  ncclResult_t r = net_ofi_get_properties(dev, &p);
+  ncclResult_t r = ncclNetPlugin_v12.getProperties(dev, props);
   if (r != ncclSuccess) return r;
-  memset(props, 0, sizeof *props);
-  props->name = p.name;
-  props->pciPath = p.pciPath;
-  props->guid = p.guid;
   props->ptrSupport = NCCL_PTR_HOST; /* CUDA memory: not wired here (the net side has it) */
-  props->speed = p.speed;
-  props->latency = p.latency;
-  props->maxComms = p.maxComms;
+  props->regIsGlobal = 0;
+  props->forceFlush = 0;
   props->maxRecvs = 1;
   props->netDeviceType = NCCL_NET_DEVICE_GIN_PROXY;
   props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
   props->vProps.ndevs = 1;
   props->vProps.devs[0] = dev;
-  props->maxP2pBytes = p.maxP2pBytes;
-  props->maxCollBytes = p.maxCollBytes;
   props->maxMultiRequestSize = 1;
-  props->railId = NCCL_NET_ID_UNDEF;
-  props->planeId = NCCL_NET_ID_UNDEF;
   return ncclSuccess;
 }
 
