@@ -368,7 +368,9 @@ static void* sc_main(void* p) {
     void* req = NULL;
     uint64_t add = (uint64_t)(t->r->rank * 1000 + i);
     conf_stage_set("iputSignal");
-    ncclResult_t res = kc->data->iputSignal(t->r->ctx, t->context, 64 * (uint64_t)t->context, t->dmh, 64,
+    /* GIN v11 has one context per group: its threads share it. */
+    int ctx_index = t->r->ncontexts > 0 ? t->context % t->r->ncontexts : t->context;
+    ncclResult_t res = kc->data->iputSignal(t->r->ctx, ctx_index, 64 * (uint64_t)t->context, t->dmh, 64,
                                             64 * (uint64_t)(t->r->rank * SC_THREADS + t->context), t->dmh, 0,
                                             i % 2 ? 8 : 0, t->smh, add,
                                             i % 2 ? NCCL_GIN_SIGNAL_OP_ADD : NCCL_GIN_SIGNAL_OP_INC,
@@ -452,7 +454,7 @@ static conf_result b_counts(kg_rank* r, void* arg) {
 static conf_result t_counts(void* arg) {
   (void)arg;
   CONF_TRY(need_data());
-  return kg_run(3, SC_THREADS, b_counts, NULL);
+  return kg_run(3, kc->is_gin && kc->version == 11 ? 1 : SC_THREADS, b_counts, NULL);
 }
 
 /* ---- get and flush ---- */

@@ -25,15 +25,16 @@ function(netofi_provider test provider)
   set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "WEFT_OFI_PROVIDER=${escaped}")
 endfunction()
 
-# netofi_conformance(NAME n PROVIDER p [ENV k=v…] [ARGS a|b] [REQUIRED] [TIMEOUT s])
+# netofi_conformance(NAME n PROVIDER p [SUITE net|rma] [ENV k=v…] [ARGS a|b] [REQUIRED] [TIMEOUT s])
 function(netofi_conformance)
-  cmake_parse_arguments(C "REQUIRED" "NAME;PROVIDER;ARGS;TIMEOUT" "ENV" ${ARGN})
+  cmake_parse_arguments(C "REQUIRED" "NAME;PROVIDER;ARGS;TIMEOUT;SUITE" "ENV" ${ARGN})
   if(NOT C_TIMEOUT)
     set(C_TIMEOUT 900)
   endif()
   add_test(NAME ${C_NAME} COMMAND ${CMAKE_COMMAND}
     -DCONF=$<TARGET_FILE:weft-conformance> -DPLUGIN=$<TARGET_FILE:nccl-net-weft-ofi>
     "-DARGS=${C_ARGS}" -DJSON=${_ofi_json}/${C_NAME}.json "-DPROVIDER=${C_PROVIDER}"
+    -DSUITE=${C_SUITE}
     -DREQUIRED=${C_REQUIRED} -P ${_ofi_dir}/scripts/run_conformance.cmake)
   set_tests_properties(${C_NAME} PROPERTIES LABELS plugin TIMEOUT ${C_TIMEOUT}
     SKIP_REGULAR_EXPRESSION "SKIP: "
@@ -64,6 +65,16 @@ netofi_conformance(NAME conformance_net_ofi_shm PROVIDER shm
   ARGS "--filter|!net_receiver_exit_mid_transfer_fails_sender_test")
 netofi_conformance(NAME conformance_net_ofi_shm_dead_peer PROVIDER shm TIMEOUT 300
   ENV FI_SHM_DISABLE_CMA=1 ARGS "--filter|net_sender_exit*,net_receiver_exit*")
+
+# ---- the RMA tables (rma_ofi*.c: fi_writemsg, fi_readmsg, fi_inject_atomic) on tcp;ofi_rxm
+# (must pass) and shm (skipped where it cannot open), v15 and v14; every test is small (at most
+# 8 × 2 MiB). The shm run's departed peer is found by the same-host process check. ----
+foreach(v v15 v14)
+  netofi_conformance(NAME conformance_rma_ofi_tcp_${v} PROVIDER tcp+ofi_rxm SUITE rma REQUIRED
+    TIMEOUT 300 ENV WEFT_OFI_DOMAIN=lo ARGS "--abi|${v}")
+  netofi_conformance(NAME conformance_rma_ofi_shm_${v} PROVIDER shm SUITE rma TIMEOUT 300
+    ARGS "--abi|${v}")
+endforeach()
 
 # ---- udp;ofi_rxd over loopback, on demand only (-DWEFT_TEST_OFI_RXD=ON): libfabric 1.17's rxd
 # intermittently loses a message when the machine is loaded (net_two_threads_drive_separate_comms

@@ -311,6 +311,22 @@ if(TARGET nccl-net-weft-socket)
       LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
     add_dependencies(nccl-rma-broken-${what} nccl-net-weft-socket)
   endforeach()
+  # GIN v11/v12 (puts on the group) over the same socket plugin: the data tests through weft's
+  # v11/v12 adapters must pass (iget/iflush, absent from those versions, skip).
+  add_library(nccl-gin-old SHARED ${WEFT_BROKEN_DIR}/gin_old_wrap.c)
+  target_compile_definitions(nccl-gin-old PRIVATE
+    WEFT_SOCKET_PLUGIN="$<TARGET_FILE:nccl-net-weft-socket>")
+  target_include_directories(nccl-gin-old PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+  target_link_libraries(nccl-gin-old PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(nccl-gin-old PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+  add_dependencies(nccl-gin-old nccl-net-weft-socket)
+  foreach(v v11 v12)
+    weft_conformance_test(NAME conformance_gin_${v}_adapted_socket_passes SUITE gin
+      PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-gin-old.so ARGS "--abi|${v}" ALL_PASS
+      EXPECT_PASS "gin_put_lands_before_its_signal,gin_signal_counts_add_up_under_concurrency"
+      TIMEOUT 180 ENV "NCCL_SOCKET_IFNAME=lo")
+  endforeach()
   set(R ${WEFT_TEST_PLUGIN_DIR}/libnccl-rma-broken)
   foreach(suite rma gin)
     weft_conformance_test(NAME conformance_${suite}_flags_signal_before_its_data SUITE ${suite}
@@ -332,7 +348,7 @@ endif()
 # weft has no CollNet plugin (no fabric here reduces in the network): collnet-ref, a star of
 # TCP sockets reducing on rank 0 (tests/plugins/broken/collnet_ref.c), must pass; the same with
 # float32 max computed as min must fail the reduction test, naming the call.
-foreach(what ref broken-collnetmax)
+foreach(what ref broken-collnetmax broken-collnetgather)
   add_library(nccl-net-collnet-${what} SHARED ${WEFT_BROKEN_DIR}/collnet_ref.c)
   target_include_directories(nccl-net-collnet-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi)
   target_compile_definitions(nccl-net-collnet-${what} PRIVATE REF_NAME="collnet-${what}")
@@ -340,12 +356,18 @@ foreach(what ref broken-collnetmax)
     LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
 endforeach()
 target_compile_definitions(nccl-net-collnet-broken-collnetmax PRIVATE BROKEN_MAX)
+target_compile_definitions(nccl-net-collnet-broken-collnetgather PRIVATE BROKEN_GATHER)
 weft_conformance_test(NAME conformance_collnet_ref_passes SUITE collnet
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-ref.so ALL_PASS
-  EXPECT_PASS collnet_allreduce_matches_the_reference_for_every_claimed_pair
-  EXPECT_OUTPUT "6 passed, 0 failed")
+  EXPECT_PASS "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_allgather_of_a_window_matches_every_ranks_block,collnet_reducescatter_of_a_window_matches_the_reference"
+  EXPECT_OUTPUT "8 passed, 0 failed")
+weft_conformance_test(NAME conformance_collnet_flags_wrong_allgather SUITE collnet
+  PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetgather.so
+  EXPECT_FAIL collnet_allgather_of_a_window_matches_every_ranks_block
+  EXPECT_PASS "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_reducescatter_of_a_window_matches_the_reference"
+  EXPECT_REASON "collnet_allgather_of_a_window_matches_every_ranks_block=iallgather(1000 bytes per rank")
 weft_conformance_test(NAME conformance_collnet_flags_wrong_reduction SUITE collnet
   PLUGIN ${WEFT_TEST_PLUGIN_DIR}/libnccl-net-collnet-broken-collnetmax.so
-  EXPECT_FAIL collnet_allreduce_matches_the_reference_for_every_claimed_pair
+  EXPECT_FAIL "collnet_allreduce_matches_the_reference_for_every_claimed_pair,collnet_reducescatter_of_a_window_matches_the_reference"
   EXPECT_PASS collnet_reduce_support_answers_every_pair
-  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32,collnet_allreduce_matches_the_reference_for_every_claimed_pair=the reference says")
+  EXPECT_REASON "collnet_allreduce_matches_the_reference_for_every_claimed_pair=iallreduce(float32,collnet_allreduce_matches_the_reference_for_every_claimed_pair=the reference says,collnet_reducescatter_of_a_window_matches_the_reference=ireducescatter(float32")

@@ -5,7 +5,7 @@
 # template through the installed weft-conformance (MODE=cmake also runs the installed weft-perf,
 # which must find the installed library on its own). Variables: MODE, SRC, WORK, ROOT, PREFIX,
 # LIBDIR, BINDIR, CC, NM, REF_PLUGIN (weft's socket plugin: the template must export the
-# same ncclNetPlugin_vN tables), and NVCC (optional: MODE=pkgconfig then also builds a
+# same ncclNetPlugin_vN, ncclRmaPlugin_vN and ncclGinPlugin_vN tables), and NVCC (optional: MODE=pkgconfig then also builds a
 # device-API kernel against the installed nccl_device.h).
 set(top ${ROOT}${PREFIX})
 file(REMOVE_RECURSE ${WORK})
@@ -38,18 +38,21 @@ function(run_app app libdir lib)
   message("${app}: OK on ${lib}")
 endfunction()
 
-# check_plugin(<plugin.so>): exports exactly the tables, passes the installed weft-conformance.
+# check_plugin(<plugin.so>): exports exactly the tables, passes the installed weft-conformance
+# (net, then rma and gin on its one-sided tables).
+set(table_re "nccl(Net|Rma|Gin)Plugin_v[0-9]+")
 function(check_plugin so)
   run("nm ${REF_PLUGIN}" ${NM} -D --defined-only ${REF_PLUGIN})
-  string(REGEX MATCHALL "ncclNetPlugin_v[0-9]+" want "${run_out}")
+  string(REGEX MATCHALL "${table_re}" want "${run_out}")
   list(SORT want)
   run("nm ${so}" ${NM} -D --defined-only ${so})
-  string(REGEX MATCHALL "ncclNetPlugin_v[0-9]+" tables "${run_out}")
+  string(REGEX MATCHALL "${table_re}" tables "${run_out}")
   list(SORT tables)
   if(NOT want OR NOT tables STREQUAL want)
     message(FATAL_ERROR "${so} exports '${tables}', want '${want}' (as ${REF_PLUGIN})")
   endif()
-  string(REGEX REPLACE "[^\n]* ncclNetPlugin_v[0-9]+\n" "" rest "${run_out}")
+  list(FILTER want INCLUDE REGEX "ncclNetPlugin_v")
+  string(REGEX REPLACE "[^\n]* ${table_re}\n" "" rest "${run_out}")
   if(rest MATCHES "[0-9a-f]+ [BDTR] ")
     message(FATAL_ERROR "${so} exports more than its tables:\n${rest}")
   endif()
@@ -68,6 +71,18 @@ function(check_plugin so)
   if(NOT summary)
     message(FATAL_ERROR "weft-conformance --abi v${oldest}:\n${run_out}")
   endif()
+  # The one-sided tables: RMA at its newest and oldest versions, GIN v13 (host puts).
+  foreach(spec "rma;--abi;v15" "rma;--abi;v13" "gin;--abi;v13")
+    list(POP_FRONT spec suite)
+    set(args ${suite} ${so} ${spec})
+    run("weft-conformance ${args}" ${CMAKE_COMMAND} -E env NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=WARN
+      ${conf} ${args})
+    string(REGEX MATCH "[0-9]+ passed, 0 failed" summary "${run_out}")
+    if(NOT summary)
+      message(FATAL_ERROR "weft-conformance ${args}:\n${run_out}")
+    endif()
+    message("weft-conformance ${args}: ${summary}")
+  endforeach()
 endfunction()
 
 # The installed weft-perf finds the installed library by itself (LIBDIR/weft/libnccl.so.2).

@@ -1,9 +1,12 @@
 /* A CollNet plugin for testing weft-conformance collnet (ncclCollNetPlugin_v12, host memory,
  * loopback TCP): the group is a star around rank 0, which reduces. Claims sum, prod, max and
  * min on the 8 integer and float types it can reduce on the CPU (int8..uint64, float32,
- * float64); not half, bfloat16, fp8 or avg. iallreduce completes before it returns; iallgather
- * and ireducescatter are not offered (ncclInvalidUsage). Built correct (libnccl-net-collnet-ref.so)
- * and, with BROKEN_MAX, with max computed as min for float32 (libnccl-net-broken-collnetmax.so). */
+ * float64); not half, bfloat16, fp8 or avg. iallreduce, iallgather and ireducescatter (of a
+ * window of the ranks' concatenated blocks, through scatter-gather lists) complete before they
+ * return. Built correct (libnccl-net-collnet-ref.so)
+ * and, with BROKEN_MAX, with max computed as min for float32 (libnccl-net-broken-collnetmax.so),
+ * with BROKEN_GATHER, an allgather into several parts whose last byte is wrong
+ * (libnccl-net-collnet-broken-collnetgather.so). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -204,16 +207,104 @@ static ncclResult_t r_iallreduce(void* coll, void* send, void* recv, size_t coun
   return ncclSuccess;
 }
 
-static ncclResult_t r_iallgather(void* c, void* s, int n, ncclNetSGE_v12_t* parts, size_t b,
-                                 size_t wo, size_t wb, void* smh, void** q) {
-  (void)c, (void)s, (void)n, (void)parts, (void)b, (void)wo, (void)wb, (void)smh, (void)q;
-  return ncclInvalidUsage;
+/* The part of rank r's block [r*per, (r+1)*per) inside the window [wo, wo+wb): its offset
+ * in the window and its length (0 when they do not meet). */
+static size_t slice(int r, size_t per, size_t wo, size_t wb, size_t* at) {
+  size_t lo = (size_t)r * per > wo ? (size_t)r * per : wo;
+  size_t hi = (size_t)(r + 1) * per < wo + wb ? (size_t)(r + 1) * per : wo + wb;
+  *at = lo - wo;
+  return hi > lo ? hi - lo : 0;
 }
-static ncclResult_t r_irs(void* c, int n, ncclNetSGE_v12_t* parts, void* r, size_t b, size_t wo,
-                          size_t wb, ncclDataType_t t, ncclRedOp_t o, void* rmh, void** q) {
-  (void)c, (void)n, (void)parts, (void)r, (void)b, (void)wo, (void)wb, (void)t, (void)o,
-      (void)rmh, (void)q;
-  return ncclInvalidUsage;
+
+static void scatter(char* w, int n, ncclNetSGE_v12_t* parts) {
+  for (int i = 0; i < n; i++) {
+    memmove(parts[i].address, w, parts[i].size);
+    w += parts[i].size;
+  }
+#ifdef BROKEN_GATHER
+  if (n > 1 && parts[n - 1].size) ((char*)parts[n - 1].address)[parts[n - 1].size - 1] ^= 0x5a;
+#endif
+}
+
+static void gather(char* w, int n, const ncclNetSGE_v12_t* parts) {
+  for (int i = 0; i < n; i++) {
+    memmove(w, parts[i].address, parts[i].size);
+    w += parts[i].size;
+  }
+}
+
+/* Allgather of a window: rank r's bytes of the window start at sendData; rank 0 assembles the
+ * window and sends it back; everyone scatters it into recvParts (which cover windowBytes). */
+static ncclResult_t r_iallgather(void* coll, void* s, int n, ncclNetSGE_v12_t* parts, size_t per,
+                                 size_t wo, size_t wb, void* smh, void** req) {
+  (void)smh;
+  ref_coll* c = coll;
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += parts[i].size;
+  if (total != wb || wo + wb > per * (size_t)c->nranks) return ncclInvalidArgument;
+  char* w = malloc(wb ? wb : 1);
+  size_t at, len = slice(c->rank, per, wo, wb, &at);
+  ncclResult_t r = ncclSuccess;
+  if (c->rank == 0) {
+    memmove(w + at, s, len);
+    for (int p = 1; p < c->nranks && r == ncclSuccess; p++) {
+      size_t pat, plen = slice(p, per, wo, wb, &pat);
+      if (recv_all(c->fds[p], w + pat, plen) != 0) r = ncclRemoteError;
+    }
+    for (int p = 1; p < c->nranks && r == ncclSuccess; p++)
+      if (send_all(c->fds[p], w, wb) != 0) r = ncclRemoteError;
+  } else if (send_all(c->fds[0], s, len) != 0 || recv_all(c->fds[0], w, wb) != 0) {
+    r = ncclRemoteError;
+  }
+  if (r == ncclSuccess) scatter(w, n, parts);
+  free(w);
+  if (r != ncclSuccess) return r;
+  ref_req* q = malloc(sizeof *q);
+  q->size = (int)wb;
+  *req = q;
+  return ncclSuccess;
+}
+
+/* Reduce-scatter of a window: every rank's window of its input is in sendParts; rank 0 reduces
+ * them and sends each rank its block's part of the window, which lands at recvData. */
+static ncclResult_t r_irs(void* coll, int n, ncclNetSGE_v12_t* parts, void* recv, size_t per,
+                          size_t wo, size_t wb, ncclDataType_t t, ncclRedOp_t op, void* rmh,
+                          void** req) {
+  (void)rmh;
+  ref_coll* c = coll;
+  int ts = type_size(t);
+  size_t total = 0;
+  for (int i = 0; i < n; i++) total += parts[i].size;
+  if (ts == 0 || op > ncclMin || total != wb || wb % (size_t)ts || wo % (size_t)ts ||
+      wo + wb > per * (size_t)c->nranks)
+    return ncclInvalidArgument;
+  char *w = malloc(wb ? wb : 1), *tmp = malloc(wb ? wb : 1);
+  gather(w, n, parts);
+  size_t at, len = slice(c->rank, per, wo, wb, &at);
+  ncclResult_t r = ncclSuccess;
+  if (c->rank == 0) {
+    for (int p = 1; p < c->nranks && r == ncclSuccess; p++) {
+      if (recv_all(c->fds[p], tmp, wb) != 0) r = ncclRemoteError;
+      else if ((t == ncclInt32 || t == ncclInt64) && (op == ncclMax || op == ncclMin))
+        reduce_signed(w, tmp, wb / (size_t)ts, t, op);
+      else
+        reduce_into(w, tmp, wb / (size_t)ts, t, op);
+    }
+    for (int p = 1; p < c->nranks && r == ncclSuccess; p++) {
+      size_t pat, plen = slice(p, per, wo, wb, &pat);
+      if (send_all(c->fds[p], w + pat, plen) != 0) r = ncclRemoteError;
+    }
+    if (r == ncclSuccess) memmove(recv, w + at, len);
+  } else if (send_all(c->fds[0], w, wb) != 0 || recv_all(c->fds[0], recv, len) != 0) {
+    r = ncclRemoteError;
+  }
+  free(w);
+  free(tmp);
+  if (r != ncclSuccess) return r;
+  ref_req* q = malloc(sizeof *q);
+  q->size = (int)len;
+  *req = q;
+  return ncclSuccess;
 }
 static ncclResult_t r_reg(void* c, void* d, size_t s, int type, void** mh) {
   (void)c, (void)d, (void)s;
