@@ -70,6 +70,12 @@ if(TARGET nccl-net-weft-socket)
     set_tests_properties(${_tname} PROPERTIES LABELS "mp;plugin" TIMEOUT 120
       ENVIRONMENT "WEFT_DEVICE=host")
   endforeach()
+  # A peer killed mid-run fails the wait on it promptly through the plugin too.
+  add_test(NAME rma_plugin_wait_fails_fast_when_peer_killed COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    killed $<TARGET_FILE:nccl-net-weft-socket> fault)
+  set_tests_properties(rma_plugin_wait_fails_fast_when_peer_killed PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
 endif()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)

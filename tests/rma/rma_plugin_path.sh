@@ -7,6 +7,8 @@
 #   broken: the plugin delivers signals before their data (tests/plugins/broken/onesided_wrap.c,
 #   BREAK_SIGNAL_FIRST), the binary rma_big_put: the run must fail, and the failure must be the
 #   reference check's (a byte that differs), not a pass and not some other error.
+#   fault: NRANKS is rma_faults' mode (killed): it must pass, with rank 0's puts to rank 2 (the
+#   one that dies) going through the plugin.
 set -u
 bin=$1
 n=$2
@@ -20,6 +22,14 @@ rc=$?
 grep -E "^seed|RMA/Plugin: loaded|matched the reference|, expected|RMA plugin .*returned" "$log" |
   head -20 | sed 's/^/  /'
 via=$(grep -cE "one-sided puts to rank [0-9]+ go through RMA plugin" "$log")
+if [ "$mode" = fault ]; then
+  if [ $rc != 0 ]; then echo "FAIL: exit $rc"; tail -30 "$log" | sed 's/^/  /'; exit 1; fi
+  if ! grep -qE "rank 0: one-sided puts to rank 2 go through RMA plugin" "$log"; then
+    echo "FAIL: rank 0's puts to rank 2 did not go through the RMA plugin"; exit 1
+  fi
+  grep -E "no more can|cannot go on" "$log" | head -3 | sed 's/^/  /'
+  echo "the dead peer failed the wait through the RMA plugin promptly"; exit 0
+fi
 want=$((n * (n - 1)))
 if [ "$mode" = broken ]; then
   if [ $rc = 0 ]; then
