@@ -81,8 +81,8 @@ ncclResult_t rma_dev_wait(struct weft_rma* r, int n, const int* peers, const int
 void rma_dev_fini(struct weft_rma* r);
 
 /* rma_plugin.c (host mode): after the FIFOs are connected, open the RMA plugin, and when every
- * rank has one, connect its group, register the signal and staging memory and every window
- * numbered so far, and mark the peers the FIFOs reach over the net as via_plugin (collective;
+ * rank has one, connect its group, register the signal words and every window numbered so
+ * far, and mark the peers the FIFOs reach over the net as via_plugin (collective;
  * any rank without a usable plugin leaves every rank on the FIFOs). */
 ncclResult_t rma_plugin_connect(struct weft_rma* r);
 /* Register / deregister window w with the plugin (the caller holds windows_lock for writing);

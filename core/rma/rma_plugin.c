@@ -6,18 +6,20 @@
  * and, only when every rank has a plugin, connect its group (connect takes every rank's
  * handle), create one context, and register, in the same order everywhere (a plugin may number
  * registrations by order): the signal memory ((nranks + 1) 64-bit words, FORCE_SO, as NCCL's
- * proxy registers its own; the word of source rank s is at s * 8), then every symmetric window (rma_window_add registers the later ones). The peers whose FIFO goes
- * over the net (other hosts, or every peer with shm off) then go through the plugin; the others
- * keep their FIFO. The FIFOs stay connected to every peer: their connection state is what tells
- * a wait that a peer died.
+ * proxy registers its own; the word of source rank s is at s * 8), then every symmetric window
+ * (rma_window_add registers the later ones, and api/ then calls rma_window_sync, a barrier); a
+ * last allgather of the results makes every rank's registrations precede any put. The peers
+ * whose FIFO goes over the net (other hosts, or every peer with shm off) then go through the
+ * plugin; the others keep their FIFO. The FIFOs stay connected to every peer: their connection
+ * state is what tells a wait that a peer died.
  *
  * A put is one iputSignal (signal op INC on the target's word for this rank, strong) from the
  * source's window (api/ checked that one holds it) into the target's window (its registration
  * here names the peer's, as every symmetric registration does); a bare signal is iputSignal with
- * no data and no registrations. Each request is tested until done before the call
- * returns (the source may then be reused), bounded like every one-sided wait. A wait reads the
- * signal word the plugin wrote (rma_plugin_signals, acquire). The first error of the plugin is
- * logged once with its name, the call, the rank and the peer; the communicator is failed. */
+ * no data and no registrations. Each request is tested until done before the call returns (the
+ * source may then be reused), bounded like every one-sided wait. A wait reads the signal word
+ * the plugin wrote (rma_plugin_signals, acquire). The first error of the plugin is logged once
+ * with its name, the call, the rank and the peer; the communicator is failed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

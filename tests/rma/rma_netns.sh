@@ -8,7 +8,8 @@
 # Usage: rma_netns.sh RMA_PUT_SIGNAL_BIN [NET_PLUGIN_SO [RMA_PLUGIN_SO]]: with the net plugin
 # (libnccl-net-weft-socket.so) the net between the hosts is that external plugin, loaded as NCCL
 # loads one; its library's RMA table then carries the puts between the hosts (NCCL looks for the
-# RMA plugin there too). With RMA_PLUGIN_SO (NET_PLUGIN_SO "-": the built-in net) NCCL_RMA_PLUGIN names it.
+# RMA plugin there too). With RMA_PLUGIN_SO (NET_PLUGIN_SO "-": the built-in net)
+# NCCL_RMA_PLUGIN names it.
 # Either way rank 0's log must say its puts to ranks 2 and 3 go through the RMA plugin and to
 # rank 1 through its FIFO (shared memory).
 set -u
@@ -38,7 +39,8 @@ ip -n $nsa addr add 10.78.0.1/24 dev wr0 && ip -n $nsb addr add 10.78.0.2/24 dev
 for ns in $nsa $nsb; do ip -n $ns link set lo up && ip -n $ns link set wr0 up || exit 1; done
 
 seed=${WEFT_TEST_SEED:-$(date +%s)}
-echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}${rmaplug:+, RMA plugin $rmaplug}"
+echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}\
+${rmaplug:+, RMA plugin $rmaplug}"
 extra=""
 [ -n "$plugin" ] && extra="NCCL_NET_PLUGIN=$plugin NCCL_NET=weft-socket"
 [ -n "$rmaplug" ] && extra="$extra NCCL_RMA_PLUGIN=$rmaplug"
