@@ -411,6 +411,11 @@ static ncclResult_t rma_connect_job(struct ncclComm* comm, void* arg) {
   return rma_connect(comm);
 }
 
+static ncclResult_t rma_sync_job(struct ncclComm* comm, void* arg) {
+  (void)arg;
+  return rma_window_sync(comm);
+}
+
 /* Map a symmetric window on every rank (collective) and let plan/ see it. */
 static ncclResult_t window_map_job(struct ncclComm* comm, void* arg) {
   weft_mem_reg* r = arg;
@@ -443,9 +448,12 @@ static ncclResult_t window_register(struct ncclComm* comm, const char* fn, void*
   /* Symmetric windows are numbered for one-sided calls (rma/), and in host mode the first one
    * connects the one-sided FIFOs with every peer: collective, like the mapping below. */
   if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC) {
+    int connected = rma_connected(comm);
     res = rma_window_add(comm, r);
-    if (res == ncclSuccess && !rma_connected(comm))
+    if (res == ncclSuccess && !connected)
       res = defer ? group_defer_job(comm, rma_connect_job, NULL) : rma_connect(comm);
+    else if (res == ncclSuccess) /* an RMA plugin: every rank registered it before any puts */
+      res = defer ? group_defer_job(comm, rma_sync_job, NULL) : rma_window_sync(comm);
   }
   /* A symmetric window on a device communicator is mapped by every peer (collectively), so
    * collectives on it read the peers' buffers in place and kernels reach them through the

@@ -14,7 +14,8 @@
  * waits for to what it consumed before and waits until the counter reaches it, helping the rma
  * thread drain the FIFOs it waits on; so a program that waits for N signals each time replays
  * the same way. A step for a window the target has not registered yet stays in the FIFO until
- * it has.
+ * it has. With an RMA plugin usable on every rank, the peers whose FIFO goes over the net use
+ * the plugin's iputSignal instead, and waits read the signal words it writes (rma_plugin.c).
  *
  * Ordering: puts and signals to one peer arrive in the order they were issued; a signal counts
  * every put issued before it to that peer. The calls return when the data has left the caller's
@@ -31,6 +32,11 @@
 /* A symmetric window was registered on comm (any mode, every rank in the same order): number
  * it. Called by the registering thread. */
 ncclResult_t rma_window_add(struct ncclComm* comm, const weft_mem_reg* reg);
+/* Collective, after rma_window_add of a window on a communicator already connected (rma_connect
+ * does the same for the windows before it): with an RMA plugin in use, returns once every rank
+ * has registered the window with the plugin, so that no put into it overtakes a peer's
+ * registration; without one, at once. */
+ncclResult_t rma_window_sync(struct ncclComm* comm);
 /* It is being deregistered: steps for it that arrive later are refused (a WARN naming the
  * peer, and that peer's waits fail). */
 void rma_window_remove(struct ncclComm* comm, const weft_mem_reg* reg);

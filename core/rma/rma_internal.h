@@ -24,6 +24,7 @@ typedef struct {
   const weft_mem_reg* reg; /* NULL once deregistered */
   char* buff;
   size_t size;
+  void* mh; /* its registration with the RMA plugin (rma_plugin.c), NULL without one */
 } rma_window;
 
 /* One peer's side of the one-sided traffic. */
@@ -34,7 +35,10 @@ typedef struct {
   uint64_t signals;  /* signals received from the peer (atomic, release after the data) */
   uint64_t consumed; /* of those, what waits took (the caller's) */
   volatile int error; /* ncclResult_t: a step from the peer was refused; its waits fail */
+  int via_plugin;     /* puts to and signals from the peer go through the RMA plugin */
 } rma_peer;
+
+struct rma_plug; /* rma_plugin.c */
 
 struct weft_rma {
   struct ncclComm* comm;
@@ -48,6 +52,7 @@ struct weft_rma {
   int thread_live;
   volatile int stop;
   int timeout_ms;
+  struct rma_plug* plug; /* host mode: the RMA plugin in use, NULL when none (rma_plugin.c) */
   /* device mode (rma_dev.c): this GPU's signal counters, one per source rank, written by the
    * peers through sig_map; what waits consumed of them; NULL sig_map: peers cannot reach them
    * (dev_why says why) */
@@ -74,6 +79,35 @@ ncclResult_t rma_dev_put(struct weft_rma* r, const void* src, size_t bytes, int 
 ncclResult_t rma_dev_wait(struct weft_rma* r, int n, const int* peers, const int* counts,
                           void* stream);
 void rma_dev_fini(struct weft_rma* r);
+
+/* rma_plugin.c (host mode): after the FIFOs are connected, open the RMA plugin, and when every
+ * rank has one, connect its group, register the signal words and every window numbered so
+ * far, and mark the peers the FIFOs reach over the net as via_plugin (collective;
+ * any rank without a usable plugin leaves every rank on the FIFOs). */
+ncclResult_t rma_plugin_connect(struct weft_rma* r);
+/* Register / deregister window w with the plugin (the caller holds windows_lock for writing);
+ * no-ops without a plugin. */
+ncclResult_t rma_plugin_reg_window(struct weft_rma* r, rma_window* w);
+void rma_plugin_dereg_window(struct weft_rma* r, rma_window* w);
+/* A put (bytes > 0, into window number at offset) or a bare signal to a via_plugin peer: the
+ * plugin's put with its remote signal, returned once the plugin reports the request done. */
+ncclResult_t rma_plugin_put(struct weft_rma* r, const char* fn, const void* src, size_t bytes,
+                            int peer, uint64_t number, size_t offset);
+/* Signals from peer p the plugin wrote into this rank's signal memory (0 without a plugin). */
+uint64_t rma_plugin_signals(const struct weft_rma* r, int p);
+/* Why the plugin can deliver nothing more (its queryLastError), NULL while it can. */
+const char* rma_plugin_gone(struct weft_rma* r);
+/* Deregister everything, destroy the context, close the group and the plugin. */
+void rma_plugin_fini(struct weft_rma* r);
+
+/* rma_ops.c: why connection c (to or from peer) cannot carry anything more, NULL while it can
+ * (its error, the mark a gone peer left, or, every RMA_CHECK_INTERVAL_MS, its exited process). */
+const char* rma_conn_gone(const weft_conn* c, uint64_t now, uint64_t* next_check);
+/* One look of a call's bounded wait on peer (through connection c, NULL: none) for what: an
+ * error, WARNed here naming fn, the peer and why, once c's peer is gone, the communicator is
+ * aborted or WEFT_TIMEOUT_MS has passed since start; ncclSuccess while it may wait on. */
+ncclResult_t rma_call_check(struct weft_rma* r, const char* fn, int peer, const weft_conn* c,
+                            const char* what, uint64_t start, uint64_t* next_check);
 
 /* Mark the communicator failed with res (the first error stays), as a failed collective does. */
 void rma_comm_failed(struct ncclComm* comm, ncclResult_t res);

@@ -14,8 +14,7 @@
 /* How often a waiting call looks at a same-host peer's process. */
 #define RMA_CHECK_INTERVAL_MS 100
 
-/* Why connection c to or from peer cannot carry anything more, NULL while it can. */
-static const char* conn_gone(const weft_conn* c, uint64_t now, uint64_t* next_check) {
+const char* rma_conn_gone(const weft_conn* c, uint64_t now, uint64_t* next_check) {
   if (__atomic_load_n(&c->error, __ATOMIC_ACQUIRE) != ncclSuccess)
     return "its connection failed";
   int why = __atomic_load_n(&c->ctrl->broken, __ATOMIC_ACQUIRE);
@@ -29,30 +28,35 @@ static const char* conn_gone(const weft_conn* c, uint64_t now, uint64_t* next_ch
   return NULL;
 }
 
+ncclResult_t rma_call_check(struct weft_rma* r, const char* fn, int peer, const weft_conn* c,
+                            const char* what, uint64_t start, uint64_t* next_check) {
+  struct ncclComm* comm = r->comm;
+  uint64_t now = clock_ms();
+  const char* gone = c ? rma_conn_gone(c, now, next_check) : NULL;
+  if (gone) {
+    WARN("rank %d: %s to rank %d cannot go on: %s", comm->rank, fn, peer, gone);
+    rma_comm_failed(comm, ncclRemoteError);
+    return ncclRemoteError;
+  }
+  if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
+    WARN("rank %d: %s to rank %d: the communicator was aborted", comm->rank, fn, peer);
+    return ncclRemoteError;
+  }
+  if (now - start > (uint64_t)r->timeout_ms) {
+    WARN("rank %d: %s to rank %d waited %d ms for %s: timed out (WEFT_TIMEOUT_MS)", comm->rank,
+         fn, peer, r->timeout_ms, what);
+    rma_comm_failed(comm, ncclRemoteError);
+    return ncclRemoteError;
+  }
+  return ncclSuccess;
+}
+
 /* Wait until the FIFO to peer has a free slot. */
 static ncclResult_t send_slot(struct weft_rma* r, const char* fn, int peer, weft_conn* c) {
-  struct ncclComm* comm = r->comm;
   weft_backoff bo = {0};
   uint64_t start = clock_ms(), next_check = start;
   while (c->step >= __atomic_load_n(&c->ctrl->head, __ATOMIC_ACQUIRE) + WEFT_NSTEPS) {
-    uint64_t now = clock_ms();
-    const char* gone = conn_gone(c, now, &next_check);
-    if (gone) {
-      WARN("rank %d: %s to rank %d cannot go on: %s", comm->rank, fn, peer, gone);
-      rma_comm_failed(comm, ncclRemoteError);
-      return ncclRemoteError;
-    }
-    if (__atomic_load_n(&comm->abort_flag, __ATOMIC_ACQUIRE)) {
-      WARN("rank %d: %s to rank %d: the communicator was aborted", comm->rank, fn, peer);
-      return ncclRemoteError;
-    }
-    if (now - start > (uint64_t)r->timeout_ms) {
-      WARN("rank %d: %s to rank %d waited %d ms for room in its one-sided FIFO: timed out "
-           "(WEFT_TIMEOUT_MS)",
-           comm->rank, fn, peer, r->timeout_ms);
-      rma_comm_failed(comm, ncclRemoteError);
-      return ncclRemoteError;
-    }
+    WEFT_CHECK(rma_call_check(r, fn, peer, c, "room in its one-sided FIFO", start, &next_check));
     backoff_wait(&bo);
   }
   return ncclSuccess;
@@ -90,6 +94,7 @@ ncclResult_t rma_put(struct ncclComm* comm, const void* src, size_t bytes, int p
     __atomic_add_fetch(&r->peers[peer].signals, 1, __ATOMIC_RELEASE);
     return ncclSuccess;
   }
+  if (r->peers[peer].via_plugin) return rma_plugin_put(r, fn, src, bytes, peer, number, offset);
   weft_conn* c = r->peers[peer].send;
   size_t room = c->step_bytes - sizeof(rma_step_hdr);
   size_t done = 0;
@@ -110,10 +115,16 @@ ncclResult_t rma_put(struct ncclComm* comm, const void* src, size_t bytes, int p
   return ncclSuccess;
 }
 
+/* Signals that arrived from p: through its FIFO (or from this rank itself) and through the RMA
+ * plugin. */
+static uint64_t signals_of(struct weft_rma* r, int p) {
+  return __atomic_load_n(&r->peers[p].signals, __ATOMIC_ACQUIRE) + rma_plugin_signals(r, p);
+}
+
 /* 1 when every count arrived. */
 static int counts_arrived(struct weft_rma* r, int n, const int* peers, const uint64_t* want) {
   for (int i = 0; i < n; i++)
-    if (__atomic_load_n(&r->peers[peers[i]].signals, __ATOMIC_ACQUIRE) < want[i]) return 0;
+    if (signals_of(r, peers[i]) < want[i]) return 0;
   return 1;
 }
 
@@ -123,8 +134,12 @@ static const char* signals_gone(struct weft_rma* r, int p, uint64_t now, uint64_
   rma_peer* pp = &r->peers[p];
   if (__atomic_load_n(&pp->error, __ATOMIC_ACQUIRE) != ncclSuccess)
     return "a step it sent was refused";
+  if (pp->via_plugin) {
+    const char* bad = rma_plugin_gone(r);
+    if (bad) return bad;
+  }
   if (!pp->recv) return NULL;
-  const char* gone = conn_gone(pp->recv, now, next_check);
+  const char* gone = rma_conn_gone(pp->recv, now, next_check);
   if (!gone) return NULL;
   rma_drain_try(r, p);
   if (__atomic_load_n(&pp->recv->ctrl->tail, __ATOMIC_ACQUIRE) >
@@ -169,7 +184,7 @@ ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int*
     uint64_t now = clock_ms();
     for (int i = 0; i < n && res == ncclSuccess; i++) {
       rma_peer* pp = &r->peers[peers[i]];
-      uint64_t got = __atomic_load_n(&pp->signals, __ATOMIC_ACQUIRE);
+      uint64_t got = signals_of(r, peers[i]);
       if (got >= want[i] || peers[i] == comm->rank) continue;
       const char* gone = signals_gone(r, peers[i], now, &next_check);
       if (!gone) continue;
@@ -187,7 +202,7 @@ ncclResult_t rma_wait(struct ncclComm* comm, int n, const int* peers, const int*
     if (res == ncclSuccess && now - start > (uint64_t)r->timeout_ms) {
       for (int i = 0; i < n; i++) {
         rma_peer* pp = &r->peers[peers[i]];
-        uint64_t got = __atomic_load_n(&pp->signals, __ATOMIC_ACQUIRE);
+        uint64_t got = signals_of(r, peers[i]);
         if (got >= want[i]) continue;
         WARN("rank %d: ncclWaitSignal waited %d ms for %llu signal(s) from rank %d (sigIdx 0); "
              "%llu arrived: timed out (WEFT_TIMEOUT_MS)",

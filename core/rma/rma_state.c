@@ -55,6 +55,12 @@ ncclResult_t rma_window_add(struct ncclComm* comm, const weft_mem_reg* reg) {
   w->reg = reg;
   w->buff = reg->buff;
   w->size = reg->size;
+  w->mh = NULL;
+  ncclResult_t res = rma_plugin_reg_window(r, w); /* collective, like this call */
+  if (res != ncclSuccess) {
+    pthread_rwlock_unlock(&r->windows_lock);
+    return res;
+  }
   INFO(NCCL_REG, "rank %d: symmetric window %p (%zu bytes) is one-sided window %llu", comm->rank,
        reg->buff, reg->size, (unsigned long long)r->nwindows);
   r->nwindows++;
@@ -67,7 +73,10 @@ void rma_window_remove(struct ncclComm* comm, const weft_mem_reg* reg) {
   if (!r) return;
   pthread_rwlock_wrlock(&r->windows_lock); /* waits for copies into it to end */
   for (uint64_t i = 0; i < r->nwindows; i++)
-    if (r->windows[i].reg == reg) r->windows[i].reg = NULL;
+    if (r->windows[i].reg == reg) {
+      rma_plugin_dereg_window(r, &r->windows[i]);
+      r->windows[i].reg = NULL;
+    }
   pthread_rwlock_unlock(&r->windows_lock);
 }
 
@@ -119,6 +128,8 @@ ncclResult_t rma_connect(struct ncclComm* comm) {
     free(keys);
     /* The proxy moves one-sided steps whenever they come: it stays active for good. */
     if (net) proxy_activate(comm->proxy);
+    res = rma_plugin_connect(r);
+    if (res != ncclSuccess) return res;
     int rc = pthread_create(&r->thread, NULL, rma_service_main, r);
     if (rc != 0) {
       WARN("rank %d: cannot start the one-sided thread: %s", comm->rank, strerror(rc));
@@ -145,6 +156,7 @@ void rma_fini(struct ncclComm* comm) {
     __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
     pthread_join(r->thread, NULL);
   }
+  rma_plugin_fini(r);
   rma_dev_fini(r);
   for (int p = 0; p < comm->nranks; p++) pthread_mutex_destroy(&r->peers[p].drain_lock);
   pthread_rwlock_destroy(&r->windows_lock);

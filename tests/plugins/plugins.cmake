@@ -327,6 +327,15 @@ if(TARGET nccl-net-weft-socket)
       EXPECT_PASS "gin_put_lands_before_its_signal,gin_signal_counts_add_up_under_concurrency"
       TIMEOUT 180 ENV "NCCL_SOCKET_IFNAME=lo")
   endforeach()
+  # The same wrapper with no defect: a fixture RMA plugin that moves the data right (tests/rma).
+  add_library(nccl-rma-fixture-faithful SHARED ${WEFT_BROKEN_DIR}/onesided_wrap.c)
+  target_compile_definitions(nccl-rma-fixture-faithful PRIVATE BROKEN_NAME="fixture-faithful"
+    WEFT_SOCKET_PLUGIN="$<TARGET_FILE:nccl-net-weft-socket>")
+  target_include_directories(nccl-rma-fixture-faithful PRIVATE ${PROJECT_SOURCE_DIR}/abi)
+  target_link_libraries(nccl-rma-fixture-faithful PRIVATE ${CMAKE_DL_LIBS})
+  set_target_properties(nccl-rma-fixture-faithful PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+  add_dependencies(nccl-rma-fixture-faithful nccl-net-weft-socket)
   set(R ${WEFT_TEST_PLUGIN_DIR}/libnccl-rma-broken)
   foreach(suite rma gin)
     weft_conformance_test(NAME conformance_${suite}_flags_signal_before_its_data SUITE ${suite}

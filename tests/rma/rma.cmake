@@ -23,6 +23,60 @@ foreach(via builtin plugin)
   set_tests_properties(rma_two_hosts_netns_${via} PROPERTIES LABELS "netns;mp" TIMEOUT 180
     SKIP_RETURN_CODE 77 RUN_SERIAL TRUE ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
 endforeach()
+# The same through NCCL_RMA_PLUGIN over the built-in net: weft's socket plugin, and the fixture
+# RMA plugin wrapping it (tests/plugins/broken/onesided_wrap.c without a defect).
+set(_rma_so "socket|$<TARGET_FILE:nccl-net-weft-socket>")
+if(TARGET nccl-rma-fixture-faithful)
+  list(APPEND _rma_so "fixture|$<TARGET_FILE:nccl-rma-fixture-faithful>")
+endif()
+foreach(spec ${_rma_so})
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 _name)
+  list(GET parts 1 _so)
+  add_test(NAME rma_two_hosts_netns_rma_plugin_${_name}
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rma_netns.sh
+            $<TARGET_FILE:rma_put_signal_wait_2_ranks_shm> - ${_so})
+  set_tests_properties(rma_two_hosts_netns_rma_plugin_${_name} PROPERTIES LABELS "netns;mp"
+    TIMEOUT 180 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+    ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+endforeach()
+# 16 MiB puts checked the moment the wait returns (last byte first).
+weft_add_test(NAME rma_big_put_2_ranks_net
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_big_put.c ${CMAKE_CURRENT_LIST_DIR}/rma_ref.c
+  LABELS mp ARGS 2 net TIMEOUT 120)
+# Through an RMA plugin (core/rma/rma_plugin.c): one host with shm off, so every peer goes
+# through NCCL_RMA_PLUGIN: weft's socket plugin and the faithful fixture wrapping it
+# (rma_put_signal, 3 ranks); the broken fixture that signals before its data must fail
+# rma_big_put's reference check.
+if(TARGET nccl-net-weft-socket)
+  set(_via "socket|$<TARGET_FILE:nccl-net-weft-socket>|good")
+  if(TARGET nccl-rma-fixture-faithful)
+    list(APPEND _via "fixture|$<TARGET_FILE:nccl-rma-fixture-faithful>|good"
+      "signal_first|$<TARGET_FILE:nccl-rma-broken-signalfirst>|broken")
+  endif()
+  foreach(spec ${_via})
+    string(REPLACE "|" ";" parts "${spec}")
+    list(GET parts 0 _name)
+    list(GET parts 1 _so)
+    list(GET parts 2 _mode)
+    set(_tname rma_plugin_every_peer_${_name})
+    set(_bin $<TARGET_FILE:rma_put_signal_wait_2_ranks_shm> 3)
+    if(_mode STREQUAL "broken")
+      set(_tname rma_plugin_${_name}_fails_the_reference)
+      set(_bin $<TARGET_FILE:rma_big_put_2_ranks_net> 2)
+    endif()
+    add_test(NAME ${_tname} COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh
+      ${_bin} ${_so} ${_mode})
+    set_tests_properties(${_tname} PROPERTIES LABELS "mp;plugin" TIMEOUT 120
+      ENVIRONMENT "WEFT_DEVICE=host")
+  endforeach()
+  # A peer killed mid-run fails the wait on it promptly through the plugin too.
+  add_test(NAME rma_plugin_wait_fails_fast_when_peer_killed COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    killed $<TARGET_FILE:nccl-net-weft-socket> fault)
+  set_tests_properties(rma_plugin_wait_fails_fast_when_peer_killed PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
+endif()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
 weft_add_test(NAME rma_one_thread_drives_every_rank_in_a_group

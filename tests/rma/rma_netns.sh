@@ -5,11 +5,18 @@
 # checked against the reference the target computes), so puts between the hosts cross the
 # socket net and puts within a host take that host's own path.
 # Needs root, ip(8) and unshare(1); exits 77 (skip) without them.
-# Usage: rma_netns.sh RMA_PUT_SIGNAL_BIN [NET_PLUGIN_SO]: with the plugin (libnccl-net-weft-socket.so)
-# the net between the hosts is that external plugin, loaded as NCCL loads one.
+# Usage: rma_netns.sh RMA_PUT_SIGNAL_BIN [NET_PLUGIN_SO [RMA_PLUGIN_SO]]: with the net plugin
+# (libnccl-net-weft-socket.so) the net between the hosts is that external plugin, loaded as NCCL
+# loads one; its library's RMA table then carries the puts between the hosts (NCCL looks for the
+# RMA plugin there too). With RMA_PLUGIN_SO (NET_PLUGIN_SO "-": the built-in net)
+# NCCL_RMA_PLUGIN names it.
+# Either way rank 0's log must say its puts to ranks 2 and 3 go through the RMA plugin and to
+# rank 1 through its FIFO (shared memory).
 set -u
 bin=$1
 plugin=${2:-}
+rmaplug=${3:-}
+[ "$plugin" = - ] && plugin=""
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
 for t in ip unshare hostname timeout; do
   command -v $t >/dev/null 2>&1 || { echo "SKIP: needs $t"; exit 77; }
@@ -32,9 +39,11 @@ ip -n $nsa addr add 10.78.0.1/24 dev wr0 && ip -n $nsb addr add 10.78.0.2/24 dev
 for ns in $nsa $nsb; do ip -n $ns link set lo up && ip -n $ns link set wr0 up || exit 1; done
 
 seed=${WEFT_TEST_SEED:-$(date +%s)}
-echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}"
+echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}\
+${rmaplug:+, RMA plugin $rmaplug}"
 extra=""
 [ -n "$plugin" ] && extra="NCCL_NET_PLUGIN=$plugin NCCL_NET=weft-socket"
+[ -n "$rmaplug" ] && extra="$extra NCCL_RMA_PLUGIN=$rmaplug"
 n=4
 for r in 0 1 2 3; do
   h=$((r / 2 + 1)) ns=$nsa
@@ -64,10 +73,20 @@ if [ $failed = 0 ]; then
   expect "one-sided .* to rank 1 via SHM" "rank 1 (same host) not over shared memory"
   expect "one-sided .* to rank 2 via [A-Za-z]" "no one-sided connection to rank 2"
   [ -n "$plugin" ] && expect "one-sided .* to rank 2 via weft-socket" "the plugin not used"
+  if [ -n "$plugin$rmaplug" ]; then
+    for p in 2 3; do
+      expect "one-sided puts to rank $p go through RMA plugin" "rank $p not through the RMA plugin"
+    done
+    expect "one-sided puts to rank 1 go through its FIFO" "rank 1 (same host) not on its FIFO"
+  elif grep -qE "one-sided puts to rank [0-9]+ go through RMA plugin" "$dir/rank0.log"; then
+    echo "FAIL rank 0: an RMA plugin was used where none was named or in the net library"
+    failed=1
+  fi
   if grep -qE "one-sided .* to rank [23] via SHM" "$dir/rank0.log"; then
     echo "FAIL rank 0: a rank on the other host reached through shared memory"; failed=1
   fi
-  grep -E "tuning: 4 ranks|one-sided .* to rank" "$dir/rank0.log" | sed 's/^/  /'
+  grep -E "tuning: 4 ranks|one-sided .* to rank|RMA/Plugin: loaded" "$dir/rank0.log" |
+    sed 's/^/  /'
 fi
 [ $failed = 0 ] && echo "one-sided calls across two hosts passed"
 exit $failed

@@ -4,7 +4,9 @@
  *   BREAK_SIGNAL_FIRST: the signal is sent first, alone, and the data after it, so the target
  *     can see the signal before the data has landed (weft-conformance: *_put_lands_before_its_signal).
  *   BREAK_LOST_SIGNAL: every 37th iputSignal moves the data but drops the signal
- *     (*_signal_counts_add_up_under_concurrency). */
+ *     (*_signal_counts_add_up_under_concurrency).
+ *   neither: a faithful wrapper, every call forwarded (a fixture RMA plugin that moves the data
+ *     right: tests/rma drives weft's one-sided calls through it). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,8 @@ static int calls; /* atomic */
 
 #ifdef BREAK_LOST_SIGNAL
 static int drop_this(void) { return __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) % 37 == 0; }
+#elif !defined(BREAK_SIGNAL_FIRST)
+static int drop_this(void) { return 0; }
 #endif
 
 static ncclResult_t put_signal15(void* ctx, int context, uint64_t so, void* smh, size_t size,
@@ -33,6 +37,9 @@ static ncclResult_t put_signal15(void* ctx, int context, uint64_t so, void* smh,
                                  uint32_t opt, void** req) {
 #ifdef BREAK_SIGNAL_FIRST
   void* first = NULL;
+  if (size == 0) /* a bare signal has no data to overtake */
+    return real15->iputSignal(ctx, context, so, smh, size, dof, dmh, rank, sig_off, sig_mh, value,
+                              op, strong, opt, req);
   ncclResult_t r = real15->iputSignal(ctx, context, 0, NULL, 0, 0, NULL, rank, sig_off, sig_mh,
                                       value, op, strong, opt, &first);
   if (r != ncclSuccess) return r;
@@ -49,6 +56,9 @@ static ncclResult_t put_signal13(void* ctx, int context, uint64_t so, void* smh,
                                  void* sig_mh, uint64_t value, uint32_t op, void** req) {
 #ifdef BREAK_SIGNAL_FIRST
   void* first = NULL;
+  if (size == 0)
+    return real13->iputSignal(ctx, context, so, smh, size, dof, dmh, rank, sig_off, sig_mh, value,
+                              op, req);
   ncclResult_t r = real13->iputSignal(ctx, context, 0, NULL, 0, 0, NULL, rank, sig_off, sig_mh,
                                       value, op, &first);
   if (r != ncclSuccess) return r;
