@@ -46,7 +46,9 @@ struct rma_plug {
 /* What a rank tells the others at connect. */
 typedef struct {
   int usable;
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  /* Aligned as malloc'd memory is: plugins read their handle as a struct of 64-bit fields
+   * (UBSan's alignment check caught the socket plugin's at offset 4). */
+  _Alignas(16) char handle[NCCL_NET_HANDLE_MAXSIZE];
 } plug_hello;
 
 /* Log the plugin's first error (once) naming the call and the peer (-1: none), fail the

@@ -132,10 +132,15 @@ ncclResult_t rma_ofi_reg(void* coll, void* data, size_t size, int type, uint64_t
   double t0 = now_s();
   for (int p = 0; p < g->nranks && r == ncclSuccess; p++) {
     if (p == g->rank) continue;
-    volatile ro_entry* at = &g->e->dir[(size_t)p * RO_DIR_SLOTS + m->id % RO_DIR_SLOTS];
+    ro_entry* at = &g->e->dir[(size_t)p * RO_DIR_SLOTS + m->id % RO_DIR_SLOTS];
     for (;;) {
-      ro_entry e = {at->base, at->key, at->size, at->seq, at->check};
-      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      /* Acquire loads (the provider writes the entry; no fence: ThreadSanitizer refuses one);
+       * a torn entry fails its check and is read again. */
+      ro_entry e = {__atomic_load_n(&at->base, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&at->key, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&at->size, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&at->seq, __ATOMIC_ACQUIRE),
+                    __atomic_load_n(&at->check, __ATOMIC_ACQUIRE)};
       if (e.seq == m->id + 1 && e.check == ro_entry_check(&e)) {
         remote[p] = e;
         break;
