@@ -84,63 +84,75 @@ static int peer_cred(int fd, struct ucred* c) {
   return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, c, &len) == 0;
 }
 
-static int send_fd(int sock, int fd) {
-  char byte = 'F';
-  struct iovec iov = {&byte, 1};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
-  memset(&ctl, 0, sizeof ctl);
-  struct msghdr m;
-  memset(&m, 0, sizeof m);
+ssize_t fdx_send(int sock, const void* buf, size_t len, int fd, int flags) {
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {(void*)buf, len};
+  struct msghdr m = {0};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
-  m.msg_control = ctl.buf;
-  m.msg_controllen = sizeof ctl.buf;
-  struct cmsghdr* h = CMSG_FIRSTHDR(&m);
-  h->cmsg_level = SOL_SOCKET;
-  h->cmsg_type = SCM_RIGHTS;
-  h->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(h), &fd, sizeof fd);
+  if (fd >= 0) {
+    memset(cbuf, 0, sizeof cbuf);
+    m.msg_control = cbuf;
+    m.msg_controllen = sizeof cbuf;
+    struct cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(h), &fd, sizeof fd);
+  }
+  return sendmsg(sock, &m, flags | MSG_NOSIGNAL);
+}
+
+ssize_t fdx_recv(int sock, void* buf, size_t len, int flags, int* fd, int* msg_flags) {
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {buf, len};
+  struct msghdr m = {0};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = cbuf;
+  m.msg_controllen = sizeof cbuf;
+  *fd = -1;
+  ssize_t n = recvmsg(sock, &m, flags | MSG_CMSG_CLOEXEC);
+  if (msg_flags) *msg_flags = n < 0 ? 0 : m.msg_flags;
+  /* Failed (ECONNRESET: the peer closed with a reply unread): no descriptor came, and the
+   * kernel left msg_controllen as set above, so cbuf must not be read (it holds garbage or an
+   * earlier message's SCM_RIGHTS, whose descriptor number may belong to someone else now). */
+  if (n < 0) return n;
+  /* Keep the first descriptor that came, close any other: one SCM_RIGHTS header can carry
+   * two (on LP64, CMSG_SPACE pads cbuf to room for two ints). */
+  for (struct cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+        h->cmsg_len >= CMSG_LEN(sizeof(int)))
+      for (size_t j = 0; j < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++) {
+        int got;
+        memcpy(&got, CMSG_DATA(h) + j * sizeof got, sizeof got);
+        if (*fd < 0) *fd = got;
+        else close(got);
+      }
+  return n;
+}
+
+static int send_fd(int sock, int fd) {
+  char byte = 'F';
   ssize_t n;
-  do n = sendmsg(sock, &m, MSG_NOSIGNAL);
+  do n = fdx_send(sock, &byte, 1, fd, 0);
   while (n < 0 && errno == EINTR);
   return n == 1;
 }
 
-/* One descriptor from sock, or -1 (errno-style reason in why). */
+/* One descriptor from sock, or -1 (the reason in why). */
 static int recv_fd(int sock, char* why, size_t whylen) {
   char byte = 0;
-  struct iovec iov = {&byte, 1};
-  union {
-    char buf[CMSG_SPACE(sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
-  struct msghdr m;
-  memset(&m, 0, sizeof m);
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = ctl.buf;
-  m.msg_controllen = sizeof ctl.buf;
+  int fd = -1;
   ssize_t n;
-  do n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+  do n = fdx_recv(sock, &byte, 1, 0, &fd, NULL);
   while (n < 0 && errno == EINTR);
   if (n != 1) {
+    if (fd >= 0) close(fd);
     snprintf(why, whylen, "%s", n == 0 ? "it closed without a descriptor" : strerror(errno));
     return -1;
   }
-  int fd = -1;
-  for (struct cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-        h->cmsg_len == CMSG_LEN(sizeof(int)) && fd < 0)
-      memcpy(&fd, CMSG_DATA(h), sizeof fd);
   if (fd < 0) snprintf(why, whylen, "its message carried no descriptor");
-  if (m.msg_flags & MSG_CTRUNC) {
-    if (fd >= 0) close(fd);
-    snprintf(why, whylen, "its message carried more than one descriptor");
-    return -1;
-  }
   return fd;
 }
 

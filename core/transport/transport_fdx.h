@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "nccl.h"
 
@@ -34,5 +35,14 @@ ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int
                           size_t whylen);
 
 void fdx_close(weft_fdx* x);
+
+/* The SCM_RIGHTS message itself, shared with the registration service (transport_regsrv.c):
+ * fdx_send sends len bytes of buf with fd attached when fd >= 0 (sendmsg's result, errno set);
+ * fdx_recv receives up to len bytes into buf and sets *fd to the first descriptor that came
+ * (any other is closed; -1 when none came, and always when recvmsg failed, whose control
+ * buffer then holds nothing to read) and *msg_flags (when not NULL) to recvmsg's msg_flags
+ * (MSG_TRUNC, MSG_CTRUNC). No retry on EINTR: the callers decide. */
+ssize_t fdx_send(int sock, const void* buf, size_t len, int fd, int flags);
+ssize_t fdx_recv(int sock, void* buf, size_t len, int flags, int* fd, int* msg_flags);
 
 #endif

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "transport/transport_fdx.h"
 #include "transport/transport_regsrv.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -171,32 +172,11 @@ static void serve_release(weft_regsrv* s, client* c, const regsrv_req* q, regsrv
 /* One message from c: 0 when the connection is done (closed or unusable). */
 static int serve_one(weft_regsrv* s, client* c) {
   regsrv_req q;
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {&q, sizeof q};
-  struct msghdr m = {0};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  m.msg_control = cbuf;
-  m.msg_controllen = sizeof cbuf;
-  ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  int fd = -1, mflags = 0;
+  ssize_t n = fdx_recv(c->fd, &q, sizeof q, MSG_DONTWAIT, &fd, &mflags);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 1;
-  /* Failed (ECONNRESET: the peer closed with a reply unread): no descriptor came, and the
-   * kernel left msg_controllen as set above, so cbuf must not be read (it holds garbage or an
-   * earlier message's SCM_RIGHTS, whose descriptor number may belong to someone else now). */
-  if (n < 0) return 0;
-  int fd = -1;
-  /* Keep the first descriptor that came, close any other: one SCM_RIGHTS header can carry
-   * two (on LP64, CMSG_SPACE pads cbuf to room for two ints). */
-  for (struct cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-        h->cmsg_len >= CMSG_LEN(sizeof(int)))
-      for (size_t j = 0; j < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++) {
-        int got;
-        memcpy(&got, CMSG_DATA(h) + j * sizeof got, sizeof got);
-        if (fd < 0) fd = got;
-        else close(got);
-      }
-  if (n <= 0) {
+  if (n < 0) return 0; /* no descriptor came (fdx_recv reads none from a failed call) */
+  if (n == 0) {
     if (fd >= 0) close(fd);
     return 0;
   }
@@ -204,7 +184,7 @@ static int serve_one(weft_regsrv* s, client* c) {
   memset(&rep, 0, sizeof rep);
   rep.magic = REGSRV_MAGIC;
   rep.seq = (size_t)n == sizeof q ? q.seq : 0;
-  if ((size_t)n != sizeof q || (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || q.magic != REGSRV_MAGIC)
+  if ((size_t)n != sizeof q || (mflags & (MSG_TRUNC | MSG_CTRUNC)) || q.magic != REGSRV_MAGIC)
     refuse(&rep, "not a weft registration request");
   else if (q.key != s->key)
     refuse(&rep, "a request for another communicator");
@@ -357,22 +337,7 @@ int regsrv_connect(const char* name, size_t len, int timeout_ms, char* why, size
 #define CALL_NO_ANSWER (-1)
 static int call(int conn, const regsrv_req* q, int fd, int timeout_ms, regsrv_rep* rep,
                 char* why, size_t whylen) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {(void*)q, sizeof *q};
-  struct msghdr m = {0};
-  m.msg_iov = &iov;
-  m.msg_iovlen = 1;
-  if (fd >= 0) {
-    memset(cbuf, 0, sizeof cbuf);
-    m.msg_control = cbuf;
-    m.msg_controllen = sizeof cbuf;
-    struct cmsghdr* h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(h), &fd, sizeof fd);
-  }
-  if (sendmsg(conn, &m, MSG_NOSIGNAL) != (ssize_t)sizeof *q) {
+  if (fdx_send(conn, q, sizeof *q, fd, 0) != (ssize_t)sizeof *q) {
     snprintf(why, whylen, "sending to its registration service: %s", strerror(errno));
     return 0;
   }

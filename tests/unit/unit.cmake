@@ -15,7 +15,8 @@ weft_add_test(NAME topo_pci_path SOURCES ${CMAKE_CURRENT_LIST_DIR}/topo_pci_path
   ${PROJECT_SOURCE_DIR}/core/topo/pci_path.c ${PROJECT_SOURCE_DIR}/core/topo/pci_gpu_index.c
   LABELS unit)
 weft_add_test(NAME transport_regsrv SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_regsrv.c
-  ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c LABELS unit)
+  ${PROJECT_SOURCE_DIR}/core/transport/transport_regsrv.c
+  ${PROJECT_SOURCE_DIR}/core/transport/transport_fdx.c LABELS unit)
 weft_add_test(NAME transport_fdx_hands_descriptors_to_named_processes
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/transport_fdx.c
   ${PROJECT_SOURCE_DIR}/core/transport/transport_fdx.c LABELS unit TIMEOUT 60)
