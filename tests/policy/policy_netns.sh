@@ -11,10 +11,8 @@
 set -u
 bin=$1
 plugin=$2
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
-for t in ip unshare hostname timeout; do
-  command -v $t >/dev/null 2>&1 || { echo "SKIP: needs $t"; exit 77; }
-done
+. "$(dirname "$0")/../common/netns.sh"
+netns_require
 nsa=weftpol$$a
 nsb=weftpol$$b
 dir=$(mktemp -d /tmp/weft-policy-netns-XXXXXX)
@@ -25,12 +23,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-if ! ip netns add $nsa 2>/dev/null || ! ip netns add $nsb 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces"; exit 77
-fi
-ip link add wp0 netns $nsa type veth peer name wp0 netns $nsb || exit 1
-ip -n $nsa addr add 10.77.0.1/24 dev wp0 && ip -n $nsb addr add 10.77.0.2/24 dev wp0 || exit 1
-for ns in $nsa $nsb; do ip -n $ns link set lo up && ip -n $ns link set wp0 up || exit 1; done
+netns_pair $nsa $nsb wp0 10.77.0
 
 failed=0
 # run CASE POLICY EXPECT ENV_OR_ERR: one rank per namespace, both must pass their checks.

@@ -17,10 +17,8 @@ bin=$1
 plugin=${2:-}
 rmaplug=${3:-}
 [ "$plugin" = - ] && plugin=""
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
-for t in ip unshare hostname timeout; do
-  command -v $t >/dev/null 2>&1 || { echo "SKIP: needs $t"; exit 77; }
-done
+. "$(dirname "$0")/../common/netns.sh"
+netns_require
 nsa=weftrma$$a
 nsb=weftrma$$b
 dir=$(mktemp -d /tmp/weft-rma-netns-XXXXXX)
@@ -31,12 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-if ! ip netns add $nsa 2>/dev/null || ! ip netns add $nsb 2>/dev/null; then
-  echo "SKIP: cannot create network namespaces"; exit 77
-fi
-ip link add wr0 netns $nsa type veth peer name wr0 netns $nsb || exit 1
-ip -n $nsa addr add 10.78.0.1/24 dev wr0 && ip -n $nsb addr add 10.78.0.2/24 dev wr0 || exit 1
-for ns in $nsa $nsb; do ip -n $ns link set lo up && ip -n $ns link set wr0 up || exit 1; done
+netns_pair $nsa $nsb wr0 10.78.0
 
 seed=${WEFT_TEST_SEED:-$(date +%s)}
 echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}\

@@ -11,10 +11,8 @@
 # Usage: log_hier_netns.sh WEFT_PERF
 set -u
 perf=$1
-if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root for network namespaces"; exit 77; fi
-for t in ip unshare hostname timeout; do
-  command -v $t >/dev/null 2>&1 || { echo "SKIP: needs $t"; exit 77; }
-done
+. "$(dirname "$0")/../../common/netns.sh"
+netns_require
 seed=${WEFT_TEST_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 seed=$((seed % 1000000 + 1))
 echo "log_hier_netns: seed $seed (WEFT_TEST_SEED)"
