@@ -56,6 +56,8 @@ typedef struct {
   int exact;     /* 1: bits must match exactly; 0: within tol */
   double tol;    /* bound on |result - expected| (floats) */
   double ref;    /* the reference in double before rounding (floats) */
+  int inf_ok;    /* Prod: some order's partial product leaves the type's finite range, so an
+                  * infinity of the reference's sign is a right answer too */
 } coll_expect;
 
 /* Reduce element i of every rank's input with g->op. */
