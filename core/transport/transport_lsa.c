@@ -116,7 +116,7 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
   char why[120];
   if (!ipcmap_export_fd(buff, &fd, &off, &alloc, why, sizeof why)) {
     snprintf(me->why, sizeof me->why, "its memory cannot be mapped flat (ncclMemAlloc memory "
-             "can): %s", why);
+             "can): %.100s", why);
     return;
   }
   me->ok = 1;
