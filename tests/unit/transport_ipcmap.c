@@ -110,6 +110,10 @@ const weft_cuda_drv* cuda_drv(void) {
   static const weft_cuda_drv none;
   return &none;
 }
+const char* cuda_drv_error(CUresult r) {
+  (void)r;
+  return "CUresult(fake)";
+}
 int cuda_alloc_range(const void* p, uintptr_t* base, size_t* bytes) {
   (void)p, (void)base, (void)bytes;
   return 0;
