@@ -14,7 +14,11 @@
  *     (the window table) against the handles ncclCommWindowRegister gave.
  * Data are small random integers stored as floats, so sums are exact and every rank checks
  * them against a host reference it computes alone. `--inproc N` (N ranks driven by one thread,
- * ncclCommInitAll) or `--procs N` (N processes). Exits 77 without a usable GPU. */
+ * ncclCommInitAll) or `--procs N` (N processes). Exits 77 without a usable GPU.
+ * `--inproc N --time` also times the LSA all-reduce kernel of 8 B and 1 MiB after the checks
+ * (a benchmark line, nothing asserted on it): CUDA events around back-to-back launches on every
+ * rank's stream. Nsight Compute cannot time it with two ranks: it serialises kernels, and each
+ * rank's kernel waits at the barrier for the other's. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,6 +111,7 @@ typedef struct {
 } world;
 
 static float* g_host;
+static int g_time;
 
 static void put_data(world* w, int it) {
   for (int l = 0; l < w->nlocal; l++) {
@@ -182,6 +187,37 @@ static void check_pointers(world* w) {
   CUDA_OK(cudaFree(d));
 }
 
+/* Mean time per LSA all-reduce of `count` floats: every rank's kernels launched back to back on
+ * its own stream, all streams starting at one event; the span ends at the last stream's end. */
+static void time_allreduce(world* w, size_t count, int iters) {
+  cudaEvent_t start, end[MAXR];
+  CUDA_OK(cudaEventCreate(&start));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaEventCreate(&end[l]));
+  for (int pass = 0; pass < 2; pass++) { /* the first pass warms up */
+    int n = pass ? iters : iters / 10 + 1;
+    CUDA_OK(cudaEventRecord(start, w->stream[0]));
+    for (int l = 1; l < w->nlocal; l++) CUDA_OK(cudaStreamWaitEvent(w->stream[l], start, 0));
+    for (int k = 0; k < n; k++)
+      for (int l = 0; l < w->nlocal; l++)
+        k_allreduce<<<CTAS, THREADS, 0, w->stream[l]>>>(w->sendw[l], w->recvw[l], count,
+                                                         w->dc[l]);
+    CUDA_OK(cudaGetLastError());
+    for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaEventRecord(end[l], w->stream[l]));
+    for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaEventSynchronize(end[l]));
+  }
+  float span = 0;
+  for (int l = 0; l < w->nlocal; l++) {
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, start, end[l]));
+    if (ms > span) span = ms;
+  }
+  printf("time: LSA all-reduce %zu B, %d ranks on one GPU, headers %d: %.2f us per call "
+         "(%d calls back to back, CUDA events)\n", count * sizeof(float), w->n, NCCL_VERSION_CODE,
+         1000.0 * span / iters, iters);
+  CUDA_OK(cudaEventDestroy(start));
+  for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaEventDestroy(end[l]));
+}
+
 static int run(world* w) {
   g_host = (float*)malloc(COUNT * sizeof(float));
   EXPECT(g_host != NULL);
@@ -243,6 +279,10 @@ static int run(world* w) {
     check(w, it, 0, "graph replay of the LSA all-reduce");
   }
   for (int l = 0; l < w->nlocal; l++) CUDA_OK(cudaGraphExecDestroy(exec[l]));
+  if (g_time) {
+    time_allreduce(w, 2, 2000);
+    time_allreduce(w, ((size_t)1 << 20) / sizeof(float), 500);
+  }
   EXPECT_OK(ncclGroupStart());
   for (int l = 0; l < w->nlocal; l++) {
     EXPECT_OK(ncclDevCommDestroy(w->comm[l], &w->dc[l]));
@@ -277,11 +317,13 @@ static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
 int main(int argc, char** argv) {
   test_require_weft_lib();
   g_seed = test_seed(0x6b65726e656c73ull);
-  int inproc = argc == 3 && strcmp(argv[1], "--inproc") == 0;
+  g_time = argc == 4 && strcmp(argv[3], "--time") == 0;
+  int inproc = (argc == 3 || g_time) && strcmp(argv[1], "--inproc") == 0;
   int procs = argc == 3 && strcmp(argv[1], "--procs") == 0;
-  int n = argc == 3 ? atoi(argv[2]) : 0;
+  int n = argc >= 3 ? atoi(argv[2]) : 0;
   if ((!inproc && !procs) || n < 1 || n > MAXR) {
-    fprintf(stderr, "usage: %s --inproc N | --procs N  (1 <= N <= %d)\n", argv[0], MAXR);
+    fprintf(stderr, "usage: %s --inproc N [--time] | --procs N  (1 <= N <= %d)\n", argv[0],
+            MAXR);
     return 2;
   }
   printf("seed 0x%llx, NCCL headers %d, %d ranks %s\n", (unsigned long long)g_seed,
