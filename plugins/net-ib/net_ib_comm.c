@@ -190,8 +190,8 @@ ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int
   ncclResult_t res = net_ib_make_ah(d, remote, traffic_class, &ah);
   if (res != ncclSuccess) return res;
   for (int i = 0; i < c->nqps; i++) {
-    res = net_ib_qp_rtr(c, c->qps[i], remote->qpn[i], &ah, mtu);
-    if (res == ncclSuccess) res = net_ib_qp_rts(c, c->qps[i]);
+    res = net_ib_qp_rtr(d, c->qps[i], remote->qpn[i], &ah, mtu);
+    if (res == ncclSuccess) res = net_ib_qp_rts(d, c->qps[i]);
     if (res != ncclSuccess) return res;
   }
   if (c->kind == IB_SEND) {
@@ -214,8 +214,8 @@ ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int
     net_ib_comm_info(c, &self);
     struct ibv_ah_attr own;
     res = net_ib_make_ah(d, &self, traffic_class, &own);
-    if (res == ncclSuccess) res = net_ib_qp_rtr(c, c->flush_qp, c->flush_qp->qp_num, &own, d->mtu);
-    if (res == ncclSuccess) res = net_ib_qp_rts(c, c->flush_qp);
+    if (res == ncclSuccess) res = net_ib_qp_rtr(d, c->flush_qp, c->flush_qp->qp_num, &own, d->mtu);
+    if (res == ncclSuccess) res = net_ib_qp_rts(d, c->flush_qp);
     if (res != ncclSuccess) return res;
   }
   return ncclSuccess;
