@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rma_common.h"
 #include "rma_ib.h"
 #include "util/clock.h"
 
@@ -14,46 +15,20 @@
 #define RI_WAIT_MS 30000
 #define RI_MR_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
-typedef struct {
-  uint64_t magic;
-  ri_group* g;
-  int ncontexts; /* one QP per rank carries every context: every signal is strong */
-} ri_ctx;
-
 ncclResult_t rma_ib_create_context(void* coll, ncclRmaConfig_v15_t* config, void** ctx) {
   ri_group* g = ri_group_check(coll, "createContext");
   if (g == NULL) return ncclInvalidArgument;
-  if (config == NULL || ctx == NULL || config->nContexts < 1) {
-    IB_WARN("RMA/IB: createContext: bad argument (config %p, nContexts %d, ctx %p)",
-            (void*)config, config ? config->nContexts : 0, (void*)ctx);
-    return ncclInvalidArgument;
-  }
-  ri_ctx* x = calloc(1, sizeof *x);
-  if (x == NULL) return ncclSystemError;
-  *x = (ri_ctx){RI_RCTX_MAGIC, g, config->nContexts};
-  *ctx = x;
-  return ncclSuccess;
+  return weft_rma_ctx_new(g, config, RI_RCTX_MAGIC, net_ib_logger(), "RMA/IB", ctx);
 }
 
-static ri_ctx* ctx_check(void* p, int context, const char* fn) {
-  ri_ctx* x = p;
-  if (x == NULL || x->magic != RI_RCTX_MAGIC) {
-    IB_WARN("RMA/IB: %s: %p is not a context createContext returned", fn, p);
-    return NULL;
-  }
-  if (context < 0 || context >= x->ncontexts) {
-    IB_WARN("RMA/IB: %s: context %d out of range (%d contexts)", fn, context, x->ncontexts);
-    return NULL;
-  }
-  return x;
+/* The group of a context (one QP per rank carries every context: every signal is strong). */
+static ri_group* ctx_group(void* p, int context, const char* fn) {
+  weft_rma_ctx* x = weft_rma_ctx_check(p, context, RI_RCTX_MAGIC, net_ib_logger(), "RMA/IB", fn);
+  return x ? x->coll : NULL;
 }
 
 ncclResult_t rma_ib_destroy_context(void* ctx) {
-  ri_ctx* x = ctx_check(ctx, 0, "destroyContext");
-  if (x == NULL) return ncclInvalidArgument;
-  x->magic = 0;
-  free(x);
-  return ncclSuccess;
+  return weft_rma_ctx_free(ctx, RI_RCTX_MAGIC, net_ib_logger(), "RMA/IB");
 }
 
 /* ---- registration ---- */
@@ -311,45 +286,44 @@ static ncclResult_t transfer(ri_group* g, ri_req* q, enum ibv_wr_opcode op, char
   return ncclSuccess;
 }
 
-/* Finish a request whose posts failed (or that posted nothing). Lock held. */
-static void settle(ri_req* q, ncclResult_t r) {
+/* The end of a call that made request q (posts' result r; lock held, released here): nothing
+ * went out and r failed: q is dropped and r returned; else q goes to the caller, done at once
+ * when nothing went out or a post failed after others had. */
+static ncclResult_t hand_out(ri_group* g, ri_req* q, ncclResult_t r, void** req) {
+  if (r != ncclSuccess && q->pending == 0) {
+    ri_req_free(g, q);
+    pthread_mutex_unlock(&g->lock);
+    return r;
+  }
   if (r != ncclSuccess && q->error == ncclSuccess) q->error = r;
   if (q->pending == 0 || q->error != ncclSuccess) __atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g->lock);
+  *req = q;
+  return ncclSuccess;
 }
 
 /* Checks shared by put and get; lock held. loc: the local registration, rem: the peer's. */
 static ncclResult_t ranges(ri_group* g, const char* fn, uint32_t rank, void** req, void* loc_mh,
                            uint64_t loc_off, void* rem_mh, uint64_t rem_off, size_t size,
                            ri_mr** loc, ri_mr** rem) {
-  if (req == NULL || rank >= (uint32_t)g->nranks) {
-    IB_WARN("RMA/IB: %s: bad argument (rank %u of %d, request %p)", fn, rank, g->nranks,
-            (void*)req);
-    return ncclInvalidArgument;
-  }
+  ncclResult_t r = weft_rma_check_target(net_ib_logger(), "RMA/IB", fn, rank, g->nranks, req);
+  if (r != ncclSuccess) return r;
   if ((*loc = mr_live(g, loc_mh, fn, "local mhandle")) == NULL ||
       (*rem = mr_live(g, rem_mh, fn, "remote mhandle")) == NULL)
     return ncclInvalidArgument;
-  uint64_t rsize = (*rem)->remote[rank].size;
-  if (loc_off > (*loc)->size || size > (*loc)->size - loc_off || rem_off > rsize ||
-      size > rsize - rem_off) {
-    IB_WARN("RMA/IB: %s: %zu bytes at local offset %llu / remote offset %llu overrun the "
-            "registrations (%zu / %llu bytes)", fn, size, (unsigned long long)loc_off,
-            (unsigned long long)rem_off, (*loc)->size, (unsigned long long)rsize);
-    return ncclInvalidArgument;
-  }
-  return ncclSuccess;
+  return weft_rma_check_fit(net_ib_logger(), "RMA/IB", fn, size, loc_off, (*loc)->size, rem_off,
+                            (*rem)->remote[rank].size);
 }
 
-static ncclResult_t put(ri_ctx* x, uint64_t src_off, void* src_mh, size_t size, uint64_t dst_off,
+static ncclResult_t put(ri_group* g, uint64_t src_off, void* src_mh, size_t size, uint64_t dst_off,
                         void* dst_mh, uint32_t rank, const ri_sig* sig, void** req,
                         const char* fn) {
-  ri_group* g = x->g;
   pthread_mutex_lock(&g->lock);
   ri_mr *src = NULL, *dst = NULL;
   int data = !(sig && size == 0 && src_mh == NULL && dst_mh == NULL); /* else a signal alone */
   ncclResult_t r = ncclSuccess;
   if (data) r = ranges(g, fn, rank, req, src_mh, src_off, dst_mh, dst_off, size, &src, &dst);
-  else if (req == NULL || rank >= (uint32_t)g->nranks) r = ncclInvalidArgument;
+  else r = weft_rma_check_target(net_ib_logger(), "RMA/IB", fn, rank, g->nranks, req);
   ri_req* q = r == ncclSuccess ? req_new(g, RI_PUT, (int)rank) : NULL;
   if (r == ncclSuccess && q == NULL) r = ncclSystemError;
   if (r != ncclSuccess) {
@@ -370,23 +344,15 @@ static ncclResult_t put(ri_ctx* x, uint64_t src_off, void* src_mh, size_t size, 
     wr.send_flags = IBV_SEND_INLINE;
     r = post(g, q, &wr, fn);
   }
-  if (r != ncclSuccess && q->pending == 0) { /* nothing went out: refused at once */
-    ri_req_free(g, q);
-    pthread_mutex_unlock(&g->lock);
-    return r;
-  }
-  settle(q, r);
-  pthread_mutex_unlock(&g->lock);
-  *req = q;
-  return ncclSuccess;
+  return hand_out(g, q, r, req);
 }
 
 ncclResult_t rma_ib_iput(void* ctx, int context, uint64_t src_off, void* src_mh, size_t size,
                          uint64_t dst_off, void* dst_mh, uint32_t rank, uint32_t opt, void** req) {
   (void)opt;
-  ri_ctx* x = ctx_check(ctx, context, "iput");
-  if (x == NULL) return ncclInvalidArgument;
-  return put(x, src_off, src_mh, size, dst_off, dst_mh, rank, NULL, req, "iput");
+  ri_group* g = ctx_group(ctx, context, "iput");
+  if (g == NULL) return ncclInvalidArgument;
+  return put(g, src_off, src_mh, size, dst_off, dst_mh, rank, NULL, req, "iput");
 }
 
 ncclResult_t rma_ib_iput_signal(void* ctx, int context, uint64_t src_off, void* src_mh,
@@ -394,13 +360,12 @@ ncclResult_t rma_ib_iput_signal(void* ctx, int context, uint64_t src_off, void* 
                                 uint64_t sig_off, void* sig_mh, uint64_t value, uint32_t op,
                                 bool strong, uint32_t opt, void** req) {
   (void)strong, (void)opt; /* one QP per rank: every signal follows every earlier put */
-  ri_ctx* x = ctx_check(ctx, context, "iputSignal");
-  if (x == NULL) return ncclInvalidArgument;
+  ri_group* g = ctx_group(ctx, context, "iputSignal");
+  if (g == NULL) return ncclInvalidArgument;
   if (op != NCCL_GIN_SIGNAL_OP_INC && op != NCCL_GIN_SIGNAL_OP_ADD) {
     IB_WARN("RMA/IB: iputSignal: signalOp %u is neither NCCL_GIN_SIGNAL_OP_INC nor _ADD", op);
     return ncclInvalidArgument;
   }
-  ri_group* g = x->g;
   pthread_mutex_lock(&g->lock);
   ri_mr* s = mr_live(g, sig_mh, "iputSignal", "signalMhandle");
   uint64_t ssize = s && rank < (uint32_t)g->nranks ? s->remote[rank].size : 0;
@@ -420,7 +385,7 @@ ncclResult_t rma_ib_iput_signal(void* ctx, int context, uint64_t src_off, void* 
     return ncclInvalidArgument;
   }
   ri_sig rec = {id, 0, sig_off, op == NCCL_GIN_SIGNAL_OP_INC ? 1 : value};
-  return put(x, src_off, src_mh, size, dst_off, dst_mh, rank, &rec, req, "iputSignal");
+  return put(g, src_off, src_mh, size, dst_off, dst_mh, rank, &rec, req, "iputSignal");
 }
 
 void ri_apply_signal(ri_group* g, int peer, const ri_sig* s, uint32_t len) {
@@ -439,9 +404,8 @@ void ri_apply_signal(ri_group* g, int peer, const ri_sig* s, uint32_t len) {
 ncclResult_t rma_ib_iget(void* ctx, int context, uint64_t r_off, void* r_mh, size_t size,
                          uint64_t l_off, void* l_mh, uint32_t rank, uint32_t opt, void** req) {
   (void)opt;
-  ri_ctx* x = ctx_check(ctx, context, "iget");
-  if (x == NULL) return ncclInvalidArgument;
-  ri_group* g = x->g;
+  ri_group* g = ctx_group(ctx, context, "iget");
+  if (g == NULL) return ncclInvalidArgument;
   pthread_mutex_lock(&g->lock);
   ri_mr *loc = NULL, *rem = NULL;
   ncclResult_t r = ranges(g, "iget", rank, req, l_mh, l_off, r_mh, r_off, size, &loc, &rem);
@@ -453,44 +417,27 @@ ncclResult_t rma_ib_iget(void* ctx, int context, uint64_t r_off, void* r_mh, siz
   }
   r = transfer(g, q, IBV_WR_RDMA_READ, loc->base + l_off, loc->mr->lkey,
                rem->remote[rank].addr + r_off, rem->remote[rank].rkey, size, "iget");
-  if (r != ncclSuccess && q->pending == 0) {
-    ri_req_free(g, q);
-    pthread_mutex_unlock(&g->lock);
-    return r;
-  }
-  settle(q, r);
-  pthread_mutex_unlock(&g->lock);
-  *req = q;
-  return ncclSuccess;
+  return hand_out(g, q, r, req);
 }
 
 ncclResult_t rma_ib_iflush(void* ctx, int context, void* mh, uint32_t rank, void** req) {
   (void)mh;
-  ri_ctx* x = ctx_check(ctx, context, "iflush");
-  if (x == NULL) return ncclInvalidArgument;
-  ri_group* g = x->g;
-  if (req == NULL || rank >= (uint32_t)g->nranks) {
-    IB_WARN("RMA/IB: iflush: bad argument (rank %u of %d, request %p)", rank, g->nranks,
-            (void*)req);
-    return ncclInvalidArgument;
-  }
+  ri_group* g = ctx_group(ctx, context, "iflush");
+  if (g == NULL) return ncclInvalidArgument;
+  ncclResult_t r = weft_rma_check_target(net_ib_logger(), "RMA/IB", "iflush", rank, g->nranks, req);
+  if (r != ncclSuccess) return r;
   pthread_mutex_lock(&g->lock);
   ri_req* q = req_new(g, RI_FLUSH, (int)rank);
-  ncclResult_t r = q ? ncclSuccess : ncclSystemError;
+  if (q == NULL) r = ncclSystemError;
   /* 8 bytes read from the peer's flush source, behind every earlier write on the QP. */
   if (r == ncclSuccess)
     r = transfer(g, q, IBV_WR_RDMA_READ, g->buf + g->buf_len - 64, g->buf_mr->lkey,
                  g->peers[rank].flush_addr, g->peers[rank].flush_rkey, 8, "iflush");
-  if (q && r != ncclSuccess && q->pending == 0) {
-    ri_req_free(g, q);
-    q = NULL;
-  } else if (q) {
-    settle(q, r);
+  if (q == NULL) {
+    pthread_mutex_unlock(&g->lock);
+    return r;
   }
-  pthread_mutex_unlock(&g->lock);
-  if (q == NULL) return r;
-  *req = q;
-  return ncclSuccess;
+  return hand_out(g, q, r, req);
 }
 
 ncclResult_t rma_ib_test(void* coll, void* request, int* done) {
@@ -521,17 +468,17 @@ ncclResult_t rma_ib_test(void* coll, void* request, int* done) {
 }
 
 ncclResult_t rma_ib_progress(void* ctx) {
-  ri_ctx* x = ctx_check(ctx, 0, "rmaProgress");
-  if (x == NULL) return ncclInvalidArgument;
-  pthread_mutex_lock(&x->g->lock);
-  ri_progress_locked(x->g);
-  pthread_mutex_unlock(&x->g->lock);
+  ri_group* g = ctx_group(ctx, 0, "rmaProgress");
+  if (g == NULL) return ncclInvalidArgument;
+  pthread_mutex_lock(&g->lock);
+  ri_progress_locked(g);
+  pthread_mutex_unlock(&g->lock);
   return ncclSuccess;
 }
 
 ncclResult_t rma_ib_last_error(void* ctx, bool* has_error) {
-  ri_ctx* x = ctx_check(ctx, 0, "queryLastError");
-  if (x == NULL || has_error == NULL) return ncclInvalidArgument;
-  *has_error = __atomic_load_n(&x->g->error, __ATOMIC_ACQUIRE) != 0;
+  ri_group* g = ctx_group(ctx, 0, "queryLastError");
+  if (g == NULL || has_error == NULL) return ncclInvalidArgument;
+  *has_error = __atomic_load_n(&g->error, __ATOMIC_ACQUIRE) != 0;
   return ncclSuccess;
 }
