@@ -123,8 +123,11 @@ foreach(c poll_failure_fails_the_request post_send_failure_fails_the_send
   add_dependencies(netib_table_${c} fakeverbs)
 endforeach()
 
-# net-ib's RMA table on dma-bufs (a memfd) and the refusals weft-conformance does not reach.
+# net-ib's RMA table on dma-bufs (a memfd), the refusals and a completion error: what
+# weft-conformance does not reach.
 netib_case(netib_rma_test netib_rma_test.c dmabuf_puts_and_gets_land_and_refusals_hold plugin)
+netib_case(netib_rma_test netib_rma_test.c completion_error_fails_the_put_and_is_reported
+  "plugin;fault")
 
 # One-sided tables (plugins/net-ib/rma_ib_*.c) over the fake: RMA v15/v14/v13 and GIN v13 on the
 # InfiniBand port, v15 again on RoCE: every test must pass, with the count line (17 or 18).

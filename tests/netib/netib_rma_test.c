@@ -1,11 +1,12 @@
 /* net-ib's one-sided table (ncclRmaPlugin_v15) over fakeverbs, on what weft-conformance rma does
- * not reach: dma-buf registrations (a memfd stands in for a GPU's dma-buf, which fakeverbs maps
- * as a driver would) carrying puts and gets, and the refusals the design promises: a signal word
- * in dma-buf memory (the target's host adds signals), GPU memory without GPUDirect RDMA.
- *
- * Two forked ranks; rank 0 puts seeded bytes from its dma-buf into rank 1's dma-buf with a
- * signal on a host word, rank 1 waits for the signal and checks every byte against the same
- * generator, then reads rank 0's dma-buf back with iget and checks it again. */
+ * not reach, two forked ranks per case:
+ *  - dma-buf registrations (a memfd stands in for a GPU's dma-buf, which fakeverbs maps as a
+ *    driver would) carrying puts and gets: rank 0 puts seeded bytes from its dma-buf into rank
+ *    1's with a signal on a host word; rank 1 waits for the signal, checks every byte against the
+ *    same generator, reads rank 0's dma-buf back with iget and checks it again; and the refusals
+ *    the design promises: a signal word in dma-buf memory (the target's host adds signals), GPU
+ *    memory without GPUDirect RDMA;
+ *  - a put's completion error (injected), surfacing on the side it hit only. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,17 +78,36 @@ static char* dmabuf(ncclRma_v15_t* t, void* coll, int* fd, void** mh) {
   return map + 4096;
 }
 
-static int side(int rank, int ctl) {
-  ncclRma_v15_t* t = load();
-  void *ctx = NULL, *lc = NULL, *coll = NULL, *rctx = NULL;
-  NB_CHECK(t->init(&ctx, 7, nb_logger) == ncclSuccess);
+typedef struct {
+  ncclRma_v15_t* t;
+  void *ctx, *lc, *coll, *rctx;
+} group;
+
+static void group_open(group* gr, int rank, int ctl) {
+  memset(gr, 0, sizeof *gr);
+  gr->t = load();
+  NB_CHECK(gr->t->init(&gr->ctx, 7, nb_logger) == ncclSuccess);
   char handles[2][NCCL_NET_HANDLE_MAXSIZE];
-  NB_CHECK(t->listen(ctx, 0, handles[rank], &lc) == ncclSuccess);
+  NB_CHECK(gr->t->listen(gr->ctx, 0, handles[rank], &gr->lc) == ncclSuccess);
   exchange(ctl, handles[rank], handles[1 - rank], NCCL_NET_HANDLE_MAXSIZE);
   void* hs[2] = {handles[0], handles[1]};
-  NB_CHECK(t->connect(ctx, hs, 2, rank, lc, &coll) == ncclSuccess);
+  NB_CHECK(gr->t->connect(gr->ctx, hs, 2, rank, gr->lc, &gr->coll) == ncclSuccess);
   ncclRmaConfig_v15_t cfg = {.nContexts = 1};
-  NB_CHECK(t->createContext(coll, &cfg, &rctx) == ncclSuccess);
+  NB_CHECK(gr->t->createContext(gr->coll, &cfg, &gr->rctx) == ncclSuccess);
+}
+
+static void group_close(group* gr) {
+  NB_CHECK(gr->t->destroyContext(gr->rctx) == ncclSuccess);
+  NB_CHECK(gr->t->closeColl(gr->coll) == ncclSuccess);
+  NB_CHECK(gr->t->closeListen(gr->lc) == ncclSuccess);
+  NB_CHECK(gr->t->finalize(gr->ctx) == ncclSuccess);
+}
+
+static int dmabuf_side(int rank, int ctl) {
+  group gr;
+  group_open(&gr, rank, ctl);
+  ncclRma_v15_t* t = gr.t;
+  void *coll = gr.coll, *rctx = gr.rctx;
 
   int fd;
   void *dmh, *smh, *hmh;
@@ -139,32 +159,74 @@ static int side(int rank, int ctl) {
   NB_CHECK(t->deregMrSym(coll, hmh) == ncclSuccess);
   NB_CHECK(t->deregMrSym(coll, smh) == ncclSuccess);
   NB_CHECK(t->deregMrSym(coll, dmh) == ncclSuccess);
-  NB_CHECK(t->destroyContext(rctx) == ncclSuccess);
-  NB_CHECK(t->closeColl(coll) == ncclSuccess);
-  NB_CHECK(t->closeListen(lc) == ncclSuccess);
-  NB_CHECK(t->finalize(ctx) == ncclSuccess);
+  group_close(&gr);
   return 0;
 }
 
+/* Rank 0's first work request completes with a remote access error (FAKEVERBS_WC_ERROR): the
+ * put's test fails with ncclRemoteError, queryLastError says so, and a later put to that rank is
+ * refused at once; rank 1 is untouched and closes normally. */
+static int wc_error_side(int rank, int ctl) {
+  group gr;
+  group_open(&gr, rank, ctl);
+  ncclRma_v15_t* t = gr.t;
+  char* buf = calloc(1, 65536);
+  void* mh;
+  NB_CHECK(buf && t->regMrSym(gr.coll, buf, 65536, NCCL_PTR_HOST, 0, &mh) == ncclSuccess);
+  barrier(ctl);
+  if (rank == 0) {
+    void* req = NULL;
+    NB_CHECK(t->iput(gr.rctx, 0, 0, mh, 4096, 0, mh, 1, 0, &req) == ncclSuccess);
+    NB_CHECK(wait_req(t, gr.coll, req) == ncclRemoteError);
+    NB_CHECK(nb_log_has("a put to rank 1 failed: remote access error"));
+    bool has = false;
+    NB_CHECK(t->queryLastError(gr.rctx, &has) == ncclSuccess && has);
+    NB_CHECK(t->iput(gr.rctx, 0, 0, mh, 4096, 0, mh, 1, 0, &req) == ncclRemoteError);
+  }
+  barrier(ctl);
+  if (rank == 1) {
+    bool has = true;
+    NB_CHECK(t->queryLastError(gr.rctx, &has) == ncclSuccess && !has);
+  }
+  NB_CHECK(t->deregMrSym(gr.coll, mh) == ncclSuccess);
+  group_close(&gr);
+  free(buf);
+  return 0;
+}
+
+typedef int (*side_fn)(int rank, int ctl);
+
 static int rank0(nb_plugin* p, int ctl, void* arg) {
-  (void)p, (void)arg;
-  return side(0, ctl);
+  (void)p;
+  return (*(side_fn*)arg)(0, ctl);
 }
 
 static int rank1(nb_plugin* p, int ctl, void* arg) {
-  (void)p, (void)arg;
-  return side(1, ctl);
+  (void)p;
+  return (*(side_fn*)arg)(1, ctl);
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2 || strcmp(argv[1], "dmabuf_puts_and_gets_land_and_refusals_hold") != 0) {
-    fprintf(stderr, "usage: %s dmabuf_puts_and_gets_land_and_refusals_hold\n", argv[0]);
-    return 2;
+  static const struct {
+    const char* name;
+    side_fn fn;
+    const char* env0; /* rank 0's fault */
+  } cases[] = {
+      {"dmabuf_puts_and_gets_land_and_refusals_hold", dmabuf_side, NULL},
+      {"completion_error_fails_the_put_and_is_reported", wc_error_side,
+       "FAKEVERBS_WC_ERROR=REM_ACCESS_ERR@1"},
+  };
+  for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++) {
+    if (strcmp(argv[1], cases[i].name) != 0) continue;
+    const char* s = getenv("WEFT_TEST_SEED");
+    seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+    printf("seed %llu (WEFT_TEST_SEED)\n", (unsigned long long)seed);
+    fflush(stdout);
+    const char* env1[] = {"WEFT_IB_GDR=0", NULL};
+    const char* env0[] = {"WEFT_IB_GDR=0", cases[i].env0, NULL};
+    side_fn fn = cases[i].fn;
+    return nb_run_pair(env1, rank1, env0, rank0, &fn, 60) == 0 ? 0 : 1;
   }
-  const char* s = getenv("WEFT_TEST_SEED");
-  seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
-  printf("seed %llu (WEFT_TEST_SEED)\n", (unsigned long long)seed);
-  fflush(stdout);
-  const char* env[] = {"WEFT_IB_GDR=0", NULL};
-  return nb_run_pair(env, rank1, env, rank0, NULL, 60) == 0 ? 0 : 1;
+  fprintf(stderr, "usage: %s CASE\n", argv[0]);
+  return 2;
 }
