@@ -1,5 +1,5 @@
-/* A connection's verbs resources. Both kinds: a CQ (its cq_context is the comm, for async
- * events) and nqps RC QPs. Send comm: the CTS FIFO the receiver writes (registered for remote
+/* A connection's verbs resources. Both kinds: a CQ (its cq_context is the comm's async_event,
+ * as its QPs' qp_context) and nqps RC QPs. Send comm: the CTS FIFO the receiver writes (registered for remote
  * write) and receives posted on QP 0 for the CTS immediates. Receive comm: a CTS staging entry
  * per request (the source of the CTS writes), receives posted on every QP for the data
  * immediates and, when GPU memory is supported, a flush QP connected to itself with a small
@@ -101,7 +101,7 @@ ncclResult_t net_ib_comm_create(int kind, int dev, int nqps, ib_comm** out) {
   int gpu = kind == IB_RECV && (d->ptr_support & NCCL_PTR_CUDA);
   c->cq_size = nqps * (IB_SQ_DEPTH + IB_RQ_DEPTH) + (gpu ? IB_RECV_REQS : 0) + 16;
   if (d->hw->attr.max_cqe > 0 && c->cq_size > d->hw->attr.max_cqe) c->cq_size = d->hw->attr.max_cqe;
-  c->cq = v->create_cq(d->hw->ctx, c->cq_size, c, NULL, 0);
+  c->cq = v->create_cq(d->hw->ctx, c->cq_size, &c->async_event, NULL, 0);
   if (c->cq == NULL) {
     IB_WARN("NET/IB: %s:%d: ibv_create_cq of %d entries failed: %s", d->name, d->port, c->cq_size,
             strerror(errno));

@@ -239,7 +239,7 @@ typedef struct ib_comm {
   int cq_size;
   ncclResult_t error; /* first failure of the connection (sticky) */
   ncclProfilerCallback_t prof; /* the context's profFn (NULL: none) */
-  int async_event;    /* atomic: an async event on one of our QPs/CQ (-1: none) */
+  int async_event;    /* atomic: an async event on one of our QPs/CQ (-1: none); their context */
   uint64_t next_live_check_ns;
   int next_qp;
   /* requests */
@@ -306,10 +306,10 @@ void net_ib_prof_stop_all(ib_comm* c);
 int net_ib_comm_fail(ib_comm* c, ncclResult_t res);
 
 /* net_ib_qp.c */
-/* What a QP is created with: its context pointer, CQ (send and receive), queue depths, inline
- * bytes. */
+/* What a QP is created with: the int its async events go to (net_ib_async.c; -1 until one
+ * comes), CQ (send and receive), queue depths, inline bytes. */
 typedef struct {
-  void* context;
+  int* async_event;
   struct ibv_cq* cq;
   int send_wr, recv_wr;
   uint32_t inline_bytes;

@@ -11,7 +11,7 @@
 #define IB_MIN_RNR_TIMER 12 /* 0.64 ms */
 
 ncclResult_t net_ib_qp_create(ib_comm* c, int access, struct ibv_qp** out) {
-  ib_qp_caps caps = {c, c->cq, IB_SQ_DEPTH, IB_RQ_DEPTH, 0};
+  ib_qp_caps caps = {&c->async_event, c->cq, IB_SQ_DEPTH, IB_RQ_DEPTH, 0};
   return net_ib_qp_create_on(c->dev, &caps, access, out);
 }
 
@@ -21,7 +21,7 @@ ncclResult_t net_ib_qp_create_on(const ib_dev* d, const ib_qp_caps* caps, int ac
   int max_wr = d->hw->attr.max_qp_wr > 0 ? d->hw->attr.max_qp_wr : caps->send_wr;
   struct ibv_qp_init_attr a;
   memset(&a, 0, sizeof a);
-  a.qp_context = caps->context;
+  a.qp_context = caps->async_event;
   a.send_cq = caps->cq;
   a.recv_cq = caps->cq;
   a.qp_type = IBV_QPT_RC;

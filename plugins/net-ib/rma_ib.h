@@ -109,6 +109,8 @@ typedef struct {
   uint32_t nmrs, cap_mrs;
   ri_req* reqs;
   uint64_t next_check_ns;
+  int async_event; /* atomic: the first async event on its QPs or CQ (-1: none); their context */
+  int async_seen;  /* that event was reported */
   int error, stop; /* atomic */
   pthread_t progress;
   int thread;

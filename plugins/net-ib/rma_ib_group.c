@@ -236,6 +236,13 @@ void ri_progress_locked(ri_group* g) {
     for (int i = 0; i < n; i++) on_completion(g, &wc[i]);
     if (n < RI_BATCH) break;
   }
+  int ev = __atomic_load_n(&g->async_event, __ATOMIC_ACQUIRE);
+  if (ev >= 0 && !g->async_seen) { /* a QP in error also fails its work: this is the why */
+    g->async_seen = 1;
+    IB_WARN("RMA/IB: rank %d: %s on the group's QPs or CQ", g->rank,
+            net_ib_event_str((enum ibv_event_type)ev));
+    __atomic_store_n(&g->error, 1, __ATOMIC_RELEASE);
+  }
   uint64_t now = clock_ns();
   if (now >= g->next_check_ns) {
     g->next_check_ns = now + RI_CHECK_NS;
@@ -342,7 +349,7 @@ static ncclResult_t setup_qps(ri_group* g) {
   const ib_verbs* v = net_ib_verbs();
   ib_dev* d = g->d;
   int cqe = g->nranks * (RI_SQ_DEPTH + RI_RQ_DEPTH) + 16;
-  g->cq = v->create_cq(d->hw->ctx, cqe, NULL, NULL, 0);
+  g->cq = v->create_cq(d->hw->ctx, cqe, &g->async_event, NULL, 0);
   if (g->cq == NULL) {
     IB_WARN("RMA/IB: %s:%d: ibv_create_cq (%d entries) failed: %s", d->name, d->port, cqe,
             strerror(errno));
@@ -359,7 +366,7 @@ static ncclResult_t setup_qps(ri_group* g) {
                                        IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ,
                                        &g->buf_mr, "RMA signal buffers");
   if (r != ncclSuccess) return r;
-  ib_qp_caps caps = {g, g->cq, RI_SQ_DEPTH, RI_RQ_DEPTH, sizeof(ri_sig)};
+  ib_qp_caps caps = {&g->async_event, g->cq, RI_SQ_DEPTH, RI_RQ_DEPTH, sizeof(ri_sig)};
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   for (int p = 0; p < g->nranks; p++)
     if ((r = net_ib_qp_create_on(d, &caps, access, &g->peers[p].qp)) != ncclSuccess) return r;
@@ -436,6 +443,7 @@ ncclResult_t rma_ib_connect(void* ctx, void* handles[], int nranks, int rank, vo
   g->nranks = nranks;
   g->rank = rank;
   g->d = net_ib_dev_get(l->dev);
+  g->async_event = -1;
   pthread_mutex_init(&g->lock, NULL);
   g->peers = calloc((size_t)nranks, sizeof *g->peers);
   if (g->peers == NULL || g->d == NULL) {
