@@ -28,8 +28,8 @@ weft_rma_ctx* weft_rma_ctx_check(void* p, int context, uint64_t magic, ncclDebug
     return NULL;
   }
   if (context < 0 || context >= x->ncontexts) {
-    log(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__, "%s: %s: context %d out of range (%d contexts)",
-        who, fn, context, x->ncontexts);
+    log(NCCL_LOG_WARN, NCCL_NET, __FILE__, __LINE__,
+        "%s: %s: context %d out of range (%d contexts)", who, fn, context, x->ncontexts);
     return NULL;
   }
   return x;

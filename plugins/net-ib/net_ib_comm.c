@@ -1,6 +1,6 @@
-/* A connection's verbs resources. Both kinds: a CQ (its cq_context is the comm's async_event,
- * as its QPs' qp_context) and nqps RC QPs. Send comm: the CTS FIFO the receiver writes (registered for remote
- * write) and receives posted on QP 0 for the CTS immediates. Receive comm: a CTS staging entry
+/* A connection's verbs resources. Both kinds: a CQ and nqps RC QPs (their context is the comm's
+ * async_event). Send comm: the CTS FIFO the receiver writes (registered for remote write) and
+ * receives posted on QP 0 for the CTS immediates. Receive comm: a CTS staging entry
  * per request (the source of the CTS writes), receives posted on every QP for the data
  * immediates and, when GPU memory is supported, a flush QP connected to itself with a small
  * host buffer that flush reads land in. */
