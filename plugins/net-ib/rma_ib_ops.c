@@ -106,21 +106,17 @@ static ncclResult_t reg_common(ri_group* g, ri_mr* m, void** mh) {
   return r;
 }
 
-static ncclResult_t reg_args(ri_group* g, const char* fn, void* data, size_t size, void** mh) {
-  if (mh == NULL || data == NULL || size == 0) {
-    IB_WARN("RMA/IB: %s: bad argument (data %p, size %zu, mhandle %p)", fn, data, size,
-            (void*)mh);
-    return ncclInvalidArgument;
-  }
-  (void)g;
-  return ncclSuccess;
+static ncclResult_t reg_args(const char* fn, void* data, size_t size, void** mh) {
+  if (mh != NULL && data != NULL && size > 0) return ncclSuccess;
+  IB_WARN("RMA/IB: %s: bad argument (data %p, size %zu, mhandle %p)", fn, data, size, (void*)mh);
+  return ncclInvalidArgument;
 }
 
 ncclResult_t rma_ib_reg(void* coll, void* data, size_t size, int type, uint64_t flags, void** mh) {
   (void)flags; /* FORCE_SO: one RC QP per rank orders everything already */
   ri_group* g = ri_group_check(coll, "regMrSym");
   if (g == NULL) return ncclInvalidArgument;
-  ncclResult_t r = reg_args(g, "regMrSym", data, size, mh);
+  ncclResult_t r = reg_args("regMrSym", data, size, mh);
   if (r != ncclSuccess) return r;
   if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA) {
     IB_WARN("RMA/IB: regMrSym: memory type %d is neither NCCL_PTR_HOST nor NCCL_PTR_CUDA", type);
@@ -154,7 +150,7 @@ ncclResult_t rma_ib_reg_dmabuf(void* coll, void* data, size_t size, int type, ui
   (void)flags;
   ri_group* g = ri_group_check(coll, "regMrSymDmaBuf");
   if (g == NULL) return ncclInvalidArgument;
-  ncclResult_t r = reg_args(g, "regMrSymDmaBuf", data, size, mh);
+  ncclResult_t r = reg_args("regMrSymDmaBuf", data, size, mh);
   if (r != ncclSuccess) return r;
   const ib_verbs* v = net_ib_verbs();
   if (v->reg_dmabuf_mr == NULL || !g->d->hw->dmabuf) {
