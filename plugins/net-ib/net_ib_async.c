@@ -1,7 +1,7 @@
 /* The async event thread of a verbs device. It sleeps in poll() on the context's async fd and
  * a stop eventfd, and turns events into state the data path checks:
- *  - a QP or CQ event marks the comm owning it (qp_context / cq_context) → its next test fails
- *    with ncclSystemError naming the event;
+ *  - a QP or CQ event is stored in the int its qp_context / cq_context points to (a comm's
+ *    async_event → its next test fails with ncclSystemError naming the event; an RMA group's);
  *  - port error / port active mark the port down / up → every comm on it fails while down;
  *  - device fatal marks the device.
  * Every event is acknowledged at once (ibv_destroy_qp waits for that). */
@@ -15,11 +15,11 @@
 
 #include "net_ib_internal.h"
 
-static void mark_comm(ib_comm* c, int event) {
-  if (c == NULL) return;
+/* The first event of the object whose context is slot (-1 until then). */
+static void mark(int* slot, int event) {
+  if (slot == NULL) return;
   int none = -1;
-  __atomic_compare_exchange_n(&c->async_event, &none, event, 0, __ATOMIC_ACQ_REL,
-                              __ATOMIC_ACQUIRE);
+  __atomic_compare_exchange_n(slot, &none, event, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
 static void handle(ib_hw* hw, const struct ibv_async_event* ev) {
@@ -30,11 +30,11 @@ static void handle(ib_hw* hw, const struct ibv_async_event* ev) {
     case IBV_EVENT_QP_ACCESS_ERR:
     case IBV_EVENT_PATH_MIG_ERR:
       IB_WARN("NET/IB: %s: async event on QP %#x: %s", hw->name, ev->element.qp->qp_num, what);
-      mark_comm(ev->element.qp->qp_context, ev->event_type);
+      mark(ev->element.qp->qp_context, ev->event_type);
       break;
     case IBV_EVENT_CQ_ERR:
       IB_WARN("NET/IB: %s: async event on a CQ: %s", hw->name, what);
-      mark_comm(ev->element.cq->cq_context, ev->event_type);
+      mark(ev->element.cq->cq_context, ev->event_type);
       break;
     case IBV_EVENT_PORT_ERR:
     case IBV_EVENT_PORT_ACTIVE: {

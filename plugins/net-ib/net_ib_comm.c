@@ -1,6 +1,6 @@
-/* A connection's verbs resources. Both kinds: a CQ (its cq_context is the comm, for async
- * events) and nqps RC QPs. Send comm: the CTS FIFO the receiver writes (registered for remote
- * write) and receives posted on QP 0 for the CTS immediates. Receive comm: a CTS staging entry
+/* A connection's verbs resources. Both kinds: a CQ and nqps RC QPs (their context is the comm's
+ * async_event). Send comm: the CTS FIFO the receiver writes (registered for remote write) and
+ * receives posted on QP 0 for the CTS immediates. Receive comm: a CTS staging entry
  * per request (the source of the CTS writes), receives posted on every QP for the data
  * immediates and, when GPU memory is supported, a flush QP connected to itself with a small
  * host buffer that flush reads land in. */
@@ -101,7 +101,7 @@ ncclResult_t net_ib_comm_create(int kind, int dev, int nqps, ib_comm** out) {
   int gpu = kind == IB_RECV && (d->ptr_support & NCCL_PTR_CUDA);
   c->cq_size = nqps * (IB_SQ_DEPTH + IB_RQ_DEPTH) + (gpu ? IB_RECV_REQS : 0) + 16;
   if (d->hw->attr.max_cqe > 0 && c->cq_size > d->hw->attr.max_cqe) c->cq_size = d->hw->attr.max_cqe;
-  c->cq = v->create_cq(d->hw->ctx, c->cq_size, c, NULL, 0);
+  c->cq = v->create_cq(d->hw->ctx, c->cq_size, &c->async_event, NULL, 0);
   if (c->cq == NULL) {
     IB_WARN("NET/IB: %s:%d: ibv_create_cq of %d entries failed: %s", d->name, d->port, c->cq_size,
             strerror(errno));
@@ -190,8 +190,8 @@ ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int
   ncclResult_t res = net_ib_make_ah(d, remote, traffic_class, &ah);
   if (res != ncclSuccess) return res;
   for (int i = 0; i < c->nqps; i++) {
-    res = net_ib_qp_rtr(c, c->qps[i], remote->qpn[i], &ah, mtu);
-    if (res == ncclSuccess) res = net_ib_qp_rts(c, c->qps[i]);
+    res = net_ib_qp_rtr(d, c->qps[i], remote->qpn[i], &ah, mtu);
+    if (res == ncclSuccess) res = net_ib_qp_rts(d, c->qps[i]);
     if (res != ncclSuccess) return res;
   }
   if (c->kind == IB_SEND) {
@@ -214,8 +214,8 @@ ncclResult_t net_ib_comm_connect_qps(ib_comm* c, const ib_conn_info* remote, int
     net_ib_comm_info(c, &self);
     struct ibv_ah_attr own;
     res = net_ib_make_ah(d, &self, traffic_class, &own);
-    if (res == ncclSuccess) res = net_ib_qp_rtr(c, c->flush_qp, c->flush_qp->qp_num, &own, d->mtu);
-    if (res == ncclSuccess) res = net_ib_qp_rts(c, c->flush_qp);
+    if (res == ncclSuccess) res = net_ib_qp_rtr(d, c->flush_qp, c->flush_qp->qp_num, &own, d->mtu);
+    if (res == ncclSuccess) res = net_ib_qp_rts(d, c->flush_qp);
     if (res != ncclSuccess) return res;
   }
   return ncclSuccess;

@@ -31,7 +31,7 @@ static int oob_found; /* 1 found, -1 none */
 static weft_sockaddr oob_addr;
 static char oob_name[IF_NAMESIZE];
 
-static ncclResult_t oob_interface(weft_sockaddr* addr) {
+ncclResult_t net_ib_oob_interface(weft_sockaddr* addr) {
   pthread_mutex_lock(&oob_lock);
   if (oob_found == 0) {
     char names[1][IF_NAMESIZE];
@@ -95,7 +95,7 @@ ncclResult_t net_ib_listen(void* ctx, int dev, void* handle, void** listen_comm)
   }
   if (net_ib_dev_get(dev) == NULL) return ncclInternalError;
   weft_sockaddr addr, bound;
-  ncclResult_t res = oob_interface(&addr);
+  ncclResult_t res = net_ib_oob_interface(&addr);
   if (res != ncclSuccess) return res;
   socket_addr_set_port(&addr, 0);
   ib_listen* l = calloc(1, sizeof *l);

@@ -239,7 +239,7 @@ typedef struct ib_comm {
   int cq_size;
   ncclResult_t error; /* first failure of the connection (sticky) */
   ncclProfilerCallback_t prof; /* the context's profFn (NULL: none) */
-  int async_event;    /* atomic: an async event on one of our QPs/CQ (-1: none) */
+  int async_event;    /* atomic: an async event on one of our QPs/CQ (-1: none); their context */
   uint64_t next_live_check_ns;
   int next_qp;
   /* requests */
@@ -306,10 +306,22 @@ void net_ib_prof_stop_all(ib_comm* c);
 int net_ib_comm_fail(ib_comm* c, ncclResult_t res);
 
 /* net_ib_qp.c */
+/* What a QP is created with: the int its async events go to (net_ib_async.c; -1 until one
+ * comes), CQ (send and receive), queue depths, inline bytes. */
+typedef struct {
+  int* async_event;
+  struct ibv_cq* cq;
+  int send_wr, recv_wr;
+  uint32_t inline_bytes;
+} ib_qp_caps;
+/* A QP of c in INIT (c's CQ, the net path's depths, no inline data). */
 ncclResult_t net_ib_qp_create(ib_comm* c, int access, struct ibv_qp** out);
-ncclResult_t net_ib_qp_rtr(ib_comm* c, struct ibv_qp* qp, uint32_t remote_qpn,
+/* The same on port d with caps (the RMA group's QPs). */
+ncclResult_t net_ib_qp_create_on(const ib_dev* d, const ib_qp_caps* caps, int access,
+                                 struct ibv_qp** out);
+ncclResult_t net_ib_qp_rtr(const ib_dev* d, struct ibv_qp* qp, uint32_t remote_qpn,
                            const struct ibv_ah_attr* ah, enum ibv_mtu mtu);
-ncclResult_t net_ib_qp_rts(ib_comm* c, struct ibv_qp* qp);
+ncclResult_t net_ib_qp_rts(const ib_dev* d, struct ibv_qp* qp);
 /* The address of the peer's port as the QPs of d see it. */
 ncclResult_t net_ib_make_ah(const ib_dev* d, const ib_conn_info* remote, int traffic_class,
                             struct ibv_ah_attr* ah);
@@ -324,6 +336,8 @@ ncclResult_t net_ib_accept(void* listen_comm, void** recv_comm,
                            ncclNetDeviceHandle_v11_t** dev_comm);
 ncclResult_t net_ib_close_listen(void* listen_comm);
 void net_ib_pending_free_all(ib_ctx* ctx);
+/* The address connection setup uses (NCCL_SOCKET_IFNAME's first interface, chosen once). */
+ncclResult_t net_ib_oob_interface(weft_sockaddr* addr);
 
 /* net_ib_send.c / net_ib_recv.c / net_ib_progress.c */
 ncclResult_t net_ib_isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
@@ -346,6 +360,8 @@ ncclResult_t net_ib_send_progress(ib_comm* c);
 ncclResult_t net_ib_send_cts_arrived(ib_comm* c, uint32_t seq, int qp);
 /* Receiver: a data chunk arrived. */
 ncclResult_t net_ib_recv_data_arrived(ib_comm* c, uint32_t imm, uint32_t len, int qp);
+/* 1 for completion statuses that put the fault at the peer or the path (ncclRemoteError). */
+int net_ib_status_is_remote(enum ibv_wc_status s);
 /* Re-post one receive (for an immediate) on QP q of c. */
 ncclResult_t net_ib_post_recv_wr(ib_comm* c, int q, int kind);
 

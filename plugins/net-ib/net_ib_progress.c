@@ -18,7 +18,7 @@
 #define IB_POLL_BATCH 16
 #define IB_LIVE_CHECK_NS (10ull * 1000 * 1000)
 
-static int remote_status(enum ibv_wc_status s) {
+int net_ib_status_is_remote(enum ibv_wc_status s) {
   switch (s) {
     case IBV_WC_RETRY_EXC_ERR: case IBV_WC_RNR_RETRY_EXC_ERR: case IBV_WC_REM_ACCESS_ERR:
     case IBV_WC_REM_OP_ERR: case IBV_WC_REM_INV_REQ_ERR: case IBV_WC_REM_ABORT_ERR:
@@ -41,7 +41,7 @@ static const char* wr_kind(uint64_t wr_id) {
 }
 
 static ncclResult_t wc_failed(ib_comm* c, const struct ibv_wc* wc) {
-  ncclResult_t res = remote_status(wc->status) ? ncclRemoteError : ncclSystemError;
+  ncclResult_t res = net_ib_status_is_remote(wc->status) ? ncclRemoteError : ncclSystemError;
   if (net_ib_comm_fail(c, res))
     IB_WARN("NET/IB: %s:%d: %s on QP %#x failed: %s (status %d, vendor error %#x); peer %s",
             c->dev->name, c->dev->port, wr_kind(wc->wr_id), wc->qp_num,

@@ -11,20 +11,25 @@
 #define IB_MIN_RNR_TIMER 12 /* 0.64 ms */
 
 ncclResult_t net_ib_qp_create(ib_comm* c, int access, struct ibv_qp** out) {
+  ib_qp_caps caps = {&c->async_event, c->cq, IB_SQ_DEPTH, IB_RQ_DEPTH, 0};
+  return net_ib_qp_create_on(c->dev, &caps, access, out);
+}
+
+ncclResult_t net_ib_qp_create_on(const ib_dev* d, const ib_qp_caps* caps, int access,
+                                 struct ibv_qp** out) {
   const ib_verbs* v = net_ib_verbs();
-  ib_dev* d = c->dev;
-  int max_wr = d->hw->attr.max_qp_wr > 0 ? d->hw->attr.max_qp_wr : IB_SQ_DEPTH;
+  int max_wr = d->hw->attr.max_qp_wr > 0 ? d->hw->attr.max_qp_wr : caps->send_wr;
   struct ibv_qp_init_attr a;
   memset(&a, 0, sizeof a);
-  a.qp_context = c;
-  a.send_cq = c->cq;
-  a.recv_cq = c->cq;
+  a.qp_context = caps->async_event;
+  a.send_cq = caps->cq;
+  a.recv_cq = caps->cq;
   a.qp_type = IBV_QPT_RC;
-  a.cap.max_send_wr = (uint32_t)(IB_SQ_DEPTH < max_wr ? IB_SQ_DEPTH : max_wr);
-  a.cap.max_recv_wr = (uint32_t)(IB_RQ_DEPTH < max_wr ? IB_RQ_DEPTH : max_wr);
+  a.cap.max_send_wr = (uint32_t)(caps->send_wr < max_wr ? caps->send_wr : max_wr);
+  a.cap.max_recv_wr = (uint32_t)(caps->recv_wr < max_wr ? caps->recv_wr : max_wr);
   a.cap.max_send_sge = 1;
   a.cap.max_recv_sge = 1;
-  a.cap.max_inline_data = 0;
+  a.cap.max_inline_data = caps->inline_bytes;
   struct ibv_qp* qp = v->create_qp(d->hw->pd, &a);
   if (qp == NULL) {
     IB_WARN("NET/IB: %s:%d: ibv_create_qp failed: %s", d->name, d->port, strerror(errno));
@@ -74,7 +79,7 @@ ncclResult_t net_ib_make_ah(const ib_dev* d, const ib_conn_info* remote, int tra
   return ncclSuccess;
 }
 
-ncclResult_t net_ib_qp_rtr(ib_comm* c, struct ibv_qp* qp, uint32_t remote_qpn,
+ncclResult_t net_ib_qp_rtr(const ib_dev* d, struct ibv_qp* qp, uint32_t remote_qpn,
                            const struct ibv_ah_attr* ah, enum ibv_mtu mtu) {
   struct ibv_qp_attr qa;
   memset(&qa, 0, sizeof qa);
@@ -91,13 +96,13 @@ ncclResult_t net_ib_qp_rtr(ib_comm* c, struct ibv_qp* qp, uint32_t remote_qpn,
                                         IBV_QP_MIN_RNR_TIMER);
   if (e) {
     IB_WARN("NET/IB: %s:%d: QP %#x to RTR (remote QP %#x, MTU code %d, SL %d) failed: %s",
-            c->dev->name, c->dev->port, qp->qp_num, remote_qpn, (int)mtu, ah->sl, strerror(e));
+            d->name, d->port, qp->qp_num, remote_qpn, (int)mtu, ah->sl, strerror(e));
     return ncclSystemError;
   }
   return ncclSuccess;
 }
 
-ncclResult_t net_ib_qp_rts(ib_comm* c, struct ibv_qp* qp) {
+ncclResult_t net_ib_qp_rts(const ib_dev* d, struct ibv_qp* qp) {
   struct ibv_qp_attr qa;
   memset(&qa, 0, sizeof qa);
   qa.qp_state = IBV_QPS_RTS;
@@ -110,8 +115,8 @@ ncclResult_t net_ib_qp_rts(ib_comm* c, struct ibv_qp* qp) {
                                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                                         IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
   if (e) {
-    IB_WARN("NET/IB: %s:%d: QP %#x to RTS (timeout %d, retry count %d) failed: %s", c->dev->name,
-            c->dev->port, qp->qp_num, qa.timeout, qa.retry_cnt, strerror(e));
+    IB_WARN("NET/IB: %s:%d: QP %#x to RTS (timeout %d, retry count %d) failed: %s", d->name,
+            d->port, qp->qp_num, qa.timeout, qa.retry_cnt, strerror(e));
     return ncclSystemError;
   }
   return ncclSuccess;

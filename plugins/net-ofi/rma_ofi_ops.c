@@ -4,51 +4,26 @@
 #include <string.h>
 #include <time.h>
 
+#include "rma_common.h"
 #include "rma_ofi.h"
 
 #define RO_RCTX_MAGIC 0x726f726374780001ull
 #define RO_WAIT_S 30
 
-typedef struct {
-  uint64_t magic;
-  ro_group* g;
-  int ncontexts; /* one endpoint carries every context */
-} ro_ctx;
-
 ncclResult_t rma_ofi_create_context(void* coll, ncclRmaConfig_v15_t* config, void** ctx) {
   ro_group* g = ro_group_check(coll, "createContext");
   if (g == NULL) return ncclInvalidArgument;
-  if (config == NULL || ctx == NULL || config->nContexts < 1) {
-    OFI_WARN("RMA/OFI: createContext: bad argument (config %p, nContexts %d, ctx %p)",
-             (void*)config, config ? config->nContexts : 0, (void*)ctx);
-    return ncclInvalidArgument;
-  }
-  ro_ctx* x = calloc(1, sizeof *x);
-  if (x == NULL) return ncclSystemError;
-  *x = (ro_ctx){RO_RCTX_MAGIC, g, config->nContexts};
-  *ctx = x;
-  return ncclSuccess;
+  return weft_rma_ctx_new(g, config, RO_RCTX_MAGIC, net_ofi_logger(), "RMA/OFI", ctx);
 }
 
-static ro_ctx* ctx_check(void* p, int context, const char* fn) {
-  ro_ctx* x = p;
-  if (x == NULL || x->magic != RO_RCTX_MAGIC) {
-    OFI_WARN("RMA/OFI: %s: %p is not a context createContext returned", fn, p);
-    return NULL;
-  }
-  if (context < 0 || context >= x->ncontexts) {
-    OFI_WARN("RMA/OFI: %s: context %d out of range (%d contexts)", fn, context, x->ncontexts);
-    return NULL;
-  }
-  return x;
+/* The group of a context (one endpoint carries every context). */
+static ro_group* ctx_group(void* p, int context, const char* fn) {
+  weft_rma_ctx* x = weft_rma_ctx_check(p, context, RO_RCTX_MAGIC, net_ofi_logger(), "RMA/OFI", fn);
+  return x ? x->coll : NULL;
 }
 
 ncclResult_t rma_ofi_destroy_context(void* ctx) {
-  ro_ctx* x = ctx_check(ctx, 0, "destroyContext");
-  if (x == NULL) return ncclInvalidArgument;
-  x->magic = 0;
-  free(x);
-  return ncclSuccess;
+  return weft_rma_ctx_free(ctx, RO_RCTX_MAGIC, net_ofi_logger(), "RMA/OFI");
 }
 
 static double now_s(void) {
@@ -240,29 +215,18 @@ void ro_finish_waiting(ro_group* g) {
 static ncclResult_t ranges(ro_group* g, const char* fn, uint32_t rank, void** req, void* loc_mh,
                            uint64_t loc_off, void* rem_mh, uint64_t rem_off, size_t size,
                            ro_mr** loc, ro_mr** rem) {
-  if (req == NULL || rank >= (uint32_t)g->nranks) {
-    OFI_WARN("RMA/OFI: %s: bad argument (rank %u of %d, request %p)", fn, rank, g->nranks,
-             (void*)req);
-    return ncclInvalidArgument;
-  }
+  ncclResult_t r = weft_rma_check_target(net_ofi_logger(), "RMA/OFI", fn, rank, g->nranks, req);
+  if (r != ncclSuccess) return r;
   if ((*loc = mr_live(g, loc_mh, fn, "local mhandle")) == NULL ||
       (*rem = mr_live(g, rem_mh, fn, "remote mhandle")) == NULL)
     return ncclInvalidArgument;
-  uint64_t rsize = (*rem)->remote[rank].size;
-  if (loc_off > (*loc)->size || size > (*loc)->size - loc_off || rem_off > rsize ||
-      size > rsize - rem_off) {
-    OFI_WARN("RMA/OFI: %s: %zu bytes at local offset %llu / remote offset %llu overrun the "
-             "registrations (%zu / %llu bytes)", fn, size, (unsigned long long)loc_off,
-             (unsigned long long)rem_off, (*loc)->size, (unsigned long long)rsize);
-    return ncclInvalidArgument;
-  }
-  return ncclSuccess;
+  return weft_rma_check_fit(net_ofi_logger(), "RMA/OFI", fn, size, loc_off, (*loc)->size, rem_off,
+                            (*rem)->remote[rank].size);
 }
 
-static ncclResult_t put(ro_ctx* x, uint64_t src_off, void* src_mh, size_t size, uint64_t dst_off,
+static ncclResult_t put(ro_group* g, uint64_t src_off, void* src_mh, size_t size, uint64_t dst_off,
                         void* dst_mh, uint32_t rank, ro_mr* sig, uint64_t sig_off,
                         uint64_t sig_add, void** req, const char* fn) {
-  ro_group* g = x->g;
   pthread_mutex_lock(&g->lock);
   ro_mr *src = NULL, *dst = NULL;
   int data = !(sig && size == 0 && src_mh == NULL && dst_mh == NULL); /* else a signal alone */
@@ -314,9 +278,9 @@ static ncclResult_t put(ro_ctx* x, uint64_t src_off, void* src_mh, size_t size, 
 ncclResult_t rma_ofi_iput(void* ctx, int context, uint64_t src_off, void* src_mh, size_t size,
                           uint64_t dst_off, void* dst_mh, uint32_t rank, uint32_t opt, void** req) {
   (void)opt;
-  ro_ctx* x = ctx_check(ctx, context, "iput");
-  if (x == NULL) return ncclInvalidArgument;
-  return put(x, src_off, src_mh, size, dst_off, dst_mh, rank, NULL, 0, 0, req, "iput");
+  ro_group* g = ctx_group(ctx, context, "iput");
+  if (g == NULL) return ncclInvalidArgument;
+  return put(g, src_off, src_mh, size, dst_off, dst_mh, rank, NULL, 0, 0, req, "iput");
 }
 
 ncclResult_t rma_ofi_iput_signal(void* ctx, int context, uint64_t src_off, void* src_mh,
@@ -324,13 +288,12 @@ ncclResult_t rma_ofi_iput_signal(void* ctx, int context, uint64_t src_off, void*
                                  uint64_t sig_off, void* sig_mh, uint64_t value, uint32_t op,
                                  bool strong, uint32_t opt, void** req) {
   (void)strong, (void)opt; /* every signal waits for all earlier puts to its rank: strong */
-  ro_ctx* x = ctx_check(ctx, context, "iputSignal");
-  if (x == NULL) return ncclInvalidArgument;
+  ro_group* g = ctx_group(ctx, context, "iputSignal");
+  if (g == NULL) return ncclInvalidArgument;
   if (op != NCCL_GIN_SIGNAL_OP_INC && op != NCCL_GIN_SIGNAL_OP_ADD) {
     OFI_WARN("RMA/OFI: iputSignal: signalOp %u is neither NCCL_GIN_SIGNAL_OP_INC nor _ADD", op);
     return ncclInvalidArgument;
   }
-  ro_group* g = x->g;
   pthread_mutex_lock(&g->lock);
   ro_mr* s = mr_live(g, sig_mh, "iputSignal", "signalMhandle");
   uint64_t ssize = s && rank < (uint32_t)g->nranks ? s->remote[rank].size : 0;
@@ -342,16 +305,15 @@ ncclResult_t rma_ofi_iput_signal(void* ctx, int context, uint64_t src_off, void*
              (unsigned long long)ssize, rank);
     return ncclInvalidArgument;
   }
-  return put(x, src_off, src_mh, size, dst_off, dst_mh, rank, s, sig_off,
+  return put(g, src_off, src_mh, size, dst_off, dst_mh, rank, s, sig_off,
              op == NCCL_GIN_SIGNAL_OP_INC ? 1 : value, req, "iputSignal");
 }
 
 ncclResult_t rma_ofi_iget(void* ctx, int context, uint64_t r_off, void* r_mh, size_t size,
                           uint64_t l_off, void* l_mh, uint32_t rank, uint32_t opt, void** req) {
   (void)opt;
-  ro_ctx* x = ctx_check(ctx, context, "iget");
-  if (x == NULL) return ncclInvalidArgument;
-  ro_group* g = x->g;
+  ro_group* g = ctx_group(ctx, context, "iget");
+  if (g == NULL) return ncclInvalidArgument;
   pthread_mutex_lock(&g->lock);
   ro_mr *loc = NULL, *rem = NULL;
   ncclResult_t r = ranges(g, "iget", rank, req, l_mh, l_off, r_mh, r_off, size, &loc, &rem);
@@ -384,9 +346,8 @@ ncclResult_t rma_ofi_iget(void* ctx, int context, uint64_t r_off, void* r_mh, si
 
 ncclResult_t rma_ofi_iflush(void* ctx, int context, void* mh, uint32_t rank, void** req) {
   (void)mh;
-  ro_ctx* x = ctx_check(ctx, context, "iflush");
-  if (x == NULL) return ncclInvalidArgument;
-  ro_group* g = x->g;
+  ro_group* g = ctx_group(ctx, context, "iflush");
+  if (g == NULL) return ncclInvalidArgument;
   if (req == NULL || rank >= (uint32_t)g->nranks) {
     OFI_WARN("RMA/OFI: iflush: bad argument (rank %u of %d, request %p)", rank, g->nranks,
              (void*)req);
@@ -432,17 +393,17 @@ ncclResult_t rma_ofi_test(void* coll, void* request, int* done) {
 }
 
 ncclResult_t rma_ofi_progress(void* ctx) {
-  ro_ctx* x = ctx_check(ctx, 0, "rmaProgress");
-  if (x == NULL) return ncclInvalidArgument;
-  pthread_mutex_lock(&x->g->lock);
-  ro_progress_locked(x->g);
-  pthread_mutex_unlock(&x->g->lock);
+  ro_group* g = ctx_group(ctx, 0, "rmaProgress");
+  if (g == NULL) return ncclInvalidArgument;
+  pthread_mutex_lock(&g->lock);
+  ro_progress_locked(g);
+  pthread_mutex_unlock(&g->lock);
   return ncclSuccess;
 }
 
 ncclResult_t rma_ofi_last_error(void* ctx, bool* has_error) {
-  ro_ctx* x = ctx_check(ctx, 0, "queryLastError");
-  if (x == NULL || has_error == NULL) return ncclInvalidArgument;
-  *has_error = __atomic_load_n(&x->g->error, __ATOMIC_ACQUIRE) != 0;
+  ro_group* g = ctx_group(ctx, 0, "queryLastError");
+  if (g == NULL || has_error == NULL) return ncclInvalidArgument;
+  *has_error = __atomic_load_n(&g->error, __ATOMIC_ACQUIRE) != 0;
   return ncclSuccess;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rma_common.h"
 #include "rma_socket.h"
 
 #define RS_CTX_MAGIC 0x7273637478000001ull
@@ -76,27 +77,8 @@ ncclResult_t rma_socket_get_properties(int dev, ncclNetProperties_v12_t* props) 
   }
   ncclNetProperties_v11_t p11;
   ncclResult_t r = net_socket_get_properties(dev, &p11);
-  if (r != ncclSuccess) return r;
-  memset(props, 0, sizeof *props);
-  props->name = p11.name;
-  props->pciPath = p11.pciPath;
-  props->guid = p11.guid;
-  props->ptrSupport = NCCL_PTR_HOST;
-  props->speed = p11.speed;
-  props->port = p11.port;
-  props->latency = p11.latency;
-  props->maxComms = p11.maxComms;
-  props->maxRecvs = 1;
-  props->netDeviceType = NCCL_NET_DEVICE_GIN_PROXY;
-  props->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-  props->vProps.ndevs = 1;
-  props->vProps.devs[0] = dev;
-  props->maxP2pBytes = p11.maxP2pBytes;
-  props->maxCollBytes = p11.maxCollBytes;
-  props->maxMultiRequestSize = 1;
-  props->railId = NCCL_NET_ID_UNDEF;
-  props->planeId = NCCL_NET_ID_UNDEF;
-  return ncclSuccess;
+  if (r == ncclSuccess) weft_rma_props_from_v11(&p11, dev, props);
+  return r;
 }
 
 ncclResult_t rma_socket_listen(void* ctx, int dev, void* handle, void** listen_comm) {

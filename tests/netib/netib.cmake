@@ -122,3 +122,30 @@ foreach(c poll_failure_fails_the_request post_send_failure_fails_the_send
     LABELS "plugin;fault" TIMEOUT 60 ARGS ${c} ENV "${NETIB_ENV}" LIBS weft_net_ib_impl)
   add_dependencies(netib_table_${c} fakeverbs)
 endforeach()
+
+# net-ib's RMA table on dma-bufs (a memfd), the refusals and a completion error: what
+# weft-conformance does not reach.
+netib_case(netib_rma_test netib_rma_test.c dmabuf_puts_and_gets_land_and_refusals_hold plugin)
+netib_case(netib_rma_test netib_rma_test.c completion_error_fails_the_put_and_is_reported
+  "plugin;fault")
+
+# One-sided tables (plugins/net-ib/rma_ib_*.c) over the fake: RMA v15/v14/v13 and GIN v13 on the
+# InfiniBand port, v15 again on RoCE: every test must pass, with the count line (17 or 18).
+foreach(spec "rma|v15|ib|" "rma|v14|ib|" "rma|v13|ib|" "gin|v13|ib|" "rma|v15|roce|NCCL_IB_HCA=fake_roce0")
+  string(REPLACE "|" ";" parts "${spec}")
+  list(GET parts 0 suite)
+  list(GET parts 1 v)
+  list(GET parts 2 port)
+  list(GET parts 3 extra)
+  set(name conformance_${suite}_${v}_ib_passes)
+  if(NOT port STREQUAL "ib")
+    set(name conformance_${suite}_${v}_ib_${port}_passes)
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
+    -DCONF=$<TARGET_FILE:weft-conformance> -DSUITE=${suite}
+    -DPLUGIN=$<TARGET_FILE:nccl-net-weft-ib> "-DARGS=--abi|${v}" -DJSON=${NETIB_DIR}/${name}.json
+    -DALL_PASS=ON "-DEXPECT_OUTPUT=passed, 0 failed, 0 inconclusive, 0 skipped"
+    -P ${PROJECT_SOURCE_DIR}/tests/plugins/scripts/expect_conformance.cmake)
+  set_tests_properties(${name} PROPERTIES LABELS plugin TIMEOUT 180
+    ENVIRONMENT "NCCL_DEBUG=WARN;${NETIB_ENV};${extra}")
+endforeach()

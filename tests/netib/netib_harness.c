@@ -20,7 +20,7 @@ static char logbuf[1 << 16];
 static size_t loglen;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+void nb_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                    const char* fmt, ...) {
   (void)flags;
   (void)file;
@@ -70,7 +70,7 @@ void nb_open(nb_plugin* p) {
   }
   p->net = dlsym(dl, "ncclNetPlugin_v11");
   NB_CHECK(p->net != NULL);
-  NB_CHECK(p->net->init(&p->ctx, 1, NULL, logger, NULL) == ncclSuccess);
+  NB_CHECK(p->net->init(&p->ctx, 1, NULL, nb_logger, NULL) == ncclSuccess);
 }
 
 void nb_close(nb_plugin* p) { NB_CHECK(p->net->finalize(p->ctx) == ncclSuccess); }

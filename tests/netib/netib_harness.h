@@ -25,6 +25,9 @@ typedef struct {
 /* dlopen the plugin (RTLD_NOW | RTLD_LOCAL) and init a context; exits(1) on failure. */
 void nb_open(nb_plugin* p);
 void nb_close(nb_plugin* p);
+/* The logger nb_open hands the plugin (also for its other tables). */
+void nb_logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+               const char* fmt, ...);
 /* Lines the plugin logged ("WARN …" / "INFO …"), and whether one contains text. */
 const char* nb_log(void);
 int nb_log_has(const char* text);

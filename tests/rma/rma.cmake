@@ -77,6 +77,20 @@ if(TARGET nccl-net-weft-socket)
   set_tests_properties(rma_plugin_wait_fails_fast_when_peer_killed PROPERTIES
     LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
 endif()
+# The same through net-ib's RMA table over fakeverbs (tests/netib): every peer's puts and
+# signals, and a killed peer.
+if(TARGET nccl-net-weft-ib AND TARGET fakeverbs)
+  set(_fv "WEFT_DEVICE=host;WEFT_IB_VERBS_LIB=$<TARGET_FILE:fakeverbs>")
+  add_test(NAME rma_plugin_every_peer_ib COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh
+    $<TARGET_FILE:rma_put_signal_wait_2_ranks_shm> 3 $<TARGET_FILE:nccl-net-weft-ib> good)
+  set_tests_properties(rma_plugin_every_peer_ib PROPERTIES LABELS "mp;plugin" TIMEOUT 120
+    ENVIRONMENT "${_fv}")
+  add_test(NAME rma_plugin_ib_wait_fails_fast_when_peer_killed COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    killed $<TARGET_FILE:nccl-net-weft-ib> fault)
+  set_tests_properties(rma_plugin_ib_wait_fails_fast_when_peer_killed PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "${_fv}")
+endif()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
 weft_add_test(NAME rma_one_thread_drives_every_rank_in_a_group
