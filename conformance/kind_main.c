@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "kind_suite.h"
 #include "plugin/net_shim.h"
 #include "stage.h"
@@ -40,16 +41,7 @@ static void usage(int suite) {
 }
 
 static void load(kind_ctx* c) {
-  char why[512];
-  if (!conf_probe_dlopen(c->path, why, sizeof why)) {
-    snprintf(c->load_error, sizeof c->load_error, "%s", why);
-    return;
-  }
-  c->dl = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
-  if (c->dl == NULL) {
-    snprintf(c->load_error, sizeof c->load_error, "%s", dlerror());
-    return;
-  }
+  if ((c->dl = conf_open_plugin(c->path, c->load_error, sizeof c->load_error)) == NULL) return;
   int lo, hi;
   version_range(c->suite, &lo, &hi);
   for (int v = lo; v <= hi; v++) {
@@ -174,31 +166,11 @@ int kind_suite_main(int suite, int argc, char** argv) {
   ctx.path = conf_plugin_path(argv[0], suite == KIND_SUITE_COLLNET ? "net" : suite_word(suite),
                               libname, sizeof libname);
   for (int i = 1; i < argc; i++) {
-    const char* a = argv[i];
-    const char* next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--abi") == 0 && next) {
-      ctx.requested_version = atoi(next[0] == 'v' ? next + 1 : next);
+    if (strcmp(argv[i], "--abi") == 0 && i + 1 < argc) {
       int lo, hi;
       version_range(suite, &lo, &hi);
-      if (ctx.requested_version < lo || ctx.requested_version > hi) {
-        fprintf(stderr, "weft-conformance: --abi %s: versions v%d..v%d are supported\n", next, lo, hi);
-        return 2;
-      }
-      i++;
-    } else if (strcmp(a, "--filter") == 0 && next) {
-      opt.filter = next;
-      i++;
-    } else if (strcmp(a, "--json") == 0 && next) {
-      opt.json_path = next;
-      i++;
-    } else if (strcmp(a, "--timeout") == 0 && next) {
-      opt.timeout_s = atof(next);
-      i++;
-    } else if (strcmp(a, "--list") == 0) {
-      opt.list_only = 1;
-    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      opt.verbose = 1;
-    } else {
+      if (!(ctx.requested_version = conf_abi_option(argv[++i], lo, hi))) return 2;
+    } else if (!conf_common_option(&opt, argc, argv, &i)) {
       usage(suite);
       return 2;
     }
@@ -231,24 +203,15 @@ int kind_suite_main(int suite, int argc, char** argv) {
       snprintf(names[k], sizeof names[k], "%s_%s", suite_word(suite), all[k].name);
       all[k].name = names[k];
     }
-  char versions[64] = "", json_versions[64] = "";
-  for (int v = 0; v <= WEFT_GIN_MAX_VERSION; v++) {
-    if (!(ctx.exported & (1u << v))) continue;
-    size_t a = strlen(versions), b = strlen(json_versions);
-    snprintf(versions + a, sizeof versions - a, "%sv%d", a ? " " : "", v);
-    snprintf(json_versions + b, sizeof json_versions - b, "%s%d", b ? ", " : "", v);
-  }
-  if (!opt.list_only) {
-    printf("# weft-conformance %s %s: ", suite_word(suite), ctx.path);
-    if (!ctx.dl) printf("not loadable\n");
-    else if (!ctx.version) printf("no usable version\n");
-    else
-      printf("\"%s\", exports %s%s, testing v%d%s\n",
-             *(const char* const*)ctx.raw[ctx.version] ? *(const char* const*)ctx.raw[ctx.version]
-                                                       : "(null)",
-             versions, ctx.gin13_as_rma ? " (v13 as ncclGinPlugin_v13)" : "", ctx.version,
-             is_gin && ctx.version >= 14 ? " (no host data path: the data tests skip)" : "");
-  }
+  char versions[64], json_versions[64];
+  conf_version_lists(ctx.exported, 0, WEFT_GIN_MAX_VERSION, versions, sizeof versions,
+                     json_versions, sizeof json_versions);
+  if (!opt.list_only)
+    conf_print_table_line(suite_word(suite), ctx.path, ctx.dl != NULL, ctx.version,
+                          ctx.raw[ctx.version], versions,
+                          ctx.gin13_as_rma ? " (v13 as ncclGinPlugin_v13)" : NULL,
+                          is_gin && ctx.version >= 14 ? " (no host data path: the data tests "
+                                                        "skip)" : NULL);
   if (!opt.list_only && ctx.net_raw)
     printf("# the library also exports ncclNetPlugin_v%d: each test inits it first, as NCCL "
            "does before it opens the %s table\n", ctx.net_version,

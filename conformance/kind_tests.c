@@ -23,6 +23,32 @@ static conf_result need_data(void) {
   return CONF_PASS;
 }
 
+static conf_result need_nothing(void) { return CONF_PASS; }
+
+static conf_result need_iget(void) {
+  CONF_TRY(need_data());
+  if (kc->data->iget == NULL)
+    return conf_skip("%s v%d has no iget", kc->is_gin ? "GIN" : "this RMA plugin's", kc->version);
+  return CONF_PASS;
+}
+
+static conf_result need_iflush(void) {
+  CONF_TRY(need_data());
+  if (kc->data->iflush == NULL)
+    return conf_skip("%s v%d has no iflush", kc->is_gin ? "GIN" : "this RMA plugin's",
+                     kc->version);
+  return CONF_PASS;
+}
+
+/* A test that is body run on a group (kg_run) of nranks ranks with ncontexts contexts, once
+ * need (need_nothing, need_data, ...) lets it. */
+#define GROUP_TEST(test, need, nranks, ncontexts, body, arg) \
+  static conf_result test(void* unused) {                    \
+    (void)unused;                                            \
+    CONF_TRY(need());                                        \
+    return kg_run(nranks, ncontexts, body, arg);             \
+  }
+
 static void fill_seeded(void* p, size_t n, uint64_t seed) { nt_fill(p, n, seed); }
 
 /* ---- loading ---- */
@@ -149,10 +175,7 @@ static conf_result b_barrier(kg_rank* r, void* arg) {
   return kg_barrier(r);
 }
 
-static conf_result t_group3(void* arg) {
-  (void)arg;
-  return kg_run(3, 1, b_barrier, NULL);
-}
+GROUP_TEST(t_group3, need_nothing, 3, 1, b_barrier, NULL)
 
 /* GIN: a GDAKI device must hand GPU code a device handle. */
 static conf_result b_dev_handle(kg_rank* r, void* arg) {
@@ -164,10 +187,7 @@ static conf_result b_dev_handle(kg_rank* r, void* arg) {
   return kg_barrier(r);
 }
 
-static conf_result t_dev_handle(void* arg) {
-  (void)arg;
-  return kg_run(2, 1, b_dev_handle, NULL);
-}
+GROUP_TEST(t_dev_handle, need_nothing, 2, 1, b_dev_handle, NULL)
 
 /* ---- registration ---- */
 
@@ -186,10 +206,7 @@ static conf_result b_reg_cycles(kg_rank* r, void* arg) {
   return kg_barrier(r);
 }
 
-static conf_result t_reg_cycles(void* arg) {
-  (void)arg;
-  return kg_run(2, 1, b_reg_cycles, NULL);
-}
+GROUP_TEST(t_reg_cycles, need_nothing, 2, 1, b_reg_cycles, NULL)
 
 /* ---- data ---- */
 
@@ -335,19 +352,9 @@ static conf_result b_order(kg_rank* r, void* argp) {
   return CONF_PASS;
 }
 
-static conf_result t_order(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  order_args a = {2 * MiB, 8, 0};
-  return kg_run(2, 1, b_order, &a);
-}
-
-static conf_result t_strong(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  order_args a = {MiB, 6, 1};
-  return kg_run(2, 1, b_order, &a);
-}
+static order_args plain_puts = {2 * MiB, 8, 0}, strong_only = {MiB, 6, 1};
+GROUP_TEST(t_order, need_data, 2, 1, b_order, &plain_puts)
+GROUP_TEST(t_strong, need_data, 2, 1, b_order, &strong_only)
 
 /* ---- signal counts under concurrency ---- */
 
@@ -451,11 +458,9 @@ static conf_result b_counts(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_counts(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  return kg_run(3, kc->is_gin && kc->version == 11 ? 1 : SC_THREADS, b_counts, NULL);
-}
+/* GIN v11 has one context per group: its threads share it. */
+GROUP_TEST(t_counts, need_data, 3, kc->is_gin && kc->version == 11 ? 1 : SC_THREADS, b_counts,
+           NULL)
 
 /* ---- get and flush ---- */
 
@@ -487,12 +492,7 @@ static conf_result b_get(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_get(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  if (kc->data->iget == NULL) return conf_skip("%s v%d has no iget", kc->is_gin ? "GIN" : "this RMA plugin's", kc->version);
-  return kg_run(2, 1, b_get, NULL);
-}
+GROUP_TEST(t_get, need_iget, 2, 1, b_get, NULL)
 
 /* A put then a flush: once the flush completes, the put is visible at the target. */
 static conf_result b_flush(kg_rank* r, void* arg) {
@@ -521,12 +521,7 @@ static conf_result b_flush(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_flush(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  if (kc->data->iflush == NULL) return conf_skip("%s v%d has no iflush", kc->is_gin ? "GIN" : "this RMA plugin's", kc->version);
-  return kg_run(2, 1, b_flush, NULL);
-}
+GROUP_TEST(t_flush, need_iflush, 2, 1, b_flush, NULL)
 
 /* ---- contexts ---- */
 
@@ -581,12 +576,12 @@ static conf_result b_contexts(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_contexts(void* arg) {
-  (void)arg;
+static conf_result need_contexts(void) {
   if (kc->is_gin && kc->version == 11)
     return conf_skip("GIN v11 has one context per group (NCCL refuses more)");
-  return kg_run(2, 4, b_contexts, NULL);
+  return CONF_PASS;
 }
+GROUP_TEST(t_contexts, need_contexts, 2, 4, b_contexts, NULL)
 
 /* ---- bad arguments on a live group ---- */
 
@@ -614,11 +609,7 @@ static conf_result b_bad_args(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_bad_args(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  return kg_run(2, 1, b_bad_args, NULL);
-}
+GROUP_TEST(t_bad_args, need_data, 2, 1, b_bad_args, NULL)
 
 /* ---- teardown and peers ---- */
 
@@ -642,11 +633,7 @@ static conf_result b_close_in_flight(kg_rank* r, void* arg) {
   return CONF_PASS;
 }
 
-static conf_result t_close_in_flight(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  return kg_run(2, 1, b_close_in_flight, NULL);
-}
+GROUP_TEST(t_close_in_flight, need_data, 2, 1, b_close_in_flight, NULL)
 
 static conf_result b_peer_leaves(kg_rank* r, void* arg) {
   (void)arg;
@@ -683,11 +670,7 @@ static conf_result b_peer_leaves(kg_rank* r, void* arg) {
                    "queryLastError reported nothing", puts, len, kc->wait_s);
 }
 
-static conf_result t_peer_leaves(void* arg) {
-  (void)arg;
-  CONF_TRY(need_data());
-  return kg_run(2, 1, b_peer_leaves, NULL);
-}
+GROUP_TEST(t_peer_leaves, need_data, 2, 1, b_peer_leaves, NULL)
 
 const conf_test kind_load_tests[] = {
     {"plugin_loads_with_rtld_now_local", t_loads, 0},

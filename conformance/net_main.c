@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "net_suite.h"
 #include "net_tests.h"
 
@@ -27,12 +28,7 @@ static void usage(void) {
 }
 
 static void load_plugin(net_ctx* c) {
-  if (!conf_probe_dlopen(c->path, c->load_error, sizeof c->load_error)) return;
-  c->dl = dlopen(c->path, RTLD_NOW | RTLD_LOCAL);
-  if (!c->dl) {
-    snprintf(c->load_error, sizeof c->load_error, "%s", dlerror());
-    return;
-  }
+  if ((c->dl = conf_open_plugin(c->path, c->load_error, sizeof c->load_error)) == NULL) return;
   for (int v = 0; v <= 99; v++) {
     char sym[32];
     snprintf(sym, sizeof sym, "ncclNetPlugin_v%d", v);
@@ -255,33 +251,15 @@ int net_suite_main(int argc, char** argv) {
     const char* a = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--abi") == 0 && next) {
-      const char* v = next[0] == 'v' ? next + 1 : next;
-      ctx.requested_version = atoi(v);
-      if (ctx.requested_version < WEFT_NET_MIN_VERSION || ctx.requested_version > WEFT_NET_MAX_VERSION) {
-        fprintf(stderr, "weft-conformance: --abi %s: versions v%d..v%d are supported\n", next,
-                WEFT_NET_MIN_VERSION, WEFT_NET_MAX_VERSION);
-        return 2;
-      }
       i++;
-    } else if (strcmp(a, "--filter") == 0 && next) {
-      opt.filter = next;
-      i++;
-    } else if (strcmp(a, "--json") == 0 && next) {
-      opt.json_path = next;
-      i++;
-    } else if (strcmp(a, "--timeout") == 0 && next) {
-      opt.timeout_s = atof(next);
-      i++;
+      ctx.requested_version = conf_abi_option(next, WEFT_NET_MIN_VERSION, WEFT_NET_MAX_VERSION);
+      if (!ctx.requested_version) return 2;
     } else if (strcmp(a, "--call-limit") == 0 && next) {
       ctx.call_limit_s = atof(next);
       i++;
     } else if (strcmp(a, "--bench") == 0) {
       ctx.bench = 1;
-    } else if (strcmp(a, "--list") == 0) {
-      opt.list_only = 1;
-    } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
-      opt.verbose = 1;
-    } else {
+    } else if (!conf_common_option(&opt, argc, argv, &i)) {
       usage();
       return 2;
     }
@@ -325,22 +303,12 @@ int net_suite_main(int argc, char** argv) {
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
     for (int i = 0; i < *groups[g].n; i++) all[k++] = groups[g].t[i];
 
-  char versions[64] = "", json_versions[64] = "";
-  for (int v = WEFT_NET_MIN_VERSION; v <= WEFT_NET_MAX_VERSION; v++) {
-    if (!(ctx.exported & (1u << v))) continue;
-    size_t a = strlen(versions), b = strlen(json_versions);
-    snprintf(versions + a, sizeof versions - a, "%sv%d", a ? " " : "", v);
-    snprintf(json_versions + b, sizeof json_versions - b, "%s%d", b ? ", " : "", v);
-  }
+  char versions[64], json_versions[64];
+  conf_version_lists(ctx.exported, WEFT_NET_MIN_VERSION, WEFT_NET_MAX_VERSION, versions,
+                     sizeof versions, json_versions, sizeof json_versions);
   if (!opt.list_only) {
-    printf("# weft-conformance net %s: ", ctx.path);
-    if (!ctx.dl)
-      printf("not loadable\n");
-    else if (!ctx.version)
-      printf("no usable version\n");
-    else
-      printf("\"%s\", exports %s, testing v%d\n", *(const char* const*)ctx.raw[ctx.version]
-             ? *(const char* const*)ctx.raw[ctx.version] : "(null)", versions, ctx.version);
+    conf_print_table_line("net", ctx.path, ctx.dl != NULL, ctx.version, ctx.raw[ctx.version],
+                          versions, NULL, NULL);
     if (ctx.dl && ctx.version) {
       probe_plugin(&ctx);
       const char* before = *(const char* const*)ctx.raw[ctx.version];

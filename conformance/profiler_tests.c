@@ -19,6 +19,7 @@
 #include "nccl_profiler.h"
 #include "plugin/profiler.h"
 #include "profiler_tests.h"
+#include "cli.h"
 #include "runner.h"
 
 #define PMIN 1
@@ -394,42 +395,22 @@ int profiler_suite_main(int argc, char** argv) {
   if (argc < 1) return 2;
   static char libname[256];
   pc.path = conf_plugin_path(argv[0], "profiler", libname, sizeof libname);
-  for (int i = 1; i < argc; i++) {
-    const char* next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(argv[i], "--filter") == 0 && next) {
-      opt.filter = next;
-      i++;
-    } else if (strcmp(argv[i], "--json") == 0 && next) {
-      opt.json_path = next;
-      i++;
-    } else if (strcmp(argv[i], "--timeout") == 0 && next) {
-      opt.timeout_s = atof(next);
-      i++;
-    } else if (strcmp(argv[i], "--list") == 0) {
-      opt.list_only = 1;
-    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-      opt.verbose = 1;
-    } else {
+  for (int i = 1; i < argc; i++)
+    if (!conf_common_option(&opt, argc, argv, &i)) {
       fprintf(stderr, "weft-conformance profiler: unknown option %s\n", argv[i]);
       return 2;
     }
-  }
   if (opt.timeout_s <= 0) return 2;
-  if (!opt.list_only && conf_probe_dlopen(pc.path, pc.load_error, sizeof pc.load_error)) {
-    pc.dl = dlopen(pc.path, RTLD_NOW | RTLD_LOCAL);
-    if (!pc.dl) snprintf(pc.load_error, sizeof pc.load_error, "%s", dlerror());
-  }
-  char list[64] = "";
+  if (!opt.list_only) pc.dl = conf_open_plugin(pc.path, pc.load_error, sizeof pc.load_error);
   if (pc.dl)
     for (int v = PMIN; v <= PMAX; v++) {
       char sym[32];
       snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
       pc.raw[v] = dlsym(pc.dl, sym);
-      if (!pc.raw[v]) continue;
-      pc.exported |= 1u << v;
-      size_t n = strlen(list);
-      snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", v);
+      if (pc.raw[v]) pc.exported |= 1u << v;
     }
+  char list[64];
+  conf_version_lists(pc.exported, PMIN, PMAX, NULL, 0, list, sizeof list);
   char extra[128];
   snprintf(extra, sizeof extra, "\"exported\": [%s]", list);
   if (!opt.list_only)

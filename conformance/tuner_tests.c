@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "nccl_tuner.h"
+#include "cli.h"
 #include "runner.h"
 #include "stage.h"
 #include "tuner_tests.h"
@@ -731,32 +732,14 @@ int tuner_suite_main(int argc, char** argv) {
   if (argc < 1) return 2;
   static char libname[256];
   tc.path = conf_plugin_path(argv[0], "tuner", libname, sizeof libname);
-  for (int i = 1; i < argc; i++) {
-    const char* next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(argv[i], "--filter") == 0 && next) {
-      opt.filter = next;
-      i++;
-    } else if (strcmp(argv[i], "--json") == 0 && next) {
-      opt.json_path = next;
-      i++;
-    } else if (strcmp(argv[i], "--timeout") == 0 && next) {
-      opt.timeout_s = atof(next);
-      i++;
-    } else if (strcmp(argv[i], "--list") == 0) {
-      opt.list_only = 1;
-    } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
-      opt.verbose = 1;
-    } else {
+  for (int i = 1; i < argc; i++)
+    if (!conf_common_option(&opt, argc, argv, &i)) {
       fprintf(stderr, "weft-conformance tuner: unknown option %s\n", argv[i]);
       return 2;
     }
-  }
   if (opt.timeout_s <= 0) return 2;
   conf_stage_init();
-  if (!opt.list_only && conf_probe_dlopen(tc.path, tc.load_error, sizeof tc.load_error)) {
-    tc.dl = dlopen(tc.path, RTLD_NOW | RTLD_LOCAL);
-    if (!tc.dl) snprintf(tc.load_error, sizeof tc.load_error, "%s", dlerror());
-  }
+  if (!opt.list_only) tc.dl = conf_open_plugin(tc.path, tc.load_error, sizeof tc.load_error);
   if (tc.dl) {
     for (int v = 0; v <= 99; v++) {
       char sym[32];
@@ -775,12 +758,8 @@ int tuner_suite_main(int argc, char** argv) {
   }
   char extra[128] = "";
   if (!opt.list_only) {
-    char list[64] = "";
-    for (int v = TUNER_MIN; v <= TUNER_MAX; v++)
-      if (tc.exported & (1u << v)) {
-        size_t n = strlen(list);
-        snprintf(list + n, sizeof list - n, "%s%d", n ? ", " : "", v);
-      }
+    char list[64];
+    conf_version_lists(tc.exported, TUNER_MIN, TUNER_MAX, NULL, 0, list, sizeof list);
     snprintf(extra, sizeof extra, "\"exported\": [%s]", list);
     printf("# weft-conformance tuner %s: %s\n", tc.path,
            tc.dl ? (tc.exported ? "loaded" : "no supported version") : "not loadable");

@@ -16,7 +16,9 @@ typedef struct {
   int32_t p2p_disable; /* this rank's NCCL_P2P_DISABLE */
   int32_t p2p_level;   /* this rank's NCCL_P2P_LEVEL (WEFT_P2P_LEVEL_*) */
   int32_t npeers;      /* GPUs this rank's GPU can write peer to peer (visible to it) */
-  int32_t take_fd;     /* 1: this process can copy a peer process's descriptor (pidfd_getfd) */
+  int32_t take_fd;     /* 1: this process can copy a peer process's descriptor (pidfd_getfd);
+                        * 0: owners hand theirs over by SCM_RIGHTS. Probed once per
+                        * communicator; p2p FIFOs and LSA windows read it */
   uint64_t peer_bus[WEFT_P2P_MAX_GPUS];
   uint8_t peer_nvl[WEFT_P2P_MAX_GPUS]; /* 1: NVLink-class link (see transport_p2p.c) */
 } weft_p2p_rank_info;

@@ -156,41 +156,39 @@ static int recv_fd(int sock, char* why, size_t whylen) {
   return fd;
 }
 
-ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int32_t* pids,
-                          const uint64_t* tokens, int* fds_out, int timeout_ms, char* why,
-                          size_t whylen) {
-  uint64_t deadline = clock_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1);
-  int* socks = nfetch > 0 ? malloc((size_t)nfetch * sizeof *socks) : NULL;
-  if (nfetch > 0 && !socks) {
-    snprintf(why, whylen, "out of memory");
-    return ncclSystemError;
+fdx_deadline fdx_deadline_in(int timeout_ms) {
+  if (timeout_ms < 1) timeout_ms = 1;
+  fdx_deadline d = {clock_ms() + (uint64_t)timeout_ms, timeout_ms};
+  return d;
+}
+
+ncclResult_t fdx_connect(int32_t pid, uint64_t token, int* sock, char* why, size_t whylen) {
+  struct sockaddr_un a;
+  socklen_t len = fdx_addr(pid, token, &a);
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  struct ucred c = {0, 0, 0};
+  *sock = -1;
+  if (s < 0 || connect(s, (struct sockaddr*)&a, len) != 0) {
+    snprintf(why, whylen, "connecting to process %d: %s", (int)pid, strerror(errno));
+  } else if (!peer_cred(s, &c) || c.pid != pid || c.uid != getuid()) {
+    snprintf(why, whylen, "the socket of process %d is held by process %d of user %d", (int)pid,
+             (int)c.pid, (int)c.uid);
+  } else {
+    *sock = s;
+    return ncclSuccess;
   }
-  for (int i = 0; i < nfetch; i++) fds_out[i] = socks[i] = -1;
+  if (s >= 0) close(s);
+  return ncclSystemError;
+}
+
+ncclResult_t fdx_serve(weft_fdx* x, int fd, int nserve, fdx_deadline d, char* why,
+                       size_t whylen) {
   ncclResult_t res = ncclSuccess;
-  /* 1: connect to every process to fetch from (the backlog holds the connection). */
-  for (int i = 0; i < nfetch && res == ncclSuccess; i++) {
-    struct sockaddr_un a;
-    socklen_t len = fdx_addr(pids[i], tokens[i], &a);
-    socks[i] = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    struct ucred c = {0, 0, 0};
-    if (socks[i] < 0 || connect(socks[i], (struct sockaddr*)&a, len) != 0) {
-      snprintf(why, whylen, "connecting to process %d: %s", (int)pids[i], strerror(errno));
-      res = ncclSystemError;
-    } else if (!peer_cred(socks[i], &c) || c.pid != pids[i] || c.uid != getuid()) {
-      snprintf(why, whylen, "the socket of process %d is held by process %d of user %d",
-               (int)pids[i], (int)c.pid, (int)c.uid);
-      res = ncclSystemError;
-    }
-  }
-  /* 2: serve every fetcher (each is of this user), even after a failure above, so that the
-   * peers waiting on this process fail on their own timeouts only when this one is gone. */
-  for (int k = 0; k < nserve && x; k++) {
-    if (!ready(x->listen_fd, POLLIN, deadline)) {
-      if (res == ncclSuccess)
-        snprintf(why, whylen, "%d of %d peer process(es) never came for this process's "
-                 "descriptor", nserve - k, nserve);
-      res = ncclSystemError;
-      break;
+  for (int k = 0; k < nserve; k++) {
+    if (!ready(x->listen_fd, POLLIN, d.at_ms)) {
+      snprintf(why, whylen, "%d of %d peer process(es) never came for this process's descriptor",
+               nserve - k, nserve);
+      return ncclSystemError;
     }
     int s = accept4(x->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (s < 0) {
@@ -202,24 +200,57 @@ ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int
       INFO(NCCL_REG, "descriptor exchange: refused a connection of user %d", (int)c.uid);
       k--;
     } else if (!send_fd(s, fd) && res == ncclSuccess) {
+      /* keep serving the others: they then fail on their own step, not at the deadline */
       snprintf(why, whylen, "handing the descriptor to process %d: %s", (int)c.pid,
                strerror(errno));
       res = ncclSystemError;
     }
     close(s);
   }
-  /* 3: receive what was fetched. */
-  for (int i = 0; i < nfetch && res == ncclSuccess; i++) {
-    char r[96];
-    if (!ready(socks[i], POLLIN, deadline)) {
-      snprintf(why, whylen, "process %d did not hand over its descriptor in %d ms", (int)pids[i],
-               timeout_ms);
-      res = ncclSystemError;
-    } else if ((fds_out[i] = recv_fd(socks[i], r, sizeof r)) < 0) {
-      snprintf(why, whylen, "process %d: %s", (int)pids[i], r);
+  return res;
+}
+
+ncclResult_t fdx_take(int sock, int32_t pid, fdx_deadline d, int* fd, char* why, size_t whylen) {
+  char r[96];
+  *fd = -1;
+  if (!ready(sock, POLLIN, d.at_ms)) {
+    snprintf(why, whylen, "process %d did not hand over its descriptor in %d ms", (int)pid,
+             d.timeout_ms);
+    return ncclSystemError;
+  }
+  if ((*fd = recv_fd(sock, r, sizeof r)) < 0) {
+    snprintf(why, whylen, "process %d: %s", (int)pid, r);
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int32_t* pids,
+                          const uint64_t* tokens, int* fds_out, int timeout_ms, char* why,
+                          size_t whylen) {
+  fdx_deadline d = fdx_deadline_in(timeout_ms);
+  int* socks = nfetch > 0 ? malloc((size_t)nfetch * sizeof *socks) : NULL;
+  if (nfetch > 0 && !socks) {
+    snprintf(why, whylen, "out of memory");
+    return ncclSystemError;
+  }
+  for (int i = 0; i < nfetch; i++) fds_out[i] = socks[i] = -1;
+  ncclResult_t res = ncclSuccess;
+  /* 1: connect to every process to fetch from (the backlog holds the connection). */
+  for (int i = 0; i < nfetch && res == ncclSuccess; i++)
+    res = fdx_connect(pids[i], tokens[i], &socks[i], why, whylen);
+  /* 2: serve every fetcher (each is of this user), even after a failure above, so that the
+   * peers waiting on this process fail on their own timeouts only when this one is gone. */
+  if (x && nserve > 0) {
+    char r[160];
+    if (fdx_serve(x, fd, nserve, d, r, sizeof r) != ncclSuccess && res == ncclSuccess) {
+      snprintf(why, whylen, "%s", r);
       res = ncclSystemError;
     }
   }
+  /* 3: receive what was fetched. */
+  for (int i = 0; i < nfetch && res == ncclSuccess; i++)
+    res = fdx_take(socks[i], pids[i], d, &fds_out[i], why, whylen);
   for (int i = 0; i < nfetch; i++) {
     if (socks[i] >= 0) close(socks[i]);
     if (res != ncclSuccess && fds_out[i] >= 0) {

@@ -36,6 +36,24 @@ ncclResult_t fdx_exchange(weft_fdx* x, int fd, int nserve, int nfetch, const int
 
 void fdx_close(weft_fdx* x);
 
+/* fdx_exchange's three steps, for a step whose descriptors differ per fetcher (the p2p FIFOs,
+ * transport_vmem.c: one listener per descriptor, each served to one fetcher). Every process of
+ * the step runs all its fdx_connect (which never waits: the listener's backlog holds the
+ * connection), then all its fdx_serve, then all its fdx_take, so no order deadlocks; one
+ * deadline bounds the step. fdx_connect: *sock connected to process pid's listener (token),
+ * after checking the process that holds it is pid of this user; -1 on failure. fdx_serve: fd
+ * to nserve fetchers of this user. fdx_take: the descriptor process pid sends on sock into
+ * *fd (the caller closes it; -1 on failure). Failures say why and return ncclSystemError. */
+typedef struct {
+  uint64_t at_ms; /* clock_ms() */
+  int timeout_ms;
+} fdx_deadline;
+fdx_deadline fdx_deadline_in(int timeout_ms);
+ncclResult_t fdx_connect(int32_t pid, uint64_t token, int* sock, char* why, size_t whylen);
+ncclResult_t fdx_serve(weft_fdx* x, int fd, int nserve, fdx_deadline d, char* why,
+                       size_t whylen);
+ncclResult_t fdx_take(int sock, int32_t pid, fdx_deadline d, int* fd, char* why, size_t whylen);
+
 /* The SCM_RIGHTS message itself, shared with the registration service (transport_regsrv.c):
  * fdx_send sends len bytes of buf with fd attached when fd >= 0 (sendmsg's result, errno set);
  * fdx_recv receives up to len bytes into buf and sets *fd to the first descriptor that came

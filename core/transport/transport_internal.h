@@ -40,6 +40,12 @@ typedef struct tconn {
    * (P2P_VIA_FD); either can be suspended */
   struct weft_vmem* p2p_vmem;
   int p2p_how;             /* P2P_VIA_IPC, P2P_VIA_FD or P2P_VIA_PTR */
+  /* P2P_VIA_FD by SCM_RIGHTS (the importer cannot pidfd_getfd), within one connect batch or
+   * resume: the owner's listener, and the importer's socket connected to its owner's while
+   * p2p_fdx_pid (the owner's process) is not 0 (vmem_fdx_*). */
+  struct weft_fdx* p2p_fdx;
+  int p2p_fdx_sock;
+  int32_t p2p_fdx_pid;
   void* host_reg;          /* shm/net: the host range registered with cudaHostRegister */
   weft_fifo_ctrl* dev_ctrl; /* the FIFO at addresses valid on this rank's GPU */
   char* dev_buff;
@@ -87,8 +93,11 @@ typedef struct {
   int32_t p2p_how; /* P2P_VIA_IPC, P2P_VIA_FD or P2P_VIA_PTR (same process) */
   int32_t p2p_fd;  /* P2P_VIA_FD: the receiver's descriptor, copied with pidfd_getfd */
   int32_t p2p_dev; /* receiver's CUDA device (P2P_VIA_PTR: same ordinals as the sender's) */
+  int32_t p2p_by_fdx; /* P2P_VIA_FD to a sender that cannot pidfd_getfd: the descriptor comes
+                       * by SCM_RIGHTS from the listener named by pid and p2p_token */
   uint64_t p2p_bytes;
   uint64_t p2p_ptr; /* P2P_VIA_PTR: the device address */
+  uint64_t p2p_token;
   unsigned char p2p_handle[WEFT_IPC_HANDLE_BYTES]; /* P2P_VIA_IPC: cudaIpcMemHandle_t */
   weft_conn_why why; /* the receiver's operation that needs it */
 } conn_info;
@@ -199,6 +208,8 @@ ncclResult_t vmem_alloc(struct ncclComm* comm, const tconn* c, size_t bytes, int
                         weft_vmem** out, char* why, size_t whylen);
 ncclResult_t vmem_import(struct ncclComm* comm, const tconn* c, int pid, int fd, size_t bytes,
                          weft_vmem** out);
+/* An importer's range, reserved and not yet mapped (vmem_fdx_finish maps it). */
+ncclResult_t vmem_reserve(struct ncclComm* comm, const tconn* c, size_t bytes, weft_vmem** out);
 void* vmem_ptr(const weft_vmem* v);
 size_t vmem_bytes(const weft_vmem* v);
 int vmem_fd(const weft_vmem* v);
@@ -210,6 +221,19 @@ ncclResult_t vmem_resume_owner(struct ncclComm* comm, const tconn* c, weft_vmem*
 ncclResult_t vmem_resume_import(struct ncclComm* comm, const tconn* c, weft_vmem* v, int pid,
                                 int fd);
 void vmem_free(weft_vmem* v);
+/* The SCM_RIGHTS fallback for an importer whose process cannot copy descriptors (its published
+ * take_fd is 0; transport_fdx.h), as LSA windows have it. Every rank of a connect batch or of
+ * a resume runs these steps in this order: the owner opens a listener for the FIFO
+ * (vmem_fdx_offer: the token goes to the importer beside the pid); the importer, on reading it,
+ * connects (vmem_fdx_fetch: never waits, the listener holds the connection); then
+ * vmem_fdx_finish over the batch's connections (NULLs and others skipped) serves every
+ * listener once, closes it, and takes and maps every descriptor owed into the importer's range
+ * (vmem_reserve at setup, the kept range on resume), bounded by WEFT_BOOTSTRAP_TIMEOUT_MS.
+ * vmem_fdx_drop closes what a failed step left. Failures WARN naming rank, peer and step. */
+ncclResult_t vmem_fdx_offer(struct ncclComm* comm, tconn* c, uint64_t* token);
+ncclResult_t vmem_fdx_fetch(struct ncclComm* comm, tconn* c, int32_t pid, uint64_t token);
+ncclResult_t vmem_fdx_finish(struct ncclComm* comm, tconn* const* cs, size_t m);
+void vmem_fdx_drop(tconn* c);
 
 /* ---- transport_regserve.c (device mode): the registration service of this rank ---- */
 /* Start it when some peer is another process of this host (transport_init); stop it, releasing

@@ -65,8 +65,6 @@ uint64_t transport_window_lsa_stride(const weft_window_lsa* l) { return l->strid
 typedef struct {
   int32_t ok;        /* 1: a cuMem allocation is offered */
   int32_t pid, fd;   /* the owner's descriptor of it (other processes take a copy) */
-  int32_t by_fdx;    /* 1: this rank cannot take descriptors (pidfd_getfd refused): the
-                      * owners hand theirs over by SCM_RIGHTS (transport_fdx.h) */
   uint64_t proc_id;  /* p2p_info's: the same process */
   uint64_t ptr;      /* the buffer's address in the owner's process */
   uint64_t alloc;    /* the allocation's bytes */
@@ -103,8 +101,6 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
   me->pid = (int32_t)getpid();
   me->proc_id = comm->peers[comm->rank].p2p.proc_id;
   me->ptr = (uint64_t)(uintptr_t)buff;
-  char no_take[96];
-  me->by_fdx = !ipcmap_can_take_fds(no_take, sizeof no_take);
   const weft_cuda_drv* d = cuda_drv();
   if (!d->retain_handle || !d->reserve || !d->map || !d->set_access || !d->unmap ||
       !d->address_free || !d->release || !d->import_handle) {
@@ -126,8 +122,9 @@ static void offer(struct ncclComm* comm, void* buff, lsa_offer* me) {
 }
 
 /* Where pidfd_getfd is refused (a container without CAP_SYS_PTRACE, Yama's ptrace_scope):
- * every owner hands its descriptor by SCM_RIGHTS to each rank of another process that asked
- * (by_fdx), and such a rank fetches from each owner of another process. Only when every offer
+ * every owner hands its descriptor by SCM_RIGHTS to each rank of another process that cannot
+ * take descriptors (take_fd 0 in what it published at init, the fact p2p FIFOs use too), and
+ * such a rank fetches from each owner of another process. Only when every offer
  * is good and some rank asked (the same answer on every rank, from the same offers): then the
  * owners that serve open their sockets and a second allgather publishes the names. handed[q]:
  * rank q's descriptor here, or -1. *ok 0 with why set when this rank could not take part. */
@@ -136,7 +133,7 @@ static ncclResult_t hand_over(struct ncclComm* comm, const lsa_offer* all, int* 
   int n = comm->nranks, me = comm->rank, nserve = 0, nfetch = 0, asked = 0;
   for (int q = 0; q < n; q++) {
     if (!all[q].ok) return ncclSuccess; /* map_all says which */
-    asked |= all[q].by_fdx;
+    asked |= !comm->peers[q].p2p.take_fd;
   }
   if (!asked) return ncclSuccess;
   uint64_t* tokens = calloc((size_t)n, sizeof *tokens);
@@ -149,7 +146,7 @@ static ncclResult_t hand_over(struct ncclComm* comm, const lsa_offer* all, int* 
     *ok = 0;
   }
   for (int q = 0; q < n; q++)
-    if (q != me && all[q].proc_id != all[me].proc_id && all[q].by_fdx) nserve++;
+    if (q != me && all[q].proc_id != all[me].proc_id && !comm->peers[q].p2p.take_fd) nserve++;
   weft_fdx* x = NULL;
   if (*ok && nserve && fdx_open(nserve, &x, &tokens[me]) != ncclSuccess) {
     snprintf(why, whylen, "no socket to hand this rank's cuMem descriptor over");
@@ -157,7 +154,7 @@ static ncclResult_t hand_over(struct ncclComm* comm, const lsa_offer* all, int* 
   }
   ncclResult_t res = ncclSuccess;
   if (tokens) res = bootstrap_allgather(comm->bootstrap, tokens, sizeof *tokens);
-  for (int q = 0; *ok && res == ncclSuccess && q < n && all[me].by_fdx; q++)
+  for (int q = 0; *ok && res == ncclSuccess && q < n && !comm->peers[me].p2p.take_fd; q++)
     if (q != me && all[q].proc_id != all[me].proc_id) {
       from[nfetch] = q;
       pids[nfetch] = all[q].pid;

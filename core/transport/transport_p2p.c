@@ -2,9 +2,11 @@
  * slots; the sender's GPU stores slots, sizes and tail there over NVLink/PCIe and polls head
  * there. The receiver allocates and zeroes the FIFO in cuMem memory (transport_vmem.c: what
  * ncclCommSuspend releases) and sends either its descriptor (other process: the sender copies
- * it with pidfd_getfd and maps it) or the device address itself (same process; the receiver
- * granted the sender's device access). Where cuMem is unavailable (NCCL_CUMEM_ENABLE=0, an old
- * driver) the FIFO is cudaMalloc memory shared by CUDA IPC handle, and suspend is refused.
+ * it with pidfd_getfd and maps it, or, where the sender's process cannot, is handed it by
+ * SCM_RIGHTS once the batch's setup messages are all out: vmem_fdx_*) or the device address
+ * itself (same process; the receiver granted the sender's device access). Where cuMem is
+ * unavailable (NCCL_CUMEM_ENABLE=0, an old driver) the FIFO is cudaMalloc memory shared by CUDA
+ * IPC handle, and suspend is refused.
  *
  * The choice (p2p_usable) is a pure function of what both ranks published at init, so the two
  * ends of a pair never disagree:
@@ -166,11 +168,12 @@ ncclResult_t transport_p2p_rank_info(const struct ncclComm* ccomm, weft_p2p_rank
   info.p2p_disable = (int32_t)param_int(WEFT_PARAM_P2P_DISABLE);
   info.p2p_level = parse_level();
   char why[160];
+  /* Probed once per communicator (the kernel is asked each time: a process's rights can
+   * change); p2p FIFOs and LSA windows read this published fact, the peers' included. */
   info.take_fd = ipcmap_can_take_fds(why, sizeof why);
   if (!info.take_fd)
     INFO(NCCL_INIT | NCCL_P2P, "rank %d: cannot copy another process's cuMem descriptors (%s): "
-         "peers in other processes share p2p FIFOs through CUDA IPC, and ncclCommSuspend cannot "
-         "release them", comm->rank, why);
+         "peers in other processes hand theirs over by SCM_RIGHTS", comm->rank, why);
   int saved;
   WEFT_CHECK(devmem_enter(comm, &saved));
   ncclResult_t res = gather_peers(comm, &info);
@@ -262,11 +265,6 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   int same = p2p_same_process(comm, c->key.peer);
   weft_vmem* v = NULL;
   int cumem = vmem_usable(comm, why, sizeof why);
-  if (cumem && !same && !comm->peers[c->key.peer].p2p.take_fd) {
-    snprintf(why, sizeof why, "rank %d cannot copy another process's descriptor (pidfd_getfd; "
-             "its NCCL_DEBUG=INFO says why)", c->key.peer);
-    cumem = 0;
-  }
   /* cuMem (transport_vmem.c): suspend can give it back. A peer of this process uses the
    * address, so its device gets access too. */
   if (cumem) {
@@ -288,6 +286,9 @@ ncclResult_t p2p_recv_setup(struct ncclComm* comm, tconn* c, conn_info* info) {
   } else {
     info->p2p_how = P2P_VIA_FD;
     info->p2p_fd = vmem_fd(v);
+    /* A sender that cannot copy it is handed it (vmem_fdx_finish, after the batch's sends). */
+    info->p2p_by_fdx = !comm->peers[c->key.peer].p2p.take_fd;
+    if (info->p2p_by_fdx) WEFT_CHECK(vmem_fdx_offer(comm, c, &info->p2p_token));
   }
   c->p2p_how = info->p2p_how;
   set_fifo(c, vmem_ptr(v));
@@ -330,10 +331,14 @@ ncclResult_t p2p_send_connect(struct ncclComm* comm, tconn* c, const conn_info* 
   }
   if (info->p2p_how == P2P_VIA_FD) {
     weft_vmem* v;
-    WEFT_CHECK(vmem_import(comm, c, info->pid, info->p2p_fd, info->p2p_bytes, &v));
-    c->p2p_vmem = v;
+    if (info->p2p_by_fdx) /* mapped by vmem_fdx_finish once every rank has sent its offers */
+      WEFT_CHECK(vmem_reserve(comm, c, info->p2p_bytes, &v));
+    else
+      WEFT_CHECK(vmem_import(comm, c, info->pid, info->p2p_fd, info->p2p_bytes, &v));
+    c->p2p_vmem = v; /* p2p_close frees it from here on */
     c->p2p_how = P2P_VIA_FD;
     set_fifo(c, vmem_ptr(v));
+    if (info->p2p_by_fdx) WEFT_CHECK(vmem_fdx_fetch(comm, c, info->pid, info->p2p_token));
     return ncclSuccess;
   }
   void* mem = NULL;
@@ -353,6 +358,7 @@ void p2p_close(struct ncclComm* comm, tconn* c) {
     if (e != cudaSuccess) devmem_cuda_fail(comm, c, "cudaFree of the p2p FIFO", e);
     comm->transport->persist_bytes -= conn_mem_bytes(c->conn.step_bytes);
   }
+  vmem_fdx_drop(c);
   vmem_free(c->p2p_vmem);
   c->p2p_vmem = NULL;
   c->p2p_ipc = c->p2p_mem = NULL;

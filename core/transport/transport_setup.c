@@ -404,6 +404,8 @@ static ncclResult_t connect_batch(struct ncclComm* comm, const weft_conn_key* ke
     if (!todo[i]->conn.is_send) WEFT_CHECK_GOTO(recv_side(comm, todo[i]), res, fail);
   for (int i = 0; i < m; i++)
     if (todo[i]->conn.is_send) WEFT_CHECK_GOTO(send_side(comm, todo[i], todo, m), res, fail);
+  /* p2p FIFO descriptors handed over by SCM_RIGHTS: every rank's offers are out by now. */
+  if (t->device) WEFT_CHECK_GOTO(vmem_fdx_finish(comm, todo, (size_t)m), res, fail);
   WEFT_CHECK_GOTO(net_connect_all(comm, todo, m), res, fail);
   for (int i = 0; i < m; i++)
     if (todo[i]->transport == WEFT_TRANSPORT_NET)

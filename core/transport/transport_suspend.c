@@ -2,7 +2,9 @@
  * (transport_vmem.c) give their physical memory back and get new memory at the same addresses
  * on resume. lifecycle/comm_suspend.c drives it collectively: every rank agrees it can, waits
  * for its kernels, and meets the others at a barrier before transport_suspend; resume runs on
- * every rank together, since each importer needs its owner's new descriptor. */
+ * every rank together, since each importer needs its owner's new descriptor (copied with
+ * pidfd_getfd, or handed over by SCM_RIGHTS where the importer's process cannot copy it:
+ * vmem_fdx_*, as at setup). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,9 @@
 
 /* One FIFO's new descriptor, as its owner sends it to the importer. */
 typedef struct {
-  int32_t kind, channel, proto, fd, pid, pad;
+  int32_t kind, channel, proto, fd, pid;
+  int32_t by_fdx;  /* 1: fetch it by SCM_RIGHTS from the listener named by pid and token */
+  uint64_t token;
 } vmem_offer;
 
 #ifdef WEFT_HAVE_CUDA
@@ -73,20 +77,14 @@ static int fd_peer(struct ncclComm* comm, int q) {
   return q != comm->rank && p2p_usable(comm, q) && !p2p_same_process(comm, q);
 }
 
-/* This rank's FIFOs that q maps through a descriptor (table order, the same as q's). */
-static int collect(struct weft_transport* t, int q, int send, vmem_offer* out) {
+/* This rank's FIFOs that q maps through a descriptor (table order, the same as q's), into out
+ * when not NULL; how many. */
+static int collect(struct weft_transport* t, int q, int send, tconn** out) {
   int n = 0;
   for (size_t i = 0; i < t->ntable; i++) {
     tconn* c = p2p_conn(t, i);
     if (!c || c->key.peer != q || c->key.send != send || c->p2p_how != P2P_VIA_FD) continue;
-    if (out) {
-      memset(&out[n], 0, sizeof out[n]);
-      out[n].kind = c->key.kind;
-      out[n].channel = c->key.channel;
-      out[n].proto = c->key.proto;
-      out[n].fd = send ? -1 : vmem_fd(c->p2p_vmem);
-      out[n].pid = (int32_t)getpid();
-    }
+    if (out) out[n] = c;
     n++;
   }
   return n;
@@ -98,13 +96,28 @@ static ncclResult_t offer_to(struct ncclComm* comm, int q) {
   WEFT_CHECK(bootstrap_send(comm->bootstrap, q, VMEM_TAG, &n, sizeof n));
   if (n == 0) return ncclSuccess;
   vmem_offer* o = calloc((size_t)n, sizeof *o);
-  if (!o) {
+  tconn** cs = calloc((size_t)n, sizeof *cs);
+  if (!o || !cs) {
     WARN("rank %d: out of memory for %d FIFO descriptors", comm->rank, n);
+    free(o);
+    free(cs);
     return ncclSystemError;
   }
-  collect(t, q, 0, o);
-  ncclResult_t res = bootstrap_send(comm->bootstrap, q, VMEM_TAG + 1, o, (size_t)n * sizeof *o);
+  collect(t, q, 0, cs);
+  ncclResult_t res = ncclSuccess;
+  for (int k = 0; k < n && res == ncclSuccess; k++) {
+    o[k].kind = cs[k]->key.kind;
+    o[k].channel = cs[k]->key.channel;
+    o[k].proto = cs[k]->key.proto;
+    o[k].fd = vmem_fd(cs[k]->p2p_vmem);
+    o[k].pid = (int32_t)getpid();
+    o[k].by_fdx = !comm->peers[q].p2p.take_fd;
+    if (o[k].by_fdx) res = vmem_fdx_offer(comm, cs[k], &o[k].token);
+  }
+  if (res == ncclSuccess)
+    res = bootstrap_send(comm->bootstrap, q, VMEM_TAG + 1, o, (size_t)n * sizeof *o);
   free(o);
+  free(cs);
   return res;
 }
 
@@ -138,7 +151,10 @@ static ncclResult_t take_from(struct ncclComm* comm, int q) {
       res = ncclInternalError;
       break;
     }
-    res = vmem_resume_import(comm, c, c->p2p_vmem, o[k].pid, o[k].fd);
+    if (o[k].by_fdx) /* mapped by vmem_fdx_finish once every rank has sent its offers */
+      res = vmem_fdx_fetch(comm, c, o[k].pid, o[k].token);
+    else
+      res = vmem_resume_import(comm, c, c->p2p_vmem, o[k].pid, o[k].fd);
     k++;
   }
   free(o);
@@ -160,6 +176,12 @@ ncclResult_t transport_resume(struct ncclComm* comm) {
     if (fd_peer(comm, q)) res = offer_to(comm, q);
   for (int q = 0; q < comm->nranks && res == ncclSuccess; q++)
     if (fd_peer(comm, q)) res = take_from(comm, q);
+  if (res == ncclSuccess) {
+    res = vmem_fdx_finish(comm, t->table, t->ntable);
+  } else { /* close what the failed step opened: the peers fail at once, not at the timeout */
+    for (size_t i = 0; i < t->ntable; i++)
+      if (p2p_conn(t, i)) vmem_fdx_drop(t->table[i]);
+  }
   devmem_leave(comm, saved);
   return res;
 }

@@ -4,8 +4,12 @@
  * The owner (the FIFO's receiver) reserves a range once, for the communicator's life, and maps
  * physical memory (cuMemCreate, exportable as a POSIX file descriptor) into it. A peer in
  * another process takes a copy of the owner's descriptor (pidfd_getfd, as LSA windows do),
- * imports it and maps it into a range of its own, also reserved once. A peer in the owner's
- * process uses the owner's address, to which the owner granted its device access.
+ * imports it and maps it into a range of its own, also reserved once. Where that peer's process
+ * cannot copy descriptors (it published take_fd 0 at init: no CAP_SYS_PTRACE under Yama's
+ * ptrace_scope, a seccomp filter) the owner hands it over by SCM_RIGHTS instead
+ * (transport_fdx.h, as LSA windows do): vmem_fdx_offer, vmem_fdx_fetch, vmem_fdx_finish. A
+ * peer in the owner's process uses the owner's address, to which the owner granted its device
+ * access.
  *
  * Suspend: importers unmap (their range stays reserved); the owner saves the control block to
  * the host, unmaps and releases its memory, keeping the range. The driver frees the pages once
@@ -21,6 +25,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "transport/transport_fdx.h"
 #include "transport/transport_internal.h"
 #include "util/check.h"
 #include "util/param.h"
@@ -218,14 +223,16 @@ ncclResult_t vmem_alloc(struct ncclComm* comm, const tconn* c, size_t bytes, int
   return ncclSuccess;
 }
 
-/* The owner's descriptor fd of process pid, imported: 1, or 0 with why set. */
-static int import_fd(int pid, int fd, CUmemGenericAllocationHandle* h, char* why,
+/* The owner's memory as a handle: from descriptor handed (already here, by SCM_RIGHTS; the
+ * caller keeps it) or, when handed is -1, from a copy of descriptor fd of process pid
+ * (pidfd_getfd). 1, or 0 with why set. */
+static int import_fd(int pid, int fd, int handed, CUmemGenericAllocationHandle* h, char* why,
                      size_t whylen) {
-  int mine = ipcmap_take_fd(pid, fd, why, whylen);
+  int mine = handed >= 0 ? handed : ipcmap_take_fd(pid, fd, why, whylen);
   if (mine < 0) return 0;
   CUresult r = cuda_drv()->import_handle(h, (void*)(uintptr_t)mine,
                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
-  close(mine);
+  if (mine != handed) close(mine);
   if (r != CUDA_SUCCESS)
     snprintf(why, whylen, "cuMemImportFromShareableHandle: %s (CUDA driver error %d)",
              cuda_drv_error(r), (int)r);
@@ -233,10 +240,10 @@ static int import_fd(int pid, int fd, CUmemGenericAllocationHandle* h, char* why
 }
 
 static ncclResult_t import_map(struct ncclComm* comm, const tconn* c, weft_vmem* v, int pid,
-                               int fd) {
+                               int fd, int handed) {
   CUmemGenericAllocationHandle h;
   char why[160];
-  if (!import_fd(pid, fd, &h, why, sizeof why)) {
+  if (!import_fd(pid, fd, handed, &h, why, sizeof why)) {
     WARN("rank %d: opening the p2p FIFO of rank %d (channel %d, process %d) failed: %s",
          comm->rank, c->key.peer, c->key.channel, pid, why);
     return ncclSystemError;
@@ -246,12 +253,17 @@ static ncclResult_t import_map(struct ncclComm* comm, const tconn* c, weft_vmem*
   return res;
 }
 
+ncclResult_t vmem_reserve(struct ncclComm* comm, const tconn* c, size_t bytes, weft_vmem** out) {
+  *out = NULL;
+  return reserve(comm, c, bytes, 0, out);
+}
+
 ncclResult_t vmem_import(struct ncclComm* comm, const tconn* c, int pid, int fd, size_t bytes,
                          weft_vmem** out) {
   *out = NULL;
   weft_vmem* v;
   WEFT_CHECK(reserve(comm, c, bytes, 0, &v));
-  ncclResult_t res = import_map(comm, c, v, pid, fd);
+  ncclResult_t res = import_map(comm, c, v, pid, fd, -1);
   if (res != ncclSuccess) {
     cuda_drv()->address_free(v->va, v->bytes);
     free(v);
@@ -318,7 +330,79 @@ ncclResult_t vmem_resume_owner(struct ncclComm* comm, const tconn* c, weft_vmem*
 ncclResult_t vmem_resume_import(struct ncclComm* comm, const tconn* c, weft_vmem* v, int pid,
                                 int fd) {
   if (v->mapped || v->owner) return ncclSuccess;
-  return import_map(comm, c, v, pid, fd);
+  return import_map(comm, c, v, pid, fd, -1);
+}
+
+/* ---- The SCM_RIGHTS fallback (transport_fdx.h): one listener per FIFO, served once ---- */
+
+ncclResult_t vmem_fdx_offer(struct ncclComm* comm, tconn* c, uint64_t* token) {
+  fdx_close(c->p2p_fdx);
+  c->p2p_fdx = NULL;
+  ncclResult_t res = fdx_open(1, &c->p2p_fdx, token);
+  if (res != ncclSuccess)
+    WARN("rank %d: no socket to hand the p2p FIFO's descriptor to rank %d (channel %d) over",
+         comm->rank, c->key.peer, c->key.channel);
+  return res;
+}
+
+ncclResult_t vmem_fdx_fetch(struct ncclComm* comm, tconn* c, int32_t pid, uint64_t token) {
+  vmem_fdx_drop(c);
+  char why[160];
+  if (fdx_connect(pid, token, &c->p2p_fdx_sock, why, sizeof why) != ncclSuccess) {
+    WARN("rank %d: fetching the p2p FIFO descriptor of rank %d (channel %d) by SCM_RIGHTS "
+         "failed: %s", comm->rank, c->key.peer, c->key.channel, why);
+    return ncclSystemError;
+  }
+  c->p2p_fdx_pid = pid;
+  return ncclSuccess;
+}
+
+void vmem_fdx_drop(tconn* c) {
+  fdx_close(c->p2p_fdx);
+  c->p2p_fdx = NULL;
+  if (c->p2p_fdx_pid) close(c->p2p_fdx_sock);
+  c->p2p_fdx_pid = 0;
+}
+
+ncclResult_t vmem_fdx_finish(struct ncclComm* comm, tconn* const* cs, size_t m) {
+  fdx_deadline d = fdx_deadline_in((int)param_int(WEFT_PARAM_BOOTSTRAP_TIMEOUT_MS));
+  ncclResult_t res = ncclSuccess;
+  char why[160];
+  /* Serve every listener, even after a failure: the peers that wait on this rank then fail on
+   * their own step, not at the deadline. */
+  for (size_t i = 0; i < m; i++) {
+    tconn* c = cs[i];
+    if (!c || !c->p2p_fdx) continue;
+    if (fdx_serve(c->p2p_fdx, c->p2p_vmem->fd, 1, d, why, sizeof why) != ncclSuccess &&
+        res == ncclSuccess) {
+      WARN("rank %d: handing the p2p FIFO's descriptor to rank %d (channel %d) by SCM_RIGHTS "
+           "failed: %s", comm->rank, c->key.peer, c->key.channel, why);
+      res = ncclSystemError;
+    }
+    fdx_close(c->p2p_fdx);
+    c->p2p_fdx = NULL;
+  }
+  int taken = 0;
+  for (size_t i = 0; i < m; i++) {
+    tconn* c = cs[i];
+    if (!c || !c->p2p_fdx_pid) continue;
+    int pid = c->p2p_fdx_pid, fd = -1;
+    if (res == ncclSuccess &&
+        fdx_take(c->p2p_fdx_sock, pid, d, &fd, why, sizeof why) != ncclSuccess) {
+      WARN("rank %d: fetching the p2p FIFO descriptor of rank %d (channel %d) by SCM_RIGHTS "
+           "failed: %s", comm->rank, c->key.peer, c->key.channel, why);
+      res = ncclSystemError;
+    }
+    vmem_fdx_drop(c);
+    if (res == ncclSuccess && !c->p2p_vmem->mapped) res = import_map(comm, c, c->p2p_vmem, pid,
+                                                                     -1, fd);
+    if (fd >= 0) close(fd);
+    taken++;
+  }
+  if (res == ncclSuccess && taken)
+    INFO(NCCL_INIT | NCCL_P2P, "rank %d: %d p2p FIFO descriptor(s) came by SCM_RIGHTS (this "
+         "process cannot pidfd_getfd)", comm->rank, taken);
+  return res;
 }
 
 void vmem_free(weft_vmem* v) {
@@ -327,6 +411,13 @@ void vmem_free(weft_vmem* v) {
   cuda_drv()->address_free(v->va, v->bytes);
   free(v->saved);
   free(v);
+}
+
+#else /* !WEFT_HAVE_CUDA: no device mode, no FIFO in cuMem memory. */
+
+ncclResult_t vmem_fdx_finish(struct ncclComm* comm, tconn* const* cs, size_t m) {
+  (void)comm, (void)cs, (void)m;
+  return ncclSuccess;
 }
 
 #endif

@@ -13,12 +13,12 @@
  *     ncclGetLsaDevicePointer / ncclGetPeerDevicePointer on the host, and ncclFindWindow
  *     (the window table) against the handles ncclCommWindowRegister gave.
  * Data are small random integers stored as floats, so sums are exact and every rank checks
- * them against a host reference it computes alone. `--inproc N` (N ranks driven by one thread,
- * ncclCommInitAll) or `--procs N` (N processes). Exits 77 without a usable GPU.
- * `--inproc N --time` also times the LSA all-reduce kernel of 8 B and 1 MiB after the checks
- * (a benchmark line, nothing asserted on it): CUDA events around back-to-back launches on every
- * rank's stream. Nsight Compute cannot time it with two ranks: it serialises kernels, and each
- * rank's kernel waits at the barrier for the other's. */
+ * them against a host reference it computes alone. Ranks (gpu_one_gpu.h): `--inproc N` (N ranks
+ * on GPU 0 driven by one thread) or `--procs N` (N processes on GPU 0). Exits 77 without a
+ * usable GPU. A last argument `--time` also times the LSA all-reduce kernel of 8 B and 1 MiB
+ * after the checks (a benchmark line, nothing asserted on it): CUDA events around back-to-back
+ * launches on every rank's stream. Nsight Compute cannot time it with two ranks: it serialises
+ * kernels, and each rank's kernel waits at the barrier for the other's. */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +29,7 @@
 
 #include "nccl.h"
 #include "nccl_device.h"
+#include "gpu_one_gpu.h"
 #include "gpu_world.h"
 extern "C" {
 #include "testutil.h"
@@ -302,15 +303,14 @@ static int run(world* w) {
   return 0;
 }
 
-static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
+static int body(ncclComm_t* comms, int nlocal, int first, int nranks, void* arg) {
   (void)arg;
-  CUDA_OK(cudaSetDevice(0));
   static world w;
   memset(&w, 0, sizeof w);
   w.n = nranks;
-  w.nlocal = 1;
-  w.first = rank;
-  EXPECT_OK(ncclCommInitRank(&w.comm[0], nranks, *id, rank));
+  w.nlocal = nlocal;
+  w.first = first;
+  memcpy(w.comm, comms, (size_t)nlocal * sizeof *comms);
   return run(&w);
 }
 
@@ -318,28 +318,10 @@ int main(int argc, char** argv) {
   test_require_weft_lib();
   g_seed = test_seed(0x6b65726e656c73ull);
   g_time = argc == 4 && strcmp(argv[3], "--time") == 0;
-  int inproc = (argc == 3 || g_time) && strcmp(argv[1], "--inproc") == 0;
-  int procs = argc == 3 && strcmp(argv[1], "--procs") == 0;
-  int n = argc >= 3 ? atoi(argv[2]) : 0;
-  if ((!inproc && !procs) || n < 1 || n > MAXR) {
-    fprintf(stderr, "usage: %s --inproc N [--time] | --procs N  (1 <= N <= %d)\n", argv[0],
-            MAXR);
-    return 2;
-  }
+  int procs;
+  int n = gpu_one_gpu_args(g_time ? 3 : argc, argv, MAXR, &procs);
+  if (n == 0) return 2;
   printf("seed 0x%llx, NCCL headers %d, %d ranks %s\n", (unsigned long long)g_seed,
-         NCCL_VERSION_CODE, n, inproc ? "in this process" : "in as many processes");
-  if (!gpu_have_device()) return GPU_SKIP;
-  if (procs) return test_fork_ranks(n, proc_rank, NULL, 280);
-  static world w;
-  memset(&w, 0, sizeof w);
-  w.n = w.nlocal = n;
-  /* Ranks sharing GPU 0 in one process: grouped ncclCommInitRank (ncclCommInitAll refuses a
-   * device named twice, as NCCL's does). */
-  CUDA_OK(cudaSetDevice(0));
-  ncclUniqueId id;
-  EXPECT_OK(ncclGetUniqueId(&id));
-  EXPECT_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) EXPECT_OK(ncclCommInitRank(&w.comm[r], n, id, r));
-  EXPECT_OK(ncclGroupEnd());
-  return run(&w);
+         NCCL_VERSION_CODE, n, procs ? "in as many processes" : "in this process");
+  return gpu_one_gpu_run(n, procs, body, NULL, 280);
 }

@@ -5,7 +5,7 @@
  * against each rank's random contents. Also: ncclGetPeerDevicePointer agrees, the LSA team and
  * properties say so, a window on cudaMalloc memory is refused for LSA pointers with
  * ncclInvalidUsage, windows can be registered and released again (several rounds, several
- * sizes). Ranks: `--inproc N` (N ranks in this process, ncclCommInitAll on GPU 0) or
+ * sizes). Ranks (gpu_one_gpu.h): `--inproc N` (N ranks in this process on GPU 0) or
  * `--procs N` (N processes on GPU 0). Exits 77 without a usable GPU. */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu_one_gpu.h"
 #include "gpu_world.h"
 #include "nccl.h"
 #include "testutil.h"
@@ -172,44 +173,26 @@ static int run(world* w) {
   return 0;
 }
 
-static int proc_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
+static int body(ncclComm_t* comms, int nlocal, int first, int nranks, void* arg) {
   (void)arg;
-  CUDA_OK(cudaSetDevice(0));
   world w;
   memset(&w, 0, sizeof w);
   w.n = nranks;
-  w.nlocal = 1;
-  w.first = rank;
-  EXPECT_OK(ncclCommInitRank(&w.comm[0], nranks, *id, rank));
+  w.nlocal = nlocal;
+  w.first = first;
+  memcpy(w.comm, comms, (size_t)nlocal * sizeof *comms);
   return run(&w);
 }
 
 int main(int argc, char** argv) {
   test_require_weft_lib();
   g_seed = test_seed(0x6c73616d6170ull);
-  int inproc = argc == 3 && strcmp(argv[1], "--inproc") == 0;
-  int procs = argc == 3 && strcmp(argv[1], "--procs") == 0;
-  int n = argc == 3 ? atoi(argv[2]) : 0;
-  if ((!inproc && !procs) || n < 1 || n > MAXR) {
-    fprintf(stderr, "usage: %s --inproc N | --procs N  (1 <= N <= %d)\n", argv[0], MAXR);
-    return 2;
-  }
+  int procs;
+  int n = gpu_one_gpu_args(argc, argv, MAXR, &procs);
+  if (n == 0) return 2;
   printf("seed 0x%llx, %d ranks %s\n", (unsigned long long)g_seed, n,
-         inproc ? "in this process" : "in as many processes");
-  if (!gpu_have_device()) return GPU_SKIP;
-  if (procs) return test_fork_ranks(n, proc_rank, NULL, 240);
-  world w;
-  memset(&w, 0, sizeof w);
-  w.n = w.nlocal = n;
-  /* Ranks sharing GPU 0 in one process: grouped ncclCommInitRank (ncclCommInitAll refuses a
-   * device named twice, as NCCL's does). */
-  CUDA_OK(cudaSetDevice(0));
-  ncclUniqueId id;
-  EXPECT_OK(ncclGetUniqueId(&id));
-  EXPECT_OK(ncclGroupStart());
-  for (int r = 0; r < n; r++) EXPECT_OK(ncclCommInitRank(&w.comm[r], n, id, r));
-  EXPECT_OK(ncclGroupEnd());
-  int rc = run(&w);
-  if (rc == 0) printf("ok\n");
+         procs ? "in as many processes" : "in this process");
+  int rc = gpu_one_gpu_run(n, procs, body, NULL, 240);
+  if (rc == 0 && !procs) printf("ok\n");
   return rc;
 }

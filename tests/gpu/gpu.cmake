@@ -44,8 +44,9 @@ if(WEFT_HAVE_CUDA)
   set(_gpu_dir ${CMAKE_CURRENT_LIST_DIR})
   # The device probe and the worlds as a library, for programs that fork their ranks themselves
   # or drive one GPU without a world (gpu_have_device, CUDA_OK, NCCL_OK): devapi_lsa,
-  # devapi_kernels_*, gpu_one_rank_graph_shape.
-  add_library(weft_gpu_world STATIC ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_same.c)
+  # devapi_kernels_* (their ranks, all on GPU 0: gpu_one_gpu.c), gpu_one_rank_graph_shape.
+  add_library(weft_gpu_world STATIC ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_same.c
+    ${_gpu_dir}/gpu_one_gpu.c)
   target_include_directories(weft_gpu_world PUBLIC ${_gpu_dir})
   target_link_libraries(weft_gpu_world PUBLIC weft_testlib CUDA::cudart Threads::Threads)
   add_executable(gpu_coll ${_gpu_dir}/gpu_coll.c ${_gpu_dir}/gpu_world.c ${_gpu_dir}/gpu_case.c

@@ -2,9 +2,14 @@
  *  exchange: N forked processes (3..6, from the seed) each put a random tag in a memfd, open a
  *            listener, publish (pid, token) through shared memory, then exchange: every process
  *            must read every other's tag through the descriptor it received.
+ *  per-fetcher steps (fdx_connect / fdx_serve / fdx_take, as the p2p FIFOs use them): N
+ *            processes each hold a different memfd for every peer, behind a listener of its
+ *            own; each connects to all its owners, serves each listener once, then takes: every
+ *            process must read, from each owner, the tag that owner wrote for it alone.
  *  refusals: a fetch from a name nobody listens on, a name held by another process than the
- *            one named (a squatter), and a server no fetcher comes to: each fails with a reason
- *            naming the process, within the timeout, and leaves no descriptor behind. */
+ *            one named (a squatter), a server no fetcher comes to, and a listener closed
+ *            unserved (a failed step's clean-up): each fails with a reason naming the process,
+ *            within the timeout, and leaves no descriptor behind. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,7 +34,26 @@ typedef struct {
   uint64_t tag[MAXP];
 } board;
 
-static int child(board* b, int me, int n) {
+/* fn(arg, i, n) in n forked processes; how many failed. */
+static int run_procs(int n, int (*fn)(void*, int, int), void* arg) {
+  pid_t kids[MAXP];
+  fflush(NULL);
+  for (int i = 0; i < n; i++) {
+    kids[i] = fork();
+    EXPECT(kids[i] >= 0);
+    if (kids[i] == 0) _exit(fn(arg, i, n));
+  }
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    int st = 0;
+    EXPECT(waitpid(kids[i], &st, 0) == kids[i]);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) bad++;
+  }
+  return bad;
+}
+
+static int child(void* arg, int me, int n) {
+  board* b = arg;
   alarm(30);
   int mfd = memfd_create("weft-fdx-test", MFD_CLOEXEC);
   EXPECT(mfd >= 0);
@@ -78,21 +102,89 @@ static void exchange(uint64_t* rng) {
   EXPECT(b != MAP_FAILED);
   memset(b, 0, sizeof *b);
   for (int i = 0; i < n; i++) b->tag[i] = test_rand(rng);
-  pid_t kids[MAXP];
-  fflush(NULL);
-  for (int i = 0; i < n; i++) {
-    kids[i] = fork();
-    EXPECT(kids[i] >= 0);
-    if (kids[i] == 0) _exit(child(b, i, n));
-  }
-  int bad = 0;
-  for (int i = 0; i < n; i++) {
-    int st = 0;
-    EXPECT(waitpid(kids[i], &st, 0) == kids[i]);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) bad++;
-  }
-  EXPECT_EQ_INT(bad, 0);
+  EXPECT_EQ_INT(run_procs(n, child, b), 0);
   printf("exchange: %d processes each read every other's tag\n", n);
+  munmap(b, sizeof *b);
+}
+
+/* Per-fetcher descriptors: owner o's listener for fetcher f is token[o][f], its memfd holds
+ * tag[o][f]. */
+typedef struct {
+  atomic_int arrived;
+  int32_t pid[MAXP];
+  uint64_t token[MAXP][MAXP];
+  uint64_t tag[MAXP][MAXP];
+} pair_board;
+
+static int pair_child(void* arg, int me, int n) {
+  pair_board* b = arg;
+  alarm(30);
+  weft_fdx* x[MAXP] = {0};
+  int mfd[MAXP];
+  for (int f = 0; f < n; f++) {
+    mfd[f] = -1;
+    if (f == me) continue;
+    mfd[f] = memfd_create("weft-fdx-pair", MFD_CLOEXEC);
+    EXPECT(mfd[f] >= 0);
+    EXPECT(pwrite(mfd[f], &b->tag[me][f], sizeof(uint64_t), 0) == (ssize_t)sizeof(uint64_t));
+    EXPECT_OK(fdx_open(1, &x[f], &b->token[me][f]));
+  }
+  b->pid[me] = (int32_t)getpid();
+  atomic_fetch_add(&b->arrived, 1);
+  while (atomic_load(&b->arrived) < n) usleep(1000);
+  fdx_deadline d = fdx_deadline_in(10000);
+  char why[160] = "";
+  int sock[MAXP];
+  /* 1: connect to every owner, in a rotated order */
+  for (int i = 1; i < n; i++) {
+    int o = (me + i) % n;
+    if (fdx_connect(b->pid[o], b->token[o][me], &sock[o], why, sizeof why) != ncclSuccess) {
+      fprintf(stderr, "FAIL process %d connecting to %d: %s\n", me, o, why);
+      return 1;
+    }
+  }
+  /* 2: serve each listener once, in the opposite rotation */
+  for (int i = 1; i < n; i++) {
+    int f = (me + n - i) % n;
+    if (fdx_serve(x[f], mfd[f], 1, d, why, sizeof why) != ncclSuccess) {
+      fprintf(stderr, "FAIL process %d serving %d: %s\n", me, f, why);
+      return 1;
+    }
+    fdx_close(x[f]);
+    close(mfd[f]);
+  }
+  /* 3: take and check */
+  for (int o = 0; o < n; o++) {
+    if (o == me) continue;
+    int fd = -1;
+    uint64_t got = 0;
+    if (fdx_take(sock[o], b->pid[o], d, &fd, why, sizeof why) != ncclSuccess) {
+      fprintf(stderr, "FAIL process %d taking from %d: %s\n", me, o, why);
+      return 1;
+    }
+    EXPECT(pread(fd, &got, sizeof got, 0) == (ssize_t)sizeof got);
+    if (got != b->tag[o][me]) {
+      fprintf(stderr, "FAIL process %d: process %d's descriptor reads 0x%llx, the tag it wrote "
+              "for this process is 0x%llx\n", me, o, (unsigned long long)got,
+              (unsigned long long)b->tag[o][me]);
+      return 1;
+    }
+    close(fd);
+    close(sock[o]);
+  }
+  return 0;
+}
+
+static void per_fetcher(uint64_t* rng) {
+  int n = 3 + (int)(test_rand(rng) % (MAXP - 2));
+  pair_board* b = mmap(NULL, sizeof *b, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  EXPECT(b != MAP_FAILED);
+  memset(b, 0, sizeof *b);
+  for (int o = 0; o < n; o++)
+    for (int f = 0; f < n; f++) b->tag[o][f] = test_rand(rng);
+  EXPECT_EQ_INT(run_procs(n, pair_child, b), 0);
+  printf("per-fetcher steps: %d processes each read the %d tags written for it alone\n", n,
+         n - 1);
   munmap(b, sizeof *b);
 }
 
@@ -149,6 +241,20 @@ static void refusals(void) {
   printf("no fetcher: %s\n", why);
   fdx_close(x);
   close(mfd);
+
+  /* a listener closed with the fetcher's connection unserved: the take fails (not at the
+   * deadline: the test's 30 s alarm would end it) */
+  EXPECT_OK(fdx_open(1, &x, &token));
+  int s2 = -1, got = 7;
+  EXPECT_OK(fdx_connect((int32_t)getpid(), token, &s2, why, sizeof why));
+  fdx_close(x);
+  alarm(30);
+  EXPECT_RES(fdx_take(s2, (int32_t)getpid(), fdx_deadline_in(600000), &got, why, sizeof why),
+             ncclSystemError);
+  alarm(0);
+  EXPECT(got == -1 && strstr(why, "process"));
+  printf("closed unserved: %s\n", why);
+  close(s2);
   EXPECT_EQ_INT(open_fds(), before);
 }
 
@@ -157,6 +263,7 @@ int main(void) {
   printf("seed 0x%llx (WEFT_TEST_SEED)\n", (unsigned long long)seed);
   uint64_t rng = seed | 1;
   for (int round = 0; round < 3; round++) exchange(&rng);
+  for (int round = 0; round < 2; round++) per_fetcher(&rng);
   refusals();
   return 0;
 }
