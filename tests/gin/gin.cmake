@@ -4,6 +4,8 @@
 #   the per-context struct field by field, descriptors built both ways on random fields;
 # - gin_proxy_socket_two_processes (label mp): two processes, the proxy executing descriptors
 #   that CPU threads write in 2.30.7's format, through the socket plugin's RMA table;
+# - gin_proxy_socket_gin13_two_processes (labels mp, plugin): the same through the socket
+#   library's ncclGinPlugin_v13, adapted as core/plugin adapts a loaded GIN v13 plugin;
 # - gin_proxy_bad_config (label unit): bad configurations refused.
 find_program(WEFT_GIN_CXX NAMES c++ g++ clang++)
 add_test(NAME gin_gfd_matches_nvidia_2.30.7
@@ -17,11 +19,14 @@ set(gin_proxy_sources ${PROJECT_SOURCE_DIR}/core/gin/gin_proxy.c
   ${PROJECT_SOURCE_DIR}/core/gin/gin_proxy_exec.c)
 weft_add_test(NAME gin_proxy_socket_two_processes
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/gin_proxy_socket.c ${gin_proxy_sources}
-  LABELS mp TIMEOUT 90 ENV NCCL_SOCKET_IFNAME=lo)
+  LABELS mp TIMEOUT 90 ENV NCCL_SOCKET_IFNAME=lo LIBS weft_kindshim)
+weft_add_test(NAME gin_proxy_socket_gin13_two_processes
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/gin_proxy_socket.c ${gin_proxy_sources}
+  LABELS mp plugin TIMEOUT 90 ENV NCCL_SOCKET_IFNAME=lo LIBS weft_kindshim ARGS gin13)
 weft_add_test(NAME gin_proxy_bad_config
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/gin_proxy_socket.c ${gin_proxy_sources}
-  LABELS unit ARGS config)
-foreach(t gin_proxy_socket_two_processes gin_proxy_bad_config)
+  LABELS unit ARGS config LIBS weft_kindshim)
+foreach(t gin_proxy_socket_two_processes gin_proxy_socket_gin13_two_processes gin_proxy_bad_config)
   target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/abi ${PROJECT_SOURCE_DIR}/core)
   add_dependencies(${t} nccl-net-weft-socket)
 endforeach()

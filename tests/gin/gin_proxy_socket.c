@@ -14,6 +14,8 @@
  * then the final values, the counters, the VA word and the get's bytes, each against values
  * computed independently from the seed. Last, a descriptor naming a signal past the
  * communicator's is refused: the proxy reports ncclInvalidUsage through on_error.
+ * Case "gin13": the same through the socket library's ncclGinPlugin_v13 as core/plugin adapts
+ * a loaded GIN v13 plugin (its host puts as an RMA v15 view), the path of NCCL_GIN_PLUGIN.
  * Case "config": bad configurations are refused. The seed is printed (WEFT_TEST_SEED). */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "gin/gin_proxy.h"
+#include "plugin/kind_shim.h"
 #include "testutil.h"
 
 #define NCTX 2
@@ -453,8 +456,19 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
     return 1;
   }
-  rma = dlsym(lib, "ncclRmaPlugin_v15");
-  EXPECT(rma != NULL);
+  static weft_gin_view gin_view;
+  if (argc > 1 && !strcmp(argv[1], "gin13")) {
+    char why[128] = "";
+    const void* t = dlsym(lib, "ncclGinPlugin_v13");
+    EXPECT(t != NULL);
+    EXPECT_OK(gin_shim_adapt(t, 13, &gin_view, why, sizeof why));
+    EXPECT(gin_view.has_host_rma);
+    rma = &gin_view.rma;
+    printf("backend: ncclGinPlugin_v13 through core/plugin's adapter\n");
+  } else {
+    rma = dlsym(lib, "ncclRmaPlugin_v15");
+    EXPECT(rma != NULL);
+  }
   if (argc > 1 && !strcmp(argv[1], "config")) return config_case();
   pipes_t p;
   for (int r = 0; r < 2; r++) EXPECT(pipe(p.to[r]) == 0);
