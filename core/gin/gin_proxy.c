@@ -50,7 +50,7 @@ static ncclResult_t check_config(const gin_proxy_config* c) {
   else if (c->rma == NULL || c->coll == NULL || c->ctx == NULL) bad = "backend", value = 0;
   else if (c->queues == NULL || c->cis == NULL) bad = "queues/cis", value = 0;
   else if (c->ncounters > 0 && c->counters == NULL) bad = "counters", value = 0;
-  else if (c->nsignals > 0 && c->signals_mh == NULL) bad = "signals_mh", value = 0;
+  else if (!c->staged && c->nsignals > 0 && c->signals_mh == NULL) bad = "signals_mh", value = 0;
   if (bad) {
     WARN("GIN proxy: rank %d: bad configuration: %s = %lld", c->rank, bad, value);
     return ncclInvalidArgument;
@@ -110,12 +110,18 @@ ncclResult_t gin_proxy_create(const gin_proxy_config* cfg, gin_proxy** out) {
       goto fail;
     }
   }
+  if (cfg->staged) {
+    res = gin_stage_create(p);
+    if (res != ncclSuccess) goto fail;
+  }
   INFO(NCCL_NET, "GIN proxy: rank %d of %d: %d context(s), %u GFDs per queue, %d signals and "
-       "%d counters per context, backend %s", cfg->rank, cfg->nranks, cfg->ncontexts,
-       cfg->queue_size, cfg->nsignals, cfg->ncounters, cfg->rma->name ? cfg->rma->name : "?");
+       "%d counters per context, backend %s%s", cfg->rank, cfg->nranks, cfg->ncontexts,
+       cfg->queue_size, cfg->nsignals, cfg->ncounters, cfg->rma->name ? cfg->rma->name : "?",
+       cfg->staged ? ", staged through host memory" : "");
   *out = p;
   return ncclSuccess;
 fail:
+  gin_stage_destroy(p);
   free_contexts(p);
   free(p);
   return res;
@@ -186,6 +192,7 @@ ncclResult_t gin_proxy_destroy(gin_proxy* p) {
   if (p->outstanding > 0)
     INFO(NCCL_NET, "GIN proxy: rank %d: %d GFD(s) still outstanding at destroy", p->cfg.rank,
          p->outstanding);
+  gin_stage_destroy(p);
   free_contexts(p);
   free(p);
   return ncclSuccess;

@@ -42,6 +42,17 @@ typedef struct {
   uint64_t* counters;              /* [ncontexts][ncounters]; NULL when ncounters == 0 */
   void (*on_error)(void* arg, ncclResult_t why); /* optional; called once, on the proxy thread */
   void* on_error_arg;
+  /* Staged mode, for a backend that moves host memory only (weft's socket net) and windows it
+   * cannot register (GPU memory): window handles are the proxy's own (gin_proxy_window_add);
+   * the source proxy copies the bytes out of the window (copy_out) into a registered bounce
+   * slot and sends them, with a header, into a ring the target proxy registered for it; the
+   * target proxy copies them into the window (copy_in) and only then adds the signal itself
+   * (signals_host), then returns the slot's credit. Gets are refused in this mode. */
+  int staged;
+  ncclResult_t (*copy_in)(void* arg, void* window_mem, const void* host, size_t n);
+  ncclResult_t (*copy_out)(void* arg, void* host, const void* window_mem, size_t n);
+  void* copy_arg;
+  uint64_t* signals_host; /* staged: every context's signals, as this process sees them */
 } gin_proxy_config;
 
 /* Bytes of the memory the caller provides for a configuration. */
@@ -52,6 +63,13 @@ size_t gin_proxy_cis_bytes(int ncontexts, int nranks);
  * per context with regMrSym, in the same order on every rank. Bad configurations are
  * ncclInvalidArgument with a WARN naming the field. */
 ncclResult_t gin_proxy_create(const gin_proxy_config* cfg, gin_proxy** out);
+
+/* Staged mode: make the window [base, base + size) reachable; *handle is what the library
+ * writes into the device window's ginWins[c]. Every rank adds its windows in the same order
+ * (windows are symmetric), so a handle names the same window everywhere. At most
+ * GIN_PROXY_MAX_WINDOWS; callable while the proxy runs. */
+#define GIN_PROXY_MAX_WINDOWS 256
+ncclResult_t gin_proxy_window_add(gin_proxy* p, void* base, size_t size, uint64_t* handle);
 
 /* Start the proxy thread. */
 ncclResult_t gin_proxy_start(gin_proxy* p);

@@ -78,6 +78,29 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
   int strong = ncclGinProxyV2_30Strong(g);
   ncclResult_t r;
   const char* call;
+  if (p->stage) {
+    if ((op & OP(WITH_COUNTER)) &&
+        (s->counter_id = ncclGinProxyV2_30CounterId(g)) >= (uint32_t)c->ncounters) {
+      gin_proxy_warn(p, x, peer, index, op, size, "counter id past the communicator's counters",
+                     ncclInvalidUsage);
+      return ncclInvalidUsage;
+    }
+    if ((op & OP(WITH_INLINE)) && (size == 0 || size > 8)) {
+      gin_proxy_warn(p, x, peer, index, op, size, "putValue of more than 8 bytes",
+                     ncclInvalidUsage);
+      return ncclInvalidUsage;
+    }
+    if (sig_op && !(op & OP(VA_SIGNAL)) && ncclGinProxyV2_30SignalId(g) >= (uint32_t)c->nsignals) {
+      gin_proxy_warn(p, x, peer, index, op, size, "signal id past the communicator's signals",
+                     ncclInvalidUsage);
+      return ncclInvalidUsage;
+    }
+    /* complete at the next test (no request): the source was copied out, reusable */
+    r = gin_stage_issue(p, x, peer, index, g);
+    if (r != ncclInProgress && r != ncclInvalidUsage)
+      gin_proxy_warn(p, x, peer, index, op, size, "the staged send failed", r);
+    return r;
+  }
   if (op & OP(FLUSH)) {
     call = "iflush";
     r = c->rma->iflush(c->ctx, x, c->signals_mh, (uint32_t)peer, &s->request);
@@ -204,6 +227,10 @@ static ncclResult_t pass_fail(gin_proxy* p, ncclResult_t r) {
 ncclResult_t gin_proxy_pass(gin_proxy* p, int* busy) {
   const gin_proxy_config* c = &p->cfg;
   *busy = 0;
+  if (p->stage) {
+    ncclResult_t r = gin_stage_pass(p, busy);
+    if (r != ncclSuccess) return pass_fail(p, r);
+  }
   for (int x = 0; x < c->ncontexts; x++) {
     gin_context* ctx = &p->contexts[x];
     for (int peer = 0; peer < c->nranks; peer++) {

@@ -24,6 +24,30 @@ typedef struct {
   void* inlines_mh;
 } gin_context;
 
+/* Staged mode (gin_stage.c). A message is a header and up to slot_bytes - GIN_STAGE_HEADER
+ * bytes; each ordered pair of ranks has `slots` slots. */
+#define GIN_STAGE_HEADER 128
+typedef struct {
+  uint64_t base, size;
+} gin_window;
+
+typedef struct {
+  uint32_t slots, slot_bytes;
+  char* ring;        /* [nranks][slots][slot_bytes]: what each peer sends here */
+  void* ring_mh;
+  char* bounce;      /* [nranks][slots][slot_bytes]: what this rank sends to each peer */
+  void* bounce_mh;
+  uint64_t* words;   /* [nranks] arrivals from each peer, then [nranks] credits from each */
+  void* words_mh;
+  uint64_t* sent;     /* [nranks] messages sent to each peer */
+  uint64_t* consumed; /* [nranks] messages applied from each peer */
+  void** slot_req;    /* [nranks][slots] the send out of that bounce slot, until done */
+  void** pending;     /* credit returns not yet tested done */
+  int npending, cap_pending;
+  gin_window windows[GIN_PROXY_MAX_WINDOWS];
+  int nwindows; /* atomic: entries below it are complete */
+} gin_stage;
+
 struct gin_proxy {
   gin_proxy_config cfg;
   gin_context* contexts;
@@ -31,12 +55,23 @@ struct gin_proxy {
   ncclResult_t error; /* atomic */
   int stop;         /* atomic */
   int thread_started;
+  gin_stage* stage; /* staged mode */
   int draining;     /* destroy: complete what is out, read no new GFD */
   pthread_t thread;
 };
 
 /* gin_proxy_exec.c: one pass over every queue (gin_proxy_progress's body). */
 ncclResult_t gin_proxy_pass(gin_proxy* p, int* busy);
+/* gin_stage.c */
+ncclResult_t gin_stage_create(gin_proxy* p);
+void gin_stage_destroy(gin_proxy* p);
+/* Send what one GFD asks (put, putValue, signal, VA signal) through the staged path; the GFD is
+ * complete when this returns (its source was copied out). */
+ncclResult_t gin_stage_issue(gin_proxy* p, int x, int peer, uint32_t index,
+                             const ncclGinProxyGfd_v2_30_t* g);
+/* Apply what peers sent; return credits; test credit returns. */
+ncclResult_t gin_stage_pass(gin_proxy* p, int* busy);
+
 /* Keep the first failure, log nothing (the caller did), tell on_error. */
 void gin_proxy_fail(gin_proxy* p, ncclResult_t why);
 

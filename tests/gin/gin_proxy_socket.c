@@ -14,6 +14,10 @@
  * then the final values, the counters, the VA word and the get's bytes, each against values
  * computed independently from the seed. Last, a descriptor naming a signal past the
  * communicator's is refused: the proxy reports ncclInvalidUsage through on_error.
+ * Case "staged": the proxy's staged mode (a backend that moves host memory only, windows it
+ * cannot register: GPU memory): the window and the signals are never registered with the
+ * backend; the bytes go through the copy callbacks and the proxies' rings; gets are refused
+ * (the error probe), everything else is checked as above.
  * Case "gin13": the same through the socket library's ncclGinPlugin_v13 as core/plugin adapts
  * a loaded GIN v13 plugin (its host puts as an RMA v15 view), the path of NCCL_GIN_PLUGIN.
  * Case "config": bad configurations are refused. The seed is printed (WEFT_TEST_SEED). */
@@ -44,6 +48,22 @@
 
 static uint64_t seed;
 static const ncclRma_v15_t* rma;
+static int staged; /* case "staged": windows the backend never sees, bytes through the proxy */
+static uint64_t copied_in, copied_out;
+
+/* What the library would pass in device mode: cudaMemcpy into and out of GPU memory. */
+static ncclResult_t copy_in(void* arg, void* window_mem, const void* host, size_t n) {
+  (void)arg;
+  memcpy(window_mem, host, n);
+  __atomic_fetch_add(&copied_in, n, __ATOMIC_RELAXED);
+  return ncclSuccess;
+}
+static ncclResult_t copy_out(void* arg, void* host, const void* window_mem, size_t n) {
+  (void)arg;
+  memcpy(host, window_mem, n);
+  __atomic_fetch_add(&copied_out, n, __ATOMIC_RELAXED);
+  return ncclSuccess;
+}
 
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
                    const char* fmt, ...) {
@@ -298,9 +318,11 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   uint64_t* signals = calloc(NCTX * NSIG, sizeof *signals);
   EXPECT(win && signals);
   void *win_mh = NULL, *sig_mh = NULL;
-  EXPECT_OK(rma->regMrSym(coll, win, WIN_BYTES, NCCL_PTR_HOST, 0, &win_mh));
-  EXPECT_OK(rma->regMrSym(coll, signals, NCTX * NSIG * sizeof *signals, NCCL_PTR_HOST,
-                          NCCL_NET_MR_FLAG_FORCE_SO, &sig_mh));
+  if (!staged) {
+    EXPECT_OK(rma->regMrSym(coll, win, WIN_BYTES, NCCL_PTR_HOST, 0, &win_mh));
+    EXPECT_OK(rma->regMrSym(coll, signals, NCTX * NSIG * sizeof *signals, NCCL_PTR_HOST,
+                            NCCL_NET_MR_FLAG_FORCE_SO, &sig_mh));
+  }
 
   /* what the library allocates at ncclDevCommCreate: here plain host memory */
   ncclGinProxyGfd_v2_30_t* queues = aligned_alloc(128, gin_proxy_queues_bytes(NCTX, 2, QSIZE));
@@ -322,9 +344,19 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   gin_proxy_config cfg = {.rank = rank, .nranks = 2, .ncontexts = NCTX, .nsignals = NSIG,
                           .ncounters = NCTR, .queue_size = QSIZE, .rma = rma, .coll = coll,
                           .ctx = rctx, .signals_mh = sig_mh, .queues = queues, .cis = cis,
-                          .counters = counters, .on_error = on_error};
+                          .counters = counters, .on_error = on_error, .staged = staged,
+                          .copy_in = copy_in, .copy_out = copy_out, .signals_host = signals};
   gin_proxy* proxy = NULL;
   EXPECT_OK(gin_proxy_create(&cfg, &proxy));
+  if (staged) { /* the window's handle is the proxy's own */
+    uint64_t h = 0;
+    EXPECT_OK(gin_proxy_window_add(proxy, win, WIN_BYTES, &h));
+    EXPECT_EQ_INT(h, 1);
+    win_mh = (void*)(uintptr_t)h;
+  } else {
+    uint64_t h;
+    EXPECT_RES(gin_proxy_window_add(proxy, win, WIN_BYTES, &h), ncclInvalidUsage);
+  }
   EXPECT_OK(gin_proxy_start(proxy));
   barrier(pp, rank);
 
@@ -358,8 +390,18 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   }
   barrier(pp, rank); /* every put to either rank has landed */
 
+  if (staged) { /* every received byte came in through copy_in, every sent one out of copy_out */
+    uint64_t in = 0, out = 0;
+    for (int x = 0; x < NCTX; x++)
+      for (int i = 0; i < ROUNDS; i++) {
+        in += round_of(peer, x, i).size;
+        out += round_of(rank, x, i).kind == 2 ? 0 : round_of(rank, x, i).size;
+      }
+    EXPECT(__atomic_load_n(&copied_in, __ATOMIC_ACQUIRE) >= in);
+    EXPECT(__atomic_load_n(&copied_out, __ATOMIC_ACQUIRE) >= out);
+  }
   /* get: the peer's whole send area of each context, then a flush, as ncclGin get + wait */
-  for (int x = 0; x < NCTX; x++) {
+  for (int x = 0; x < NCTX && !staged; x++) {
     kernel_t* k = &snd[x];
     ncclGinProxyV2_30Fields g = {.op = NCCL_GIN_PROXY_V2_30_OP_GET, .size = AREA,
                                  .src_off = SEND_AT(x), .src_handle = (uintptr_t)win_mh,
@@ -385,11 +427,15 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_OK(gin_proxy_error(proxy));
   barrier(pp, rank);
 
-  /* a descriptor naming signal NSIG (one past the last): refused, reported once */
+  /* a descriptor naming signal NSIG (one past the last), or in staged mode a get: refused,
+   * reported once */
   if (rank == 0) {
     ncclGinProxyV2_30Fields bad = {.op = NCCL_GIN_PROXY_V2_30_OP_PUT |
                                          NCCL_GIN_PROXY_V2_30_OP_WITH_SIGNAL_INC,
                                    .signal_id = NSIG, .signal_value = 1};
+    if (staged)
+      bad = (ncclGinProxyV2_30Fields){.op = NCCL_GIN_PROXY_V2_30_OP_GET, .size = 8,
+                                      .src_handle = 1, .dst_handle = 1};
     snd[0].expect_error = 1;
     post(&snd[0], &bad);
     for (int spin = 0; gin_proxy_error(proxy) == ncclSuccess; spin++) {
@@ -404,8 +450,10 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   barrier(pp, rank);
 
   EXPECT_OK(gin_proxy_destroy(proxy));
-  EXPECT_OK(rma->deregMrSym(coll, sig_mh));
-  EXPECT_OK(rma->deregMrSym(coll, win_mh));
+  if (!staged) {
+    EXPECT_OK(rma->deregMrSym(coll, sig_mh));
+    EXPECT_OK(rma->deregMrSym(coll, win_mh));
+  }
   EXPECT_OK(rma->destroyContext(rctx));
   barrier(pp, rank);
   EXPECT_OK(rma->closeColl(coll));
@@ -413,8 +461,8 @@ static int run_rank(int rank, int nranks, ncclUniqueId* id, void* arg) {
   EXPECT_OK(rma->finalize(pctx));
   free(queues), free(cis), free(pis), free(gets), free(counters), free(offsets);
   free(win), free(signals);
-  printf("rank %d: %d rounds x %d contexts each way, signals, counters, VA signal, get: ok\n",
-         rank, ROUNDS, NCTX);
+  printf("rank %d: %d rounds x %d contexts each way, signals, counters, VA signal%s: ok\n",
+         rank, ROUNDS, NCTX, staged ? " (staged: no get)" : ", get");
   return 0;
 }
 
@@ -470,6 +518,7 @@ int main(int argc, char** argv) {
     EXPECT(rma != NULL);
   }
   if (argc > 1 && !strcmp(argv[1], "config")) return config_case();
+  staged = argc > 1 && !strcmp(argv[1], "staged");
   pipes_t p;
   for (int r = 0; r < 2; r++) EXPECT(pipe(p.to[r]) == 0);
   return test_fork_plain(2, run_rank, &p, 60);
