@@ -26,8 +26,8 @@ static const char* op_name(uint32_t op) {
   return "put";
 }
 
-static void gin_proxy_warn(gin_proxy* p, int x, int peer, uint32_t index, uint32_t op, uint64_t size,
-                    const char* what, ncclResult_t r) {
+static void gin_proxy_warn(gin_proxy* p, int x, int peer, uint32_t index, uint32_t op,
+                           uint64_t size, const char* what, ncclResult_t r) {
   WARN("GIN proxy: rank %d, peer %d, context %d, GFD %u (%s, op %#x, %llu bytes): %s (%d)",
        p->cfg.rank, peer, x, index, op_name(op), op, (unsigned long long)size, what, (int)r);
 }
@@ -47,6 +47,28 @@ static int read_gfd(gin_proxy* p, ncclGinProxyGfd_v2_30_t* slot, ncclGinProxyGfd
   for (int k = 0; k < NCCL_GIN_PROXY_V2_30_QWORDS; k++)
     __atomic_store_n(&slot->qword[k], 0, __ATOMIC_RELAXED);
   return 1;
+}
+
+/* A put's ids and sizes against the communicator's: ncclInvalidUsage, logged, when one is past
+ * them. Sets the slot's counter id. */
+static ncclResult_t check_put(gin_proxy* p, int x, int peer, uint32_t index,
+                              const ncclGinProxyGfd_v2_30_t* g, uint32_t op, uint64_t size,
+                              gin_slot* s) {
+  const gin_proxy_config* c = &p->cfg;
+  char what[96] = "";
+  if ((op & OP(WITH_INLINE)) && (size == 0 || size > 8))
+    snprintf(what, sizeof what, "putValue of %llu bytes (1 to 8)", (unsigned long long)size);
+  if ((op & OP(WITH_COUNTER)) &&
+      (s->counter_id = ncclGinProxyV2_30CounterId(g)) >= (uint32_t)c->ncounters)
+    snprintf(what, sizeof what, "counter %u past the communicator's %d", s->counter_id,
+             c->ncounters);
+  if ((op & (OP(WITH_SIGNAL_INC) | OP(WITH_SIGNAL_ADD))) &&
+      ncclGinProxyV2_30SignalId(g) >= (uint32_t)c->nsignals)
+    snprintf(what, sizeof what, "signal %u past the communicator's %d",
+             ncclGinProxyV2_30SignalId(g), c->nsignals);
+  if (what[0] == 0) return ncclSuccess;
+  gin_proxy_warn(p, x, peer, index, op, size, what, ncclInvalidUsage);
+  return ncclInvalidUsage;
 }
 
 /* Issue one GFD to the backend. Errors are logged here with the GFD's coordinates. */
@@ -78,26 +100,12 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
   int strong = ncclGinProxyV2_30Strong(g);
   ncclResult_t r;
   const char* call;
+  if (!(op & (OP(GET) | OP(FLUSH) | OP(VA_SIGNAL))))
+    WEFT_CHECK(check_put(p, x, peer, index, g, op, size, s));
   if (p->stage) {
-    if ((op & OP(WITH_COUNTER)) &&
-        (s->counter_id = ncclGinProxyV2_30CounterId(g)) >= (uint32_t)c->ncounters) {
-      gin_proxy_warn(p, x, peer, index, op, size, "counter id past the communicator's counters",
-                     ncclInvalidUsage);
-      return ncclInvalidUsage;
-    }
-    if ((op & OP(WITH_INLINE)) && (size == 0 || size > 8)) {
-      gin_proxy_warn(p, x, peer, index, op, size, "putValue of more than 8 bytes",
-                     ncclInvalidUsage);
-      return ncclInvalidUsage;
-    }
-    if (sig_op && !(op & OP(VA_SIGNAL)) && ncclGinProxyV2_30SignalId(g) >= (uint32_t)c->nsignals) {
-      gin_proxy_warn(p, x, peer, index, op, size, "signal id past the communicator's signals",
-                     ncclInvalidUsage);
-      return ncclInvalidUsage;
-    }
     /* complete at the next test (no request): the source was copied out, reusable */
     r = gin_stage_issue(p, x, peer, index, g);
-    if (r != ncclInProgress && r != ncclInvalidUsage)
+    if (r != ncclSuccess && r != ncclInProgress && r != ncclInvalidUsage)
       gin_proxy_warn(p, x, peer, index, op, size, "the staged send failed", r);
     return r;
   }
@@ -127,11 +135,6 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
     uint64_t src_off;
     void* src_mh;
     if (op & OP(WITH_INLINE)) {
-      if (size == 0 || size > 8) {
-        gin_proxy_warn(p, x, peer, index, op, size, "putValue of more than 8 bytes",
-                       ncclInvalidUsage);
-        return ncclInvalidUsage;
-      }
       /* Only the value's bytes count: a reused descriptor keeps stale bits beyond them. */
       uint64_t v = ncclGinProxyV2_30Inline(g);
       if (size < 8) v &= (UINT64_C(1) << (size * 8)) - 1;
@@ -145,27 +148,12 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
     }
     uint64_t dst_off = ncclGinProxyV2_30Word63(g, Q(DST_OFF));
     void* dst_mh = (void*)(uintptr_t)ncclGinProxyV2_30Word63(g, Q(DST_HANDLE));
-    if (op & OP(WITH_COUNTER)) {
-      s->counter_id = ncclGinProxyV2_30CounterId(g);
-      if (s->counter_id >= (uint32_t)c->ncounters) {
-        gin_proxy_warn(p, x, peer, index, op, size, "counter id past the communicator's counters",
-                       ncclInvalidUsage);
-        WARN("GIN proxy: rank %d: counter %u of %d", c->rank, s->counter_id, c->ncounters);
-        return ncclInvalidUsage;
-      }
-    }
     if (sig_op == 0) {
       call = "iput";
       r = c->rma->iput(c->ctx, x, src_off, src_mh, size, dst_off, dst_mh, (uint32_t)peer, 0,
                        &s->request);
     } else {
       uint32_t id = ncclGinProxyV2_30SignalId(g);
-      if (id >= (uint32_t)c->nsignals) {
-        gin_proxy_warn(p, x, peer, index, op, size, "signal id past the communicator's signals",
-                       ncclInvalidUsage);
-        WARN("GIN proxy: rank %d: signal %u of %d", c->rank, id, c->nsignals);
-        return ncclInvalidUsage;
-      }
       uint64_t sig_off = ((uint64_t)x * (uint64_t)c->nsignals + id) * sizeof(uint64_t);
       call = "iputSignal";
       r = c->rma->iputSignal(c->ctx, x, src_off, src_mh, size, dst_off, dst_mh, (uint32_t)peer,
