@@ -235,6 +235,7 @@ ncclResult_t gin_proxy_pass(gin_proxy* p, int* busy) {
       *busy = 1;
       r = issue(p, x, peer, idx, &g, &ctx->slots[(size_t)peer * c->queue_size +
                                                  (idx & (c->queue_size - 1))]);
+      if (r == ncclInProgress) return ncclSuccess; /* staged: stopped while waiting for credit */
       if (r != ncclSuccess) return pass_fail(p, r);
     }
   }
