@@ -9,7 +9,7 @@
 # not found, so an upward include fails to compile. tests/layering checks the symbols (an
 # upward call through a hand-written declaration) and docs/design.md's table.
 set(WEFT_LAYERS util graph bootstrap plugin topo policy comm ras transport proxy algo host device
-    rma tune plan lifecycle group api)
+    rma gin tune plan lifecycle group api)
 
 # The folders a README's "Calls:" line names, in the variable out.
 function(weft_layer_calls dir out)

@@ -567,3 +567,30 @@ if(WEFT_HAVE_CUDA)
     endforeach()
   endforeach()
 endif()
+
+# A kernel using ncclGin (the proxy GIN type: core/gin, issue 48) built against NVIDIA's 2.30.7
+# nccl_device.h, 2 and 4 processes on GPU 0 with peer-to-peer and shared memory off, so the data
+# go through the GIN proxy and a net plugin. SKIP (with the reason) while the communicator
+# reports no GIN: ncclDevCommCreate does not set the proxy up yet (docs/device-api.md, "GIN").
+if(WEFT_HAVE_CUDA)
+  set(_gin_inc ${WEFT_NCCL_DEVICE_INCLUDE_2_30_7})
+  if(EXISTS ${_gin_inc}/nccl_device.h)
+    add_executable(devapi_gin_2_30_7 ${_gpu_dir}/devapi_gin.cu)
+    target_include_directories(devapi_gin_2_30_7 BEFORE PRIVATE ${_gin_inc})
+    target_link_libraries(devapi_gin_2_30_7 PRIVATE weft_gpu_world)
+    set_target_properties(devapi_gin_2_30_7 PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON
+      RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  endif()
+  foreach(_n 2 4)
+    set(_t devapi_gin_2_30_7_procs${_n})
+    if(TARGET devapi_gin_2_30_7)
+      add_test(NAME ${_t} COMMAND devapi_gin_2_30_7 --procs ${_n})
+    else()
+      add_test(NAME ${_t} COMMAND ${CMAKE_COMMAND} -E echo
+        "SKIP: no NVIDIA 2.30.7 headers at ${_gin_inc} (WEFT_NCCL_DEVICE_INCLUDE_2_30_7)")
+    endif()
+    set_tests_properties(${_t} PROPERTIES LABELS "gpu;mp" TIMEOUT 300 SKIP_RETURN_CODE 77
+      SKIP_REGULAR_EXPRESSION "SKIP:" RESOURCE_LOCK weft_gpu
+      ENVIRONMENT "WEFT_DEVICE=device;NCCL_DEBUG=WARN;NCCL_NVLS_ENABLE=0;NCCL_P2P_DISABLE=1;NCCL_SHM_DISABLE=1")
+  endforeach()
+endif()
