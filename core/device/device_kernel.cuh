@@ -29,8 +29,12 @@
 
 static_assert(sizeof(weft_dev_launch) <= 32000, "a launch fits the kernel parameter space");
 
-/* A block's view of the connections of the work item it runs. */
-#define NC WEFT_ALGO_MAX_CONNS
+/* A block's view of the connections of the work item it runs: the device work item's roles
+ * (WEFT_DEV_MAX_CONNS), not the host's (WEFT_ALGO_MAX_CONNS, twice as many), or a thread per
+ * role reads past weft_dev_work.conns into the fields after it. */
+#define NC WEFT_DEV_MAX_CONNS
+static_assert(NC == sizeof(((weft_dev_work*)0)->conns) / sizeof(uint32_t),
+              "one role per entry of the device work item's connections");
 struct ConnState {
   weft_fifo_ctrl* ctrl[NC];
   char* buff[NC];
