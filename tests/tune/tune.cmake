@@ -4,6 +4,7 @@ set(WEFT_TUNE_MODEL_SOURCES
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_host.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_direct.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_log.c
+  ${PROJECT_SOURCE_DIR}/core/tune/tune_model_collnet.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_device.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_constants.c ${PROJECT_SOURCE_DIR}/core/tune/tune_decide.c)
 weft_add_test(NAME tune_algo_proto_grammar_matches_nccl
