@@ -133,6 +133,10 @@ void plan_direct_setup(weft_work* w);
  * 1 when algo runs func on nranks ranks (2 .. WEFT_LOG_MAX_RANKS); the setup. */
 int plan_log_fits(int algo, int func, int nranks);
 ncclResult_t plan_log_setup(weft_work* w);
+/* The keys of the connections the first loop's steps (per of them) use, by role, each to the
+ * peer peer_of names (the log roles of algo_log.h; what names the algorithm in a WARN). */
+ncclResult_t plan_role_keys(weft_work* w, uint64_t per, int (*peer_of)(const weft_algo*, int),
+                            const char* what);
 
 /* ---- CollNet (plan_collnet.c; algo/algo_collnet.h) ---- */
 /* The state of a communicator whose comm->collnet is set (host mode; lifecycle calls it once

@@ -228,28 +228,7 @@ ncclResult_t plan_collnet_setup(weft_work* w) {
   }
   a->log_ppn = c->ppn;
   algo_count_steps(a);
-  uint64_t per = algo_collnet_steps_per_loop(a);
-  unsigned used = 0;
-  for (uint64_t pc = 0; pc < per && pc < a->npc[0]; pc++) {
-    weft_prim p;
-    if (!algo_prim(a, 0, pc, &p)) break;
-    for (int i = 0; i < p.nrecv; i++) used |= 1u << p.recv[i];
-    for (int i = 0; i < p.nsend; i++) used |= 1u << p.send[i];
-  }
-  for (int role = 0; role < WEFT_ALGO_MAX_CONNS; role++) {
-    if (!((used >> role) & 1)) continue;
-    int peer = algo_collnet_peer(a, role);
-    if (peer < 0 || peer == w->rank) {
-      WARN("rank %d: CollNet role %d has no peer among %d ranks per host", w->rank, role, c->ppn);
-      return ncclInternalError;
-    }
-    weft_conn_key* k = &w->keys[role];
-    k->kind = WEFT_CONN_COLL;
-    k->channel = w->channel;
-    k->peer = peer;
-    algo_log_role_distance(role, &k->send);
-    k->proto = w->op->proto;
-  }
+  WEFT_CHECK(plan_role_keys(w, algo_collnet_steps_per_loop(a), algo_collnet_peer, "CollNet"));
   w->netcoll = c->leader ? &c->nc : NULL;
   return ncclSuccess;
 }
