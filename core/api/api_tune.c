@@ -8,8 +8,8 @@
  *
  * coll is an ncclFunc_t (ncclFuncBroadcast .. ncclFuncAllReduce); count as passed to that call
  * (AllGather: sendcount, ReduceScatter: recvcount); the operator is taken as ncclSum (it
- * matters only to CollNet, which runs what the plugin reduces). Outputs may be NULL when not wanted and are
- * written only on success. ncclInvalidUsage on a communicator without a data path. */
+ * matters only to CollNet, which runs what the plugin reduces). Outputs may be NULL when not
+ * wanted and are written only on success. ncclInvalidUsage on a communicator without a data path. */
 #include "api/api.h"
 #include "comm/comm.h"
 #include "plan/plan.h"

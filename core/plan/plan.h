@@ -146,7 +146,8 @@ void plan_collnet_fini(struct ncclComm* comm);
 /* 1 until the group has been tried (the same on every rank: the same ops chose it). */
 int plan_collnet_needs_connect(const struct ncclComm* comm);
 /* Collective over the communicator's bootstrap: the leaders' group. ncclSystemError on every
- * rank when any leader failed (and tune/ is told not to choose CollNet again). */
+ * rank when any leader failed (the launch then fails the communicator, as a failed connection
+ * setup does). */
 ncclResult_t plan_collnet_connect(struct ncclComm* comm);
 /* The setup of a CollNet AllReduce work item: its connections within the host, its net step. */
 ncclResult_t plan_collnet_setup(weft_work* w);

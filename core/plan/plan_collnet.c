@@ -6,7 +6,8 @@
  * chose CollNet for the same op): each leader (rank hP) listens on device 0 and the handles go
  * round in one bootstrap allgather (a non-leader's entry is empty); leader h then connects as
  * rank h of H. A second allgather agrees the outcome, so either every leader has the group or
- * every rank fails the operation (and every later one that would use it) alike.
+ * every rank fails the operation alike (ncclSystemError: plan/ then marks the communicator
+ * failed, as for any connection setup that failed).
  *
  * A net step registers the step's part of the user's buffer (send) and a scratch buffer the
  * group owns (receive, registered once, grown when a step is larger), calls iallreduce, tests
@@ -184,8 +185,8 @@ ncclResult_t plan_collnet_connect(struct ncclComm* comm) {
     goto out;
   }
   if (c->leader) {
-    r = collnet_shim_listen(v, c->plugin->ctx, 0, handles + (size_t)comm->rank * NCCL_NET_HANDLE_MAXSIZE,
-                            &c->listen);
+    char* mine = handles + (size_t)comm->rank * NCCL_NET_HANDLE_MAXSIZE;
+    r = collnet_shim_listen(v, c->plugin->ctx, 0, mine, &c->listen);
     if (r != ncclSuccess) warn_call(c, "listen", r);
   }
   /* Everyone takes part in both exchanges, whatever happened locally: no rank waits alone. */

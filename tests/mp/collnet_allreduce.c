@@ -82,8 +82,9 @@ static void reference(void* out, ncclDataType_t t, ncclRedOp_t op, uint64_t seed
     double acc = (double)input(seed, 0, i, op);
     for (int r = 1; r < n; r++) {
       double x = (double)input(seed, r, i, op);
-      acc = op == ncclSum ? acc + x : op == ncclProd ? acc * x : op == ncclMax ? (x > acc ? x : acc)
-                                                                               : (x < acc ? x : acc);
+      if (op == ncclSum) acc += x;
+      else if (op == ncclProd) acc *= x;
+      else if ((op == ncclMax) == (x > acc)) acc = x;
     }
     if (t == ncclFloat32) ((float*)out)[0] = (float)acc;
     else ((double*)out)[0] = acc;
