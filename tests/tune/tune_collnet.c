@@ -2,7 +2,10 @@
  * (collnet_ppn > 0), on one channel, Simple only; the model picks it for small AllReduce across
  * hosts and leaves it for large ones; tune_op never runs it for a (type, operator) pair the
  * plugin does not claim, nor without a usable plugin, and an NCCL_ALGO that allowed only CollNet
- * falls back to the model's choice there (CollNetDirect, which weft does not run, too). */
+ * falls back to the model's choice there (CollNetDirect, which weft does not run, too). A tuner
+ * plugin (an in-process fake of the v6 view) sees the CollNetChain cell and may pick it where
+ * the model would not; where the pair is unclaimed the cell is NCCL_ALGO_PROTO_IGNORE, so a
+ * tuner that writes it is not obeyed. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +13,27 @@
 #include "tune/tune.h"
 
 #define CHAIN (1u << NCCL_ALGO_COLLNET_CHAIN)
+
+/* A tuner that makes CollNetChain/Simple free. */
+static float seen_chain; /* the cell as the tuner found it */
+static ncclResult_t chain_get(void* ctx, ncclFunc_t coll, size_t nbytes, int pipe, float** table,
+                              int na, int np, int reg, int* nch) {
+  (void)ctx, (void)coll, (void)nbytes, (void)pipe, (void)na, (void)np, (void)reg, (void)nch;
+  float(*t)[NCCL_NUM_PROTOCOLS] = (float(*)[NCCL_NUM_PROTOCOLS])(void*)table;
+  seen_chain = t[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE];
+  t[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = 0;
+  return ncclSuccess;
+}
+static ncclResult_t chain_init(void** ctx, uint64_t id, size_t nr, size_t nn, ncclDebugLogger_t l,
+                               ncclNvlDomainInfo_v5_t* nvl, ncclTunerConstants_v5_t* k) {
+  (void)ctx, (void)id, (void)nr, (void)nn, (void)l, (void)nvl, (void)k;
+  return ncclSuccess;
+}
+static ncclResult_t chain_fini(void* ctx) {
+  (void)ctx;
+  return ncclSuccess;
+}
+static const ncclTuner_v6_t chain_api = {"chain", chain_init, chain_get, chain_fini, NULL};
 
 static void state(weft_tune* t, int nranks, int nnodes, int collnet_ppn, uint64_t pairs) {
   memset(t, 0, sizeof *t);
@@ -91,6 +115,17 @@ int main(void) {
   /* CollNetDirect alone: not weft's; the model's choice runs instead. */
   c = ask(&t, &direct, 4, ncclFloat32, ncclSum, 8);
   EXPECT(c.algo != NCCL_ALGO_COLLNET_DIRECT && c.nchannels >= 1);
+  /* A tuner picks it at 1 GiB, where the model would not; not for an unclaimed pair. */
+  weft_tuner tu = {&chain_api, NULL, "chain", "in-process", 6, NCCL_NUM_ALGORITHMS};
+  t.tuner = &tu;
+  c = ask(&t, &all, 4, ncclFloat32, ncclSum, 1u << 30);
+  EXPECT_EQ_INT(c.algo, NCCL_ALGO_COLLNET_CHAIN);
+  EXPECT_EQ_INT(c.nchannels, 1);
+  EXPECT(seen_chain > 0);
+  c = ask(&t, &all, 4, ncclFloat16, ncclSum, 1u << 30);
+  EXPECT(c.algo != NCCL_ALGO_COLLNET_CHAIN);
+  EXPECT(seen_chain == (float)NCCL_ALGO_PROTO_IGNORE);
+  t.tuner = NULL;
   /* The same facts without pairs (every rank's plugin must agree on one at least). */
   state(&t, 4, 2, 2, 0);
   t.caps.algos &= ~CHAIN;
