@@ -44,19 +44,10 @@ static inline int comm_same_host(const weft_rank_info* a, const weft_rank_info* 
   return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
 }
 
-/* Ranks per host P when peers[0..n) are host-major with the same count P on each of two or
- * more hosts (host h holds ranks hP .. hP+P-1), else 0. P may be 1 (one rank per host). */
-static inline int comm_host_major_ppn(const weft_rank_info* peers, int n) {
-  int P = 1;
-  while (P < n && comm_same_host(&peers[P], &peers[0])) P++;
-  if (P == n || n % P) return 0;
-  for (int r = 0; r < n; r++) {
-    const weft_rank_info* leader = &peers[r - r % P];
-    if (!comm_same_host(&peers[r], leader)) return 0;
-    if (r % P == 0 && r > 0 && comm_same_host(leader, &peers[r - 1])) return 0;
-  }
-  return P;
-}
+/* Ranks per host P when peers[0..n) are host-major with the same count P on each of two or more
+ * hosts (host h holds ranks hP .. hP+P-1, and no host holds two such blocks), else 0. P may be
+ * 1 (one rank per host). comm_hosts.c. */
+int comm_host_major_ppn(const weft_rank_info* peers, int n);
 
 /* A buffer registered with ncclCommRegister or ncclCommWindowRegister (api/api_mem.c). The
  * handle handed out is the node's address; it is only ever compared, never dereferenced,

@@ -13,6 +13,8 @@
  *   collnet_allreduce noplugin   NCCL_COLLNET_ENABLE=1, the built-in socket net (no CollNet):
  *       the query never answers CollNet, and NCCL_ALGO=CollNetChain still gives right results.
  *   collnet_allreduce nodev      the fixture reporting 0 devices: the same, and no iallreduce.
+ *   collnet_allreduce interleaved   the fixture, but 2 hosts whose ranks alternate (0 and 2 on
+ *       one, 1 and 3 on the other: not host-major, so no leaders' group): the same.
  *
  * Seed: WEFT_TEST_SEED (printed). */
 
@@ -35,7 +37,7 @@ ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count, ncclData
 #endif
 
 typedef struct {
-  int mode; /* 0 plugin, 1 noplugin, 2 nodev */
+  int mode; /* 0 plugin, 1 noplugin, 2 nodev, 3 interleaved */
   int ppn;
   uint64_t seed;
   char lib[512];
@@ -196,11 +198,11 @@ static int run_unclaimed(ncclComm_t comm, int rank, int n, uint64_t seed) {
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   const args_t* a = arg;
   char host[32];
-  snprintf(host, sizeof host, "collnet-host-%d", rank / a->ppn);
+  snprintf(host, sizeof host, "collnet-host-%d", a->mode == 3 ? rank % 2 : rank / a->ppn);
   setenv("NCCL_HOSTID", host, 1);
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
-  int leader = rank % a->ppn == 0, bad = 0;
+  int leader = a->mode != 3 && rank % a->ppn == 0, bad = 0;
   /* The model alone (NCCL_ALGO unset): CollNet for a small sum only with a usable plugin. */
   int algo = -1;
   EXPECT_OK(weftCommTuneQuery(comm, ncclFuncAllReduce, 2, ncclFloat32, &algo, NULL, NULL, NULL));
@@ -254,7 +256,8 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 int main(int argc, char** argv) {
   test_require_weft_lib();
   if (argc < 2) {
-    fprintf(stderr, "usage: %s plugin <hosts> <ppn> | noplugin | nodev\n", argv[0]);
+    fprintf(stderr, "usage: %s plugin <hosts> <ppn> | noplugin | nodev | interleaved\n",
+            argv[0]);
     return 2;
   }
   args_t a;
@@ -268,6 +271,9 @@ int main(int argc, char** argv) {
     snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-refnet.so", PLUGIN_DIR);
   } else if (strcmp(argv[1], "noplugin") == 0) {
     a.mode = 1;
+  } else if (strcmp(argv[1], "interleaved") == 0) {
+    a.mode = 3;
+    snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-refnet.so", PLUGIN_DIR);
   } else if (strcmp(argv[1], "nodev") == 0) {
     a.mode = 2;
     snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-nodev.so", PLUGIN_DIR);

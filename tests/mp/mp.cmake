@@ -107,9 +107,10 @@ weft_add_test(NAME comm_fd_limit_named SOURCES ${CMAKE_CURRENT_LIST_DIR}/comm_fd
   LABELS mp fault)
 # CollNet AllReduce through the fixture CollNet plugin (tests/plugins/broken/collnet_ref.c
 # beside refnet) on NCCL_HOSTID "hosts": 2 x 2 and 3 x 1 ranks; and NCCL_COLLNET_ENABLE=1
-# without a CollNet (the built-in net) or with one reporting 0 devices, which must never be
-# chosen and still give right results.
-foreach(c "2x2;plugin;2;2" "3x1;plugin;3;1" "without_plugin;noplugin" "zero_devices;nodev")
+# without a CollNet (the built-in net), with one reporting 0 devices, or with ranks of the two
+# hosts interleaved (no leaders' group), which must never choose it and still give right results.
+foreach(c "2x2;plugin;2;2" "3x1;plugin;3;1" "without_plugin;noplugin" "zero_devices;nodev"
+          "hosts_interleaved;interleaved")
   list(GET c 0 _name)
   list(REMOVE_AT c 0)
   weft_add_test(NAME collnet_allreduce_${_name} SOURCES ${CMAKE_CURRENT_LIST_DIR}/collnet_allreduce.c
