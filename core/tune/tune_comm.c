@@ -169,15 +169,15 @@ static void collnet_agree(const struct ncclComm* comm, const tune_proposal* all,
     if (all[r].collnet_pairs == 0 && missing < 0) missing = r;
   }
   int ppn = comm_host_major_ppn(comm->peers, comm->nranks);
-  const char* why = missing >= 0 ? "has no usable CollNet plugin"
-                    : pairs == 0 ? "and the others' plugins share no (type, operator) pair"
-                    : ppn == 0   ? "and the others are not host-major with the same count on each "
-                                   "of two or more hosts"
-                                 : NULL;
-  if (why) {
-    if (comm->rank == 0)
-      INFO(NCCL_INIT | NCCL_TUNING, "CollNet: collnetEnable set but not used: rank %d %s",
-           missing >= 0 ? missing : 0, why);
+  if (missing >= 0 || pairs == 0 || ppn == 0) {
+    if (comm->rank == 0 && missing >= 0)
+      INFO(NCCL_INIT | NCCL_TUNING, "CollNet: collnetEnable set but not used: rank %d has no "
+           "usable CollNet plugin", missing);
+    else if (comm->rank == 0)
+      INFO(NCCL_INIT | NCCL_TUNING, "CollNet: collnetEnable set but not used: %s",
+           pairs == 0 ? "the ranks' plugins share no (type, operator) pair"
+                      : "the ranks are not host-major with the same count on each of two or "
+                        "more hosts");
     return;
   }
   t->collnet_pairs = pairs;
