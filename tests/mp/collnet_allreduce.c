@@ -13,6 +13,8 @@
  *   collnet_allreduce noplugin   NCCL_COLLNET_ENABLE=1, the built-in socket net (no CollNet):
  *       the query never answers CollNet, and NCCL_ALGO=CollNetChain still gives right results.
  *   collnet_allreduce nodev      the fixture reporting 0 devices: the same, and no iallreduce.
+ *   collnet_allreduce failing    the fixture failing every iallreduce (2 x 2): a CollNet
+ *       AllReduce returns an error on every rank, promptly, and the communicator is freed.
  *   collnet_allreduce interleaved   the fixture, but 2 hosts whose ranks alternate (0 and 2 on
  *       one, 1 and 3 on the other: not host-major, so no leaders' group): the same.
  *
@@ -37,7 +39,7 @@ ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count, ncclData
 #endif
 
 typedef struct {
-  int mode; /* 0 plugin, 1 noplugin, 2 nodev, 3 interleaved */
+  int mode; /* 0 plugin, 1 noplugin, 2 nodev, 3 interleaved, 4 failing */
   int ppn;
   uint64_t seed;
   char lib[512];
@@ -195,11 +197,38 @@ static int run_unclaimed(ncclComm_t comm, int rank, int n, uint64_t seed) {
   return bad;
 }
 
+/* Mode 4: the plugin fails; the operation must fail everywhere (a leader's plugin error, the
+ * others' peer gone wrong), and the communicator still be freed. */
+static int failing_main(int rank, int nranks, ncclUniqueId* id, const args_t* a) {
+  setenv("NCCL_ALGO", "AllReduce:CollNetChain", 1);
+  ncclComm_t comm;
+  EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
+  float* buf = calloc(1000, sizeof *buf);
+  EXPECT(buf != NULL);
+  ncclResult_t r = ncclAllReduce(buf, buf, 1000, ncclFloat32, ncclSum, comm, NULL);
+  free(buf);
+  if (r == ncclSuccess) {
+    fprintf(stderr, "rank %d: AllReduce through a failing CollNet plugin returned success\n",
+            rank);
+    return 1;
+  }
+  if (rank % a->ppn == 0 && calls(a) == 0) {
+    fprintf(stderr, "rank %d: the leader never called the plugin\n", rank);
+    return 1;
+  }
+  ncclResult_t async = ncclSuccess;
+  EXPECT_OK(ncclCommGetAsyncError(comm, &async));
+  EXPECT(async != ncclSuccess);
+  EXPECT_OK(ncclCommAbort(comm));
+  return 0;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   const args_t* a = arg;
   char host[32];
   snprintf(host, sizeof host, "collnet-host-%d", a->mode == 3 ? rank % 2 : rank / a->ppn);
   setenv("NCCL_HOSTID", host, 1);
+  if (a->mode == 4) return failing_main(rank, nranks, id, a);
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
   int leader = a->mode != 3 && rank % a->ppn == 0, bad = 0;
@@ -256,7 +285,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 int main(int argc, char** argv) {
   test_require_weft_lib();
   if (argc < 2) {
-    fprintf(stderr, "usage: %s plugin <hosts> <ppn> | noplugin | nodev | interleaved\n",
+    fprintf(stderr, "usage: %s plugin <hosts> <ppn> | noplugin | nodev | interleaved | failing\n",
             argv[0]);
     return 2;
   }
@@ -271,6 +300,9 @@ int main(int argc, char** argv) {
     snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-refnet.so", PLUGIN_DIR);
   } else if (strcmp(argv[1], "noplugin") == 0) {
     a.mode = 1;
+  } else if (strcmp(argv[1], "failing") == 0) {
+    a.mode = 4;
+    snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-failing.so", PLUGIN_DIR);
   } else if (strcmp(argv[1], "interleaved") == 0) {
     a.mode = 3;
     snprintf(a.lib, sizeof a.lib, "%s/libnccl-net-collnet-refnet.so", PLUGIN_DIR);

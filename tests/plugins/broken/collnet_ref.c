@@ -9,7 +9,8 @@
  * (libnccl-net-collnet-broken-collnetgather.so). Linked with refnet (a net table beside it, as
  * NCCL looks CollNet up only in a net plugin's library) it is the CollNet weft's data path
  * uses in tests (libnccl-net-collnet-refnet.so; with REF_NODEV, devices() reports 0:
- * libnccl-net-collnet-nodev.so). collnet_ref_iallreduce_calls counts iallreduce calls, so a test
+ * libnccl-net-collnet-nodev.so; with BROKEN_IALLREDUCE, every iallreduce fails:
+ * libnccl-net-collnet-failing.so). collnet_ref_iallreduce_calls counts iallreduce calls, so a test
  * can tell that a reduction went through the plugin. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -194,6 +195,10 @@ static ncclResult_t r_iallreduce(void* coll, void* send, void* recv, size_t coun
   int ts = type_size(t);
   if (ts == 0 || op > ncclMin) return ncclInvalidArgument;
   __atomic_add_fetch(&collnet_ref_iallreduce_calls, 1, __ATOMIC_RELAXED);
+#ifdef BROKEN_IALLREDUCE
+  (void)c, (void)send, (void)recv, (void)count, (void)req;
+  return ncclSystemError;
+#endif
   size_t bytes = count * (size_t)ts;
   if (c->rank == 0) {
     char* tmp = malloc(bytes ? bytes : 1);
