@@ -67,6 +67,9 @@
 #define WEFT_DIRECT_SEND_ROLE0 8 /* direct: first send role */
 #define WEFT_ALGO_RING_ID 1   /* NCCL_ALGO_RING */
 #define WEFT_ALGO_TREE_ID 0   /* NCCL_ALGO_TREE */
+/* NCCL_ALGO_COLLNET_CHAIN: a reduce within each host, the hosts' leaders reducing through the
+ * CollNet plugin, a broadcast within each host (algo_collnet.h; the host executor only). */
+#define WEFT_ALGO_COLLNET_CHAIN_ID 3
 /* weft's own algorithms, numbered after NCCL's seven (NCCL_NUM_ALGORITHMS): a tuner plugin's
  * cost table has no row for them (tune/). */
 #define WEFT_ALGO_ONESHOT_ID 7
@@ -112,6 +115,9 @@ typedef struct {
    * for the step is ready (algo_direct.h). */
   int zc_from;
   size_t zc_off;
+  /* CollNet (algo_collnet.h): the step hands dst[nelem] to the in-network AllReduce of the
+   * hosts' leaders, in place; no slot is read or written. */
+  int netcoll;
 } weft_prim;
 enum { WEFT_ZC_NONE = 0, WEFT_ZC_FROM_SRC = 1, WEFT_ZC_FROM_DST = 2 };
 
@@ -144,7 +150,7 @@ typedef struct {
       int tree_up, tree_ndown;
       int tree_down[WEFT_TREE_MAX_DOWN];
       /* RecDoubling AllReduce: ranks per host of a host-major layout (P > 1 with n / P > 1
-       * hosts: the hierarchical form of algo_log.h), 0 flat. */
+       * hosts: the hierarchical form of algo_log.h), 0 flat. CollNet: ranks per host (>= 1). */
       int log_ppn;
     };
     /* The direct algorithms with zero_copy set (they use none of the above). In the union, the
@@ -189,6 +195,7 @@ WEFT_HD uint64_t algo_ring_steps_per_loop(int func, int n) {
 WEFT_HD void algo_direct_count_steps(weft_algo* a);
 WEFT_HD void algo_log_count_steps(weft_algo* a);
 WEFT_HD int algo_is_log(int algo);
+WEFT_HD void algo_collnet_count_steps(weft_algo* a);
 
 WEFT_HD void algo_count_steps(weft_algo* a) {
   a->npc[0] = a->npc[1] = 0;
@@ -202,6 +209,10 @@ WEFT_HD void algo_count_steps(weft_algo* a) {
   }
   if (algo_is_log(a->algo) && a->nranks > 1) {
     algo_log_count_steps(a);
+    return;
+  }
+  if (a->algo == WEFT_ALGO_COLLNET_CHAIN_ID && a->func == WEFT_FN_ALLREDUCE) {
+    algo_collnet_count_steps(a);
     return;
   }
   if (a->func == WEFT_FN_ALLREDUCE && a->algo == WEFT_ALGO_TREE_ID) {
@@ -399,6 +410,7 @@ WEFT_HD int algo_p2p(const weft_algo* w, uint64_t pc, weft_prim* p) {
 
 #include "algo/algo_direct.h"
 #include "algo/algo_log.h"
+#include "algo/algo_collnet.h"
 
 /* Step pc of stream s: fills *p and returns 1, or 0 when pc is past the end. */
 WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p) {
@@ -411,6 +423,9 @@ WEFT_HD int algo_prim(const weft_algo* w, int stream, uint64_t pc, weft_prim* p)
   p->src_at = 0;
   p->zc_from = WEFT_ZC_NONE;
   p->zc_off = 0;
+  p->netcoll = 0;
+  if (w->algo == WEFT_ALGO_COLLNET_CHAIN_ID && w->func == WEFT_FN_ALLREDUCE)
+    return algo_allreduce_collnet(w, pc, p);
   if (w->algo == WEFT_ALGO_ONESHOT_ID || w->algo == WEFT_ALGO_TWOSHOT_ID)
     return algo_direct_prim(w, stream, pc, p);
   if (algo_is_log(w->algo) && w->nranks > 1) return algo_log_prim(w, pc, p);

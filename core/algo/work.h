@@ -42,6 +42,17 @@ typedef struct weft_op {
 #define WEFT_WORK_MAX_CONNS WEFT_ALGO_MAX_CONNS
 
 struct weft_launch;
+struct weft_work;
+
+/* The net collective a CollNet step goes through (algo_collnet.h), handed down by plan/ with
+ * the work item: step() starts or tests the in-network AllReduce of buf[nelem] (the op's type
+ * and operator) in place on w's behalf, keeping its state in w's net_* fields. It returns 1 when
+ * done, 0 when not yet (call again), -1 when it failed (*res set, logged with rank and call).
+ * Never blocks beyond what the plugin's own calls do. */
+typedef struct weft_netcoll {
+  int (*step)(struct weft_netcoll* nc, struct weft_work* w, char* buf, size_t nelem,
+              ncclResult_t* res);
+} weft_netcoll;
 
 /* An op's share on one channel. Streams are independent sequences of primitives (a tree's
  * reduce-up and broadcast-down run as two, so the pipeline runs both ways at once). */
@@ -74,6 +85,12 @@ typedef struct weft_work {
   uint32_t sig_done;                      /* conns whose first step (signature) is done */
   uint64_t idle_since_ms;
   void* prof_ch; /* profiler: the KernelCh event of this channel's share, or NULL */
+  /* CollNet: the net collective (NULL: none), this item's turn on it (the items of every
+   * communicator's launches take turns in op order, so every leader calls the plugin in the
+   * same order), net steps done, and the request in flight with its buffer's registration. */
+  weft_netcoll* netcoll;
+  uint64_t net_ticket, net_steps;
+  void *net_req, *net_mh;
   ncclResult_t result;
 } weft_work;
 

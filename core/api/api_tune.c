@@ -7,8 +7,9 @@
  *                                  int* nChannels, float* predictedUs);
  *
  * coll is an ncclFunc_t (ncclFuncBroadcast .. ncclFuncAllReduce); count as passed to that call
- * (AllGather: sendcount, ReduceScatter: recvcount). Outputs may be NULL when not wanted and are
- * written only on success. ncclInvalidUsage on a communicator without a data path. */
+ * (AllGather: sendcount, ReduceScatter: recvcount); the operator is taken as ncclSum (it
+ * matters only to CollNet, which runs what the plugin reduces). Outputs may be NULL when not
+ * wanted and are written only on success. ncclInvalidUsage on a communicator without a data path. */
 #include "api/api.h"
 #include "comm/comm.h"
 #include "plan/plan.h"
@@ -39,6 +40,8 @@ WEFT_EXT ncclResult_t weftCommTuneQuery(ncclComm_t comm, int coll, size_t count,
   if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) nbytes *= (size_t)comm->nranks;
   weft_tune_ask ask = comm->plan->ask;
   ask.quiet = 1;
+  ask.dtype = (int)datatype; /* CollNet: answered as for ncclSum */
+  ask.redop = (int)ncclSum;
   weft_op_choice d;
   WEFT_CHECK(tune_op(comm->tune, &ask, coll, nbytes, &d));
   if (algorithm) *algorithm = d.algo;

@@ -44,6 +44,11 @@ static inline int comm_same_host(const weft_rank_info* a, const weft_rank_info* 
   return a->host_hash == b->host_hash && strcmp(a->host, b->host) == 0;
 }
 
+/* Ranks per host P when peers[0..n) are host-major with the same count P on each of two or more
+ * hosts (host h holds ranks hP .. hP+P-1, and no host holds two such blocks), else 0. P may be
+ * 1 (one rank per host). comm_hosts.c. */
+int comm_host_major_ppn(const weft_rank_info* peers, int n);
+
 /* A buffer registered with ncclCommRegister or ncclCommWindowRegister (api/api_mem.c). The
  * handle handed out is the node's address; it is only ever compared, never dereferenced,
  * before it is found in the list. */
@@ -109,6 +114,10 @@ struct ncclComm {
   struct weft_host* host;           /* host executor: channel workers */
   struct weft_device* device;       /* GPU executor: launches, abort/error words (device/) */
   struct weft_rma* rma;             /* one-sided windows, FIFOs and thread (rma/), lazily */
+  /* The net library's CollNet plugin, opened at init in host mode with collnetEnable
+   * (NCCL_COLLNET_ENABLE) when it has devices; NULL otherwise. tune/ agrees whether it is used,
+   * plan/plan_collnet.c connects it lazily and runs its reductions. */
+  struct weft_kind_plugin* collnet;
   int proxy_always_on;              /* device mode: the proxy was activated for good */
   struct weft_plan* plan;           /* masks, sequence numbers, user ops, queued ops */
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */

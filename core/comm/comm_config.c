@@ -125,7 +125,7 @@ ncclResult_t comm_config_resolve(const ncclConfig_t* user, const char* fn, ncclC
   apply_int(&c.splitShare, WEFT_PARAM_SPLIT_SHARE);
   if (c.maxCTAs < c.minCTAs) c.maxCTAs = c.minCTAs;
   if (param_is_set(WEFT_PARAM_NET)) c.netName = param_str(WEFT_PARAM_NET);
-  if (c.collnetEnable == UNDEF) c.collnetEnable = 0;
+  apply_int(&c.collnetEnable, WEFT_PARAM_COLLNET_ENABLE);
   if (c.CTAPolicy == UNDEF) c.CTAPolicy = NCCL_CTA_POLICY_DEFAULT;
   if (c.shrinkShare == UNDEF) c.shrinkShare = 0;
   if (c.nvlinkCentricSched == UNDEF) c.nvlinkCentricSched = 0;

@@ -262,6 +262,16 @@ static void combine_and_copy(const weft_op* op, const weft_prim* p, char* out,
 
 int host_prim_try(weft_work* w, const weft_prim* p, char* const* scratch, ncclResult_t* res) {
   const weft_op* op = w->op;
+  if (p->netcoll) { /* CollNet: the plugin's reduction across the hosts' leaders */
+    w->blocked = -1;
+    if (w->netcoll == NULL) {
+      WARN("rank %d: %s (seq %llu) has a CollNet step but no CollNet group", w->rank,
+           weft_func_name(op->func), (unsigned long long)op->seq);
+      *res = ncclInternalError;
+      return -1;
+    }
+    return w->netcoll->step(w->netcoll, w, p->dst, p->nelem, res);
+  }
   size_t bytes = p->nelem * op->elem;
   int ll = op->proto == NCCL_PROTO_LL;
   for (int i = 0; i < p->nrecv; i++) {

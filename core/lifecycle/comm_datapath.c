@@ -2,6 +2,7 @@
  * buffer sizes, the net plugin context, the connection table, the executor) and what free
  * tears down. Connections themselves are made lazily, by the first operation that needs each
  * (plan/), so an init costs no shared memory and no network connections. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "host/host.h"
 #include "rma/rma.h"
 #include "plan/plan.h"
+#include "plugin/kind.h"
 #include "plugin/net.h"
 #include "proxy/proxy.h"
 #include "util/cpus.h"
@@ -184,6 +186,15 @@ ncclResult_t comm_datapath_init(struct ncclComm* comm) {
     goto out;
   }
 #endif
+  if (comm->nranks > 1 && comm->config.collnetEnable) {
+    /* CollNet sits in the net library (NCCL's rule); tune/ agrees whether every rank has it. */
+    char net_lib[PATH_MAX];
+    if (!net_external_library(net_lib, sizeof net_lib)) net_lib[0] = '\0';
+    WEFT_CHECK_GOTO(kind_plugin_open(WEFT_KIND_COLLNET, net_lib[0] ? net_lib : NULL,
+                                     comm->comm_hash, &comm->collnet),
+                    res, out);
+    WEFT_CHECK_GOTO(plan_collnet_init(comm), res, out);
+  }
   size_t ll_payload = conn_payload_max(tp.ll_buffsize / WEFT_NSTEPS, 1);
   WEFT_CHECK_GOTO(host_exec_create(comm, tp.nchannels, ll_payload, plan_work_done, &comm->host), res, out);
   INFO(NCCL_INIT, "rank %d: host data path: %d channel(s), Simple %zu B / LL %zu B per "
@@ -239,7 +250,9 @@ void comm_datapath_fini(struct ncclComm* comm) {
   device_exec_destroy(comm, comm->device, aborting);
   comm->device = NULL;
 #endif
-  plan_comm_fini(comm);
+  plan_comm_fini(comm); /* closes the CollNet group before its plugin */
+  kind_plugin_close(comm->collnet);
+  comm->collnet = NULL;
   net_close_for_comm(comm->net);
   comm->net = NULL;
 }

@@ -62,7 +62,11 @@ static ncclResult_t fill_rank_info(const struct ncclComm* comm, weft_rank_info* 
   info->cuda_dev = comm->cuda_dev;
   info->pid = (int)getpid();
   gethostname(info->host, sizeof info->host - 1);
-  info->host_hash = hash_bytes(info->host, strlen(info->host), 0xcbf29ce484222325ull);
+  /* NCCL_HOSTID names the host instead (NCCL's override): ranks with different values are on
+   * different hosts, whatever their hostnames (comm_same_host compares the hash first). */
+  const char* hostid = param_str(WEFT_PARAM_HOSTID);
+  const char* who = *hostid ? hostid : info->host;
+  info->host_hash = hash_bytes(who, strlen(who), 0xcbf29ce484222325ull);
   ras_peer_addr(bootstrap_listen_addr(comm->bootstrap), &info->ras_addr);
   return transport_p2p_rank_info(comm, &info->p2p);
 }

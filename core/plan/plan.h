@@ -67,6 +67,7 @@ struct weft_plan {
   uint32_t uop_salt;
   unsigned algo_named[WEFT_NUM_COLL_FUNCS]; /* algorithms NCCL_DEBUG=INFO named once (bits) */
   weft_tune_ask ask; /* what tune_op is told of this communicator (plan_comm_init) */
+  struct plan_collnet* collnet; /* the CollNet group (plan_collnet.c); NULL without a plugin */
 };
 
 /* Parse NCCL_ALGO/NCCL_PROTO (an unknown token: ncclInvalidUsage) and set up the state.
@@ -132,7 +133,26 @@ void plan_direct_setup(weft_work* w);
  * 1 when algo runs func on nranks ranks (2 .. WEFT_LOG_MAX_RANKS); the setup. */
 int plan_log_fits(int algo, int func, int nranks);
 ncclResult_t plan_log_setup(weft_work* w);
+/* The keys of the connections the first loop's steps (per of them) use, by role, each to the
+ * peer peer_of names (the log roles of algo_log.h; what names the algorithm in a WARN). */
+ncclResult_t plan_role_keys(weft_work* w, uint64_t per, int (*peer_of)(const weft_algo*, int),
+                            const char* what);
 
+/* ---- CollNet (plan_collnet.c; algo/algo_collnet.h) ---- */
+/* The state of a communicator whose comm->collnet is set (host mode; lifecycle calls it once
+ * the plugin is open, after plan_comm_init); nothing otherwise. */
+ncclResult_t plan_collnet_init(struct ncclComm* comm);
+void plan_collnet_fini(struct ncclComm* comm);
+/* 1 until the group has been tried (the same on every rank: the same ops chose it). */
+int plan_collnet_needs_connect(const struct ncclComm* comm);
+/* Collective over the communicator's bootstrap: the leaders' group. ncclSystemError on every
+ * rank when any leader failed (the launch then fails the communicator, as a failed connection
+ * setup does). */
+ncclResult_t plan_collnet_connect(struct ncclComm* comm);
+/* The setup of a CollNet AllReduce work item: its connections within the host, its net step. */
+ncclResult_t plan_collnet_setup(weft_work* w);
+/* Tickets on the group, in the order of works (a launch's, in op order). */
+void plan_collnet_take_turns(weft_work* works, int n);
 
 /* ---- profiler events of a launch (plan_prof.c; called only when the mask asks) ---- */
 /* Group, then Coll/P2p of every op with channels (ops list), for one communicator's launch. */

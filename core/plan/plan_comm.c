@@ -12,16 +12,10 @@
  * hosts (hosts as comm_same_host tells them): RecDoubling then runs hierarchically
  * (algo/algo_log.h). 0 otherwise, or in device mode, or with WEFT_LOG_HIER=0. */
 static int host_major_ppn(const struct ncclComm* comm) {
-  int n = comm->nranks, P = 1;
-  if (comm->mode != WEFT_MODE_HOST || param_int(WEFT_PARAM_LOG_HIER) == 0 || n < 4) return 0;
-  while (P < n && comm_same_host(&comm->peers[P], &comm->peers[0])) P++;
-  if (P < 2 || P == n || n % P) return 0;
-  for (int r = 0; r < n; r++) {
-    const weft_rank_info* leader = &comm->peers[r - r % P];
-    if (!comm_same_host(&comm->peers[r], leader)) return 0;
-    if (r % P == 0 && r > 0 && comm_same_host(leader, &comm->peers[r - 1])) return 0;
-  }
-  return P;
+  if (comm->mode != WEFT_MODE_HOST || param_int(WEFT_PARAM_LOG_HIER) == 0 || comm->nranks < 4)
+    return 0;
+  int P = comm_host_major_ppn(comm->peers, comm->nranks);
+  return P < 2 ? 0 : P;
 }
 
 ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blocks) {
@@ -54,6 +48,7 @@ ncclResult_t plan_comm_init(struct ncclComm* comm, int nchannels, int launch_blo
          comm->rank, comm->nranks / p->log_ppn, p->log_ppn);
   /* Same on every rank (comm_hash comes from the unique id), different across comms. */
   p->uop_salt = (uint32_t)((comm->comm_hash >> 17) ^ comm->comm_hash) & 0x7ffffffu;
+  p->ask.dtype = p->ask.redop = -1;
   comm->plan = p;
   return ncclSuccess;
 }
@@ -62,6 +57,7 @@ void plan_comm_fini(struct ncclComm* comm) {
   struct weft_plan* p = comm->plan;
   if (!p) return;
   plan_discard(comm);
+  plan_collnet_fini(comm);
   free(p->uops);
   free(p);
   comm->plan = NULL;

@@ -30,7 +30,13 @@ ncclResult_t plan_log_setup(weft_work* w) {
     return ncclInternalError;
   }
   algo_count_steps(a);
-  uint64_t per = algo_log_steps_per_loop(a);
+  return plan_role_keys(w, algo_log_steps_per_loop(a), algo_log_peer,
+                        tune_algo_name(a->algo));
+}
+
+ncclResult_t plan_role_keys(weft_work* w, uint64_t per, int (*peer_of)(const weft_algo*, int),
+                            const char* what) {
+  weft_algo* a = &w->alg;
   unsigned used = 0;
   for (uint64_t pc = 0; pc < per && pc < a->npc[0]; pc++) {
     weft_prim p;
@@ -40,10 +46,9 @@ ncclResult_t plan_log_setup(weft_work* w) {
   }
   for (int role = 0; role < WEFT_ALGO_MAX_CONNS; role++) {
     if (!((used >> role) & 1)) continue;
-    int peer = algo_log_peer(a, role);
+    int peer = peer_of(a, role);
     if (peer < 0 || peer == w->rank) {
-      WARN("rank %d: %s role %d has no peer on %d ranks", w->rank, tune_algo_name(a->algo), role,
-           a->nranks);
+      WARN("rank %d: %s role %d has no peer on %d ranks", w->rank, what, role, a->nranks);
       return ncclInternalError;
     }
     weft_conn_key* k = &w->keys[role];

@@ -50,8 +50,14 @@ static ncclResult_t choose(struct ncclComm* comm, weft_op* op) {
     bytes *= (size_t)comm->nranks;
   weft_op_choice c;
   weft_zc_bufs zc;
-  weft_tune_ask zc_ask;
+  weft_tune_ask zc_ask, op_ask;
   const weft_tune_ask* ask = &p->ask;
+  if (op->func == ncclFuncAllReduce && p->collnet) { /* CollNet: the plugin must reduce them */
+    op_ask = p->ask;
+    op_ask.dtype = (int)op->dtype;
+    op_ask.redop = (int)op->user_op;
+    ask = &op_ask;
+  }
   int in_place = 0, zc_kind = 0;
   if (!p2p && comm->mode == WEFT_MODE_DEVICE && p->zero_copy &&
       (zc_kind = plan_zc_find(comm, op, &zc, &in_place)) != 0) { /* zero copy may run */
@@ -298,6 +304,14 @@ static void log_run(const struct ncclComm* comm, const weft_op* op, const weft_w
        tune_algo_name_for(op->func, w->alg.algo), tune_proto_name(proto), op->nchannels, n);
 }
 
+static int uses_collnet(const comm_launch* cl) {
+  for (const weft_op* op = cl->ops; op; op = op->next)
+    if (op->algo == WEFT_ALGO_COLLNET_CHAIN_ID && op->nchannels > 0 &&
+        op->func == ncclFuncAllReduce)
+      return 1;
+  return 0;
+}
+
 static ncclResult_t build(comm_launch* cl, weft_launch* L) {
   struct ncclComm* comm = cl->comm;
   struct weft_plan* p = comm->plan;
@@ -358,6 +372,7 @@ static ncclResult_t build(comm_launch* cl, weft_launch* L) {
     log_run(comm, op, &cl->works[first_work], cl->nworks - first_work);
   }
   if (p->check_colls && cl->ncoll > 0) cl->needs_prep = 1;
+  if (uses_collnet(cl) && plan_collnet_needs_connect(comm)) cl->needs_prep = 1;
   return ncclSuccess;
 }
 
@@ -371,6 +386,12 @@ static ncclResult_t prepare(comm_launch* cl) {
       comm->plan->coll_seq -= (uint64_t)cl->ncoll;
       return res;
     }
+  }
+  /* The CollNet group first: its allgathers run on every rank, whatever transport_connect
+   * does on each. */
+  if (uses_collnet(cl) && plan_collnet_needs_connect(comm)) {
+    ncclResult_t res = plan_collnet_connect(comm);
+    if (res != ncclSuccess) return res;
   }
   ncclResult_t res = transport_connect(comm, cl->keys, cl->whys, cl->nkeys);
   /* Connections half made, details of others queued: unlike a refused check, not retryable. */
@@ -413,6 +434,7 @@ static void commit(comm_launch* cl) {
     for (int k = 0; k < WEFT_WORK_MAX_CONNS; k++)
       if (w->conns[k]) w->tickets[k] = w->conns[k]->ticket_next++;
   }
+  plan_collnet_take_turns(cl->works, cl->nworks);
   /* Tell the proxy how many steps each net receive connection will carry. */
   if (cl->uses_net && comm->proxy) {
     for (int i = 0; i < cl->nworks; i++) {

@@ -13,7 +13,8 @@ _Static_assert((int)WEFT_FN_SEND == (int)ncclFuncSend && (int)WEFT_FN_RECV == (i
                    (int)WEFT_FN_ALLREDUCE == (int)ncclFuncAllReduce &&
                    (int)WEFT_FN_BROADCAST == (int)ncclFuncBroadcast,
                "algo.h repeats ncclFunc_t");
-_Static_assert(WEFT_ALGO_RING_ID == NCCL_ALGO_RING && WEFT_ALGO_TREE_ID == NCCL_ALGO_TREE,
+_Static_assert(WEFT_ALGO_RING_ID == NCCL_ALGO_RING && WEFT_ALGO_TREE_ID == NCCL_ALGO_TREE &&
+                   WEFT_ALGO_COLLNET_CHAIN_ID == NCCL_ALGO_COLLNET_CHAIN,
                "algo.h repeats the algorithm ids");
 _Static_assert(WEFT_ALGO_ONESHOT_ID >= NCCL_NUM_ALGORITHMS && WEFT_NUM_ALGORITHMS <= 32,
                "weft's algorithms follow NCCL's and fit a mask");
@@ -72,6 +73,10 @@ ncclResult_t plan_work_setup(weft_work* w) {
     case ncclFuncAllReduce:
       if (op->algo == NCCL_ALGO_TREE) {
         plan_tree_setup(w);
+        break;
+      }
+      if (op->algo == WEFT_ALGO_COLLNET_CHAIN_ID && comm->nranks > 1) {
+        WEFT_CHECK(plan_collnet_setup(w));
         break;
       }
       /* fall through */

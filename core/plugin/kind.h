@@ -27,7 +27,7 @@ typedef enum { WEFT_KIND_GIN = 0, WEFT_KIND_RMA = 1, WEFT_KIND_COLLNET = 2 } wef
 /* The most libraries NCCL_GIN_PLUGIN / NCCL_RMA_PLUGIN may list (16 less NCCL's reserved 3). */
 #define KIND_MAX_LISTED 13
 
-typedef struct {
+typedef struct weft_kind_plugin {
   weft_plugin_kind kind;
   char path[PATH_MAX]; /* the file it came from */
   const char* name;    /* the plugin's name */

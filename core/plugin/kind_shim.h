@@ -60,6 +60,26 @@ ncclResult_t collnet_shim_adapt(const void* table, int version, weft_collnet_vie
 ncclResult_t collnet_shim_init(const weft_collnet_view* v, void** ctx, uint64_t comm_id,
                                ncclDebugLogger_t logger);
 ncclResult_t collnet_shim_finalize(const weft_collnet_view* v, void* ctx);
+/* The data path's calls (plan/plan_collnet.c), each the version's entry with its widths: v6..v10
+ * listen without a context; v6..v8 iallreduce an int count (counts above INT_MAX refused with
+ * ncclInvalidArgument); v6, v7 regMr an int size (likewise). ptr_support: dev's ptrSupport
+ * (NCCL_PTR_*), read from the properties' common prefix. */
+ncclResult_t collnet_shim_ptr_support(const weft_collnet_view* v, int dev, int* ptr_support);
+ncclResult_t collnet_shim_reduce_support(const weft_collnet_view* v, ncclDataType_t type,
+                                         ncclRedOp_t op, int* supported);
+ncclResult_t collnet_shim_listen(const weft_collnet_view* v, void* ctx, int dev, void* handle,
+                                 void** listen_comm);
+ncclResult_t collnet_shim_connect(const weft_collnet_view* v, void* handles[], int nranks,
+                                  int rank, void* listen_comm, void** coll);
+ncclResult_t collnet_shim_reg_mr(const weft_collnet_view* v, void* coll, void* data, size_t size,
+                                 int type, void** mhandle);
+ncclResult_t collnet_shim_dereg_mr(const weft_collnet_view* v, void* coll, void* mhandle);
+ncclResult_t collnet_shim_iallreduce(const weft_collnet_view* v, void* coll, void* send,
+                                     void* recv, size_t count, ncclDataType_t type,
+                                     ncclRedOp_t op, void* send_mh, void* recv_mh, void** req);
+ncclResult_t collnet_shim_test(const weft_collnet_view* v, void* req, int* done, int* size);
+ncclResult_t collnet_shim_close_coll(const weft_collnet_view* v, void* coll);
+ncclResult_t collnet_shim_close_listen(const weft_collnet_view* v, void* listen_comm);
 
 /* The regMrSym flags for a window registered with winFlags (NCCL_WIN_*): FORCE_SO for
  * NCCL_WIN_STRICT_ORDERING, as NCCL passes them. */

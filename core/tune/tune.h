@@ -33,6 +33,9 @@ typedef struct weft_tune {
   weft_tuner* tuner;     /* NULL: the model alone */
   unsigned warned;       /* TUNE_DEFECT_* bits WARNed already (atomic) */
   int rank;              /* for log lines */
+  /* CollNet (host mode, every rank's plugin usable): bit dtype * ncclNumOps + op of each
+   * (type, operator) every rank's plugin reduces (sum, prod, max, min only); 0: no CollNet. */
+  uint64_t collnet_pairs;
 } weft_tune;
 
 /* One decision and what it came from. */
@@ -91,6 +94,9 @@ typedef struct {
    * faster, 2: wherever a direct algorithm can, WEFT_ZERO_COPY), and whether it runs in place:
    * a direct algorithm may then read the peers' buffers instead of copying. */
   int zero_copy, in_place;
+  /* The op's datatype and operator (ncclDataType_t, ncclRedOp_t; -1: not known): CollNet runs
+   * only what the plugin reduces, else the choice falls back with an INFO line. */
+  int dtype, redop;
 } weft_tune_ask;
 
 typedef struct {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "plugin/kind.h"
 #include "plugin/net.h"
 #include "transport/transport.h"
 #include "tune/tune.h"
@@ -34,6 +35,7 @@ typedef struct {
   int32_t net_socket;
   int32_t tuner_version; /* 0: none */
   uint64_t tuner_hash;   /* name and constants */
+  uint64_t collnet_pairs; /* CollNet: the (type, operator) pairs this rank's plugin reduces */
   char tuner_name[32];   /* for the message when ranks differ */
 } tune_proposal;
 
@@ -125,6 +127,66 @@ static int net_is_socket(const struct ncclComm* comm) {
          strcasecmp(comm->net->name, "weft-socket") == 0;
 }
 
+/* The (type, operator) pairs this rank's CollNet plugin reduces on host memory, as the bits of
+ * weft_tune.collnet_pairs: sum, prod, max and min (the operators with neither pre nor post,
+ * algo/algo_collnet.h); 0 without a plugin, on the device executor, or when its device 0 does
+ * not take host pointers. */
+static uint64_t collnet_local_pairs(const struct ncclComm* comm) {
+  const weft_kind_plugin* cn = comm->collnet;
+  if (cn == NULL || comm->mode != WEFT_MODE_HOST) return 0;
+  int ptr = 0;
+  ncclResult_t r = collnet_shim_ptr_support(&cn->collnet, 0, &ptr);
+  if (r != ncclSuccess || !(ptr & NCCL_PTR_HOST)) {
+    INFO(NCCL_INIT | NCCL_TUNING, "rank %d: CollNet/Plugin %s: device 0 %s; CollNet not used",
+         comm->rank, cn->name,
+         r != ncclSuccess ? "getProperties failed" : "does not take host memory");
+    return 0;
+  }
+  uint64_t pairs = 0;
+  for (int t = 0; t < ncclNumTypes; t++)
+    for (int op = ncclSum; op <= ncclMin; op++) {
+      int ok = 0;
+      if (collnet_shim_reduce_support(&cn->collnet, (ncclDataType_t)t, (ncclRedOp_t)op, &ok) ==
+              ncclSuccess &&
+          ok)
+        pairs |= 1ull << (t * ncclNumOps + op);
+    }
+  return pairs;
+}
+
+/* CollNet usable on the communicator: every rank's plugin reduces some pair, and the ranks are
+ * host-major over two or more hosts (the leaders' group). Sets t->collnet_pairs and
+ * f->collnet_ppn; one INFO line says why not where collnetEnable asked for it. */
+static void collnet_agree(const struct ncclComm* comm, const tune_proposal* all, weft_tune* t,
+                          weft_tune_facts* f) {
+  t->collnet_pairs = 0;
+  f->collnet_ppn = 0;
+  if (!comm->config.collnetEnable || !f->host || comm->nranks < 2) return;
+  uint64_t pairs = ~0ull;
+  int missing = -1;
+  for (int r = 0; r < comm->nranks; r++) {
+    pairs &= all[r].collnet_pairs;
+    if (all[r].collnet_pairs == 0 && missing < 0) missing = r;
+  }
+  int ppn = comm_host_major_ppn(comm->peers, comm->nranks);
+  if (missing >= 0 || pairs == 0 || ppn == 0) {
+    if (comm->rank == 0 && missing >= 0)
+      INFO(NCCL_INIT | NCCL_TUNING, "CollNet: collnetEnable set but not used: rank %d has no "
+           "usable CollNet plugin", missing);
+    else if (comm->rank == 0)
+      INFO(NCCL_INIT | NCCL_TUNING, "CollNet: collnetEnable set but not used: %s",
+           pairs == 0 ? "the ranks' plugins share no (type, operator) pair"
+                      : "the ranks are not host-major with the same count on each of two or "
+                        "more hosts");
+    return;
+  }
+  t->collnet_pairs = pairs;
+  f->collnet_ppn = ppn;
+  INFO(NCCL_INIT | NCCL_TUNING, "rank %d: CollNet usable: %d hosts x %d rank(s), %s, pairs 0x%llx",
+       comm->rank, comm->nranks / ppn, ppn, comm->collnet ? comm->collnet->name : "?",
+       (unsigned long long)pairs);
+}
+
 /* This rank's facts before agreement. */
 static void local_facts(struct ncclComm* comm, int nchannels, weft_tune_facts* f) {
   int local = 1;
@@ -172,6 +234,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels) {
   mine->tuner_version = t->tuner ? t->tuner->version : 0;
   mine->tuner_hash = tuner_hash(t->tuner, &k);
   if (t->tuner) snprintf(mine->tuner_name, sizeof mine->tuner_name, "%s", t->tuner->name);
+  mine->collnet_pairs = collnet_local_pairs(comm);
   if (comm->nranks > 1)
     WEFT_CHECK_GOTO(bootstrap_allgather(comm->bootstrap, all, sizeof *all), res, fail);
   int mine_cc = f.compcap_idx;
@@ -190,6 +253,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels) {
     t->tuner = NULL;
     tune_constants_default(&f, &k);
   }
+  collnet_agree(comm, all, t, &f);
   weft_tune_host_bw hb;
   tune_host_bw_default(&f, &hb);
   tune_model_init(&t->model, &f, &k, &hb);
@@ -204,7 +268,7 @@ ncclResult_t tune_comm_init(struct ncclComm* comm, int nchannels) {
   if (f.nranks > (f.host ? WEFT_LOG_MAX_RANKS : WEFT_LOG_DEV_MAX_RANKS)) log_algos = 0;
   t->caps = (weft_exec_caps){(1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_TREE) |
                                  (1u << WEFT_ALGO_ONESHOT_ID) | (1u << WEFT_ALGO_TWOSHOT_ID) |
-                                 log_algos,
+                                 log_algos | (f.collnet_ppn ? 1u << NCCL_ALGO_COLLNET_CHAIN : 0u),
                              protos, nchannels};
   t->rank = comm->rank;
   if (f.host)

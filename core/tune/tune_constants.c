@@ -76,6 +76,11 @@ static const double host_hop_net[2][NCCL_NUM_PROTOCOLS] = {
     /* Ring */ {55.0, 0.0, 45.0},
 };
 
+/* CollNetChain (Simple only; tune_model_collnet.c): the op's fixed cost as the Ring's, a step
+ * within the node as a shared-memory hop, and the plugin's reduction across the leaders as one
+ * socket round (an estimate: nothing here reduces in a switch; a v5 tuner may set a fabric's). */
+static const double host_collnet[3] = {/* base */ 2.0, /* intra hop */ 0.75, /* net */ 45.0};
+
 void tune_constants_default(const weft_tune_facts* f, ncclTunerConstants_v5_t* k) {
   memset(k, 0, sizeof *k);
   memcpy(k->llMaxBws, dev_ll_max, sizeof dev_ll_max);
@@ -95,6 +100,10 @@ void tune_constants_default(const weft_tune_facts* f, ncclTunerConstants_v5_t* k
       k->hwLatencies[NCCL_HW_PCI][a][p] = host_hop_shm[a][p];
       k->hwLatencies[NCCL_HW_NET][a][p] = host_hop_net[a][p];
     }
+  k->baseLatencies[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = host_collnet[0];
+  k->hwLatencies[NCCL_HW_NVLINK][NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = host_collnet[1];
+  k->hwLatencies[NCCL_HW_PCI][NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = host_collnet[1];
+  k->hwLatencies[NCCL_HW_NET][NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = host_collnet[2];
 }
 
 void tune_host_bw_default(const weft_tune_facts* f, weft_tune_host_bw* hb) {

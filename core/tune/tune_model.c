@@ -83,6 +83,7 @@ void tune_model_init(weft_tune_model* m, const weft_tune_facts* f,
     tune_model_init_device(m);
   tune_model_init_direct(m);
   tune_model_init_log(m);
+  tune_model_init_collnet(m);
 }
 
 /* Bytes below which a channel is not worth its start-up, per protocol (device: NCCL's per-thread
@@ -96,6 +97,7 @@ static size_t min_bytes_per_channel(const weft_tune_model* m, int proto) {
 int tune_model_channels(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                         size_t nbytes) {
   (void)func;
+  if (algo == NCCL_ALGO_COLLNET_CHAIN) return 1; /* one CollNet group, one channel */
   int max = m->f.max_channels < 1 ? 1 : m->f.max_channels;
   if ((tune_is_direct(algo) || tune_is_log(algo)) && max > WEFT_DIRECT_MAX_CHANNELS)
     max = WEFT_DIRECT_MAX_CHANNELS;

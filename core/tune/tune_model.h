@@ -42,6 +42,8 @@ typedef struct {
   int compcap_idx;      /* device: NCCL_*_COMPCAP_IDX */
   double bw_intra;      /* device: GB/s a GPU moves inside its node over all channels */
   double bw_inter;      /* device: GB/s a GPU moves to other nodes over all channels */
+  int collnet_ppn;      /* host: CollNet usable, ranks host-major with this many per node (>= 1);
+                         * 0: no CollNet (its row stays unusable) */
 } weft_tune_facts;
 
 /* Host bandwidths (GB/s per channel) by link (SHM, NET), algorithm (Tree, Ring) and protocol,

@@ -12,6 +12,8 @@ void tune_model_init_direct(weft_tune_model* m);
 /* RecDoubling, Rabenseifner, PAT (log-step AllGather/ReduceScatter), Binomial, for either
  * parameter set (tune_model_log.c; the device rows an unmeasured estimate). */
 void tune_model_init_log(weft_tune_model* m);
+/* CollNetChain AllReduce on the host where facts say CollNet is usable (tune_model_collnet.c). */
+void tune_model_init_collnet(weft_tune_model* m);
 double tune_host_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,
                          double bytes, int nch);
 double tune_device_xfer_us(const weft_tune_model* m, ncclFunc_t func, int algo, int proto,

@@ -157,6 +157,45 @@ static void p2p_choice(const weft_tune_ask* a, size_t bytes, weft_op_choice* out
   out->nchannels = bytes == 0 ? 0 : clamp_channels(divup(bytes, p2p_rule.bytes_per_channel), maxch);
 }
 
+/* CollNet: whether the plugin reduces the op's (type, operator), as every rank agreed. */
+static int collnet_pair_ok(const weft_tune* t, const weft_tune_ask* a) {
+  if (a->dtype < 0 || a->dtype >= ncclNumTypes || a->redop < ncclSum || a->redop > ncclMin)
+    return 0;
+  return (t->collnet_pairs >> (a->dtype * ncclNumOps + a->redop)) & 1;
+}
+
+/* The host's mask for func without CollNetChain where it cannot run (no usable plugin, or the
+ * op's type and operator unsupported), in *tmp. CollNetDirect is never in the executor's caps
+ * (weft's CollNet has the chain's shape, algo/algo_collnet.h). A mask that allowed nothing else
+ * falls back to every algorithm. An INFO line says why where a plugin was usable or the mask
+ * was emptied (not for queries). */
+static const weft_algo_proto_mask* collnet_mask(const weft_tune* t, const weft_tune_ask* a,
+                                                int func, size_t nbytes,
+                                                weft_algo_proto_mask* tmp) {
+  const unsigned cn = (1u << NCCL_ALGO_COLLNET_DIRECT) | (1u << NCCL_ALGO_COLLNET_CHAIN);
+  if (func != ncclFuncAllReduce || !(a->mask->algo[func] & cn)) return a->mask;
+  int plugin = t && t->collnet_pairs, usable = plugin && collnet_pair_ok(t, a);
+  unsigned caps = t ? t->caps.algos : ~0u;
+  *tmp = *a->mask;
+  if (!usable) tmp->algo[func] &= ~(1u << NCCL_ALGO_COLLNET_CHAIN);
+  int emptied = (tmp->algo[func] & caps & tune_func_algos(ncclFuncAllReduce)) == 0;
+  if (emptied) tmp->algo[func] = ~cn;
+  if (!a->quiet && (emptied || (plugin && !usable))) {
+    const char* tail = emptied ? "; NCCL_ALGO allowed nothing else, so the model chooses" : "";
+    if (usable)
+      INFO(NCCL_TUNING, "rank %d: AllReduce of %zu bytes: CollNetDirect not available (weft "
+           "runs CollNetChain)%s", a->rank, nbytes, tail);
+    else if (!plugin)
+      INFO(NCCL_TUNING, "rank %d: AllReduce of %zu bytes: CollNet not used: no usable CollNet "
+           "plugin on every rank%s", a->rank, nbytes, tail);
+    else
+      INFO(NCCL_TUNING, "rank %d: AllReduce of %zu bytes: CollNet not used: the plugin does not "
+           "reduce %s with operator %d%s", a->rank, nbytes,
+           dtype_name((ncclDataType_t)a->dtype), a->redop, tail);
+  }
+  return tmp;
+}
+
 ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbytes,
                      weft_op_choice* out) {
   *out = (weft_op_choice){.algo = NCCL_ALGO_RING, .proto = NCCL_PROTO_SIMPLE};
@@ -195,7 +234,10 @@ ncclResult_t tune_op(weft_tune* t, const weft_tune_ask* a, int func, size_t nbyt
     }
     WEFT_CHECK(tune_decide_from(t, a->mask, (ncclFunc_t)func, nbytes, 1, 0, a->quiet, &r, &d));
   } else {
-    WEFT_CHECK(tune_decide(t, a->mask, (ncclFunc_t)func, nbytes, 1, 0, a->quiet, &d));
+    weft_algo_proto_mask tmp;
+    const weft_algo_proto_mask* mask = collnet_mask(t, a, func, nbytes, &tmp);
+    WEFT_CHECK(tune_decide(t, mask, (ncclFunc_t)func, nbytes, 1, 0, a->quiet, &d));
+    if (d.algo == NCCL_ALGO_COLLNET_CHAIN) d.nchannels = 1; /* one CollNet group */
   }
   out->algo = d.algo;
   out->proto = d.proto;

@@ -364,6 +364,20 @@ foreach(what ref broken-collnetmax broken-collnetgather)
   set_target_properties(nccl-net-collnet-${what} PROPERTIES C_VISIBILITY_PRESET hidden
     LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
 endforeach()
+# The same beside refnet's net table (NCCL finds CollNet only in a net plugin's library): the
+# CollNet weft's host data path runs in tests/mp/collnet_allreduce.c; nodev reports 0 devices,
+# failing fails every iallreduce.
+foreach(what refnet nodev failing)
+  add_library(nccl-net-collnet-${what} SHARED ${WEFT_BROKEN_DIR}/collnet_ref.c
+    ${WEFT_BROKEN_DIR}/good.c $<TARGET_OBJECTS:weft_refnet>)
+  target_include_directories(nccl-net-collnet-${what} PRIVATE ${PROJECT_SOURCE_DIR}/abi
+    ${WEFT_BROKEN_DIR})
+  target_compile_definitions(nccl-net-collnet-${what} PRIVATE REF_NAME="collnet-${what}")
+  set_target_properties(nccl-net-collnet-${what} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${WEFT_TEST_PLUGIN_DIR})
+endforeach()
+target_compile_definitions(nccl-net-collnet-nodev PRIVATE REF_NODEV)
+target_compile_definitions(nccl-net-collnet-failing PRIVATE BROKEN_IALLREDUCE)
 target_compile_definitions(nccl-net-collnet-broken-collnetmax PRIVATE BROKEN_MAX)
 target_compile_definitions(nccl-net-collnet-broken-collnetgather PRIVATE BROKEN_GATHER)
 weft_conformance_test(NAME conformance_collnet_ref_passes SUITE collnet

@@ -4,6 +4,7 @@ set(WEFT_TUNE_MODEL_SOURCES
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_host.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_direct.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_log.c
+  ${PROJECT_SOURCE_DIR}/core/tune/tune_model_collnet.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_model_device.c
   ${PROJECT_SOURCE_DIR}/core/tune/tune_constants.c ${PROJECT_SOURCE_DIR}/core/tune/tune_decide.c)
 weft_add_test(NAME tune_algo_proto_grammar_matches_nccl
@@ -18,6 +19,9 @@ weft_add_test(NAME tune_decide_checks_tuner_answers
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_decide_tuner.c ${WEFT_TUNE_MODEL_SOURCES} LABELS unit)
 weft_add_test(NAME tune_direct_algorithms_names_model_and_tuner_slots
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_direct.c ${WEFT_TUNE_MODEL_SOURCES}
+    ${PROJECT_SOURCE_DIR}/core/tune/tune_op.c LABELS unit)
+weft_add_test(NAME tune_collnet_chain_only_with_a_usable_plugin_and_claimed_pair
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/tune_collnet.c ${WEFT_TUNE_MODEL_SOURCES}
     ${PROJECT_SOURCE_DIR}/core/tune/tune_op.c LABELS unit)
 # A forced direct algorithm where it cannot run: a clear ncclInvalidUsage, the comm still works.
 add_executable(tune_direct_mp ${CMAKE_CURRENT_LIST_DIR}/tune_direct_mp.c)

@@ -6,7 +6,12 @@
  * return. Built correct (libnccl-net-collnet-ref.so)
  * and, with BROKEN_MAX, with max computed as min for float32 (libnccl-net-broken-collnetmax.so),
  * with BROKEN_GATHER, an allgather into several parts whose last byte is wrong
- * (libnccl-net-collnet-broken-collnetgather.so). */
+ * (libnccl-net-collnet-broken-collnetgather.so). Linked with refnet (a net table beside it, as
+ * NCCL looks CollNet up only in a net plugin's library) it is the CollNet weft's data path
+ * uses in tests (libnccl-net-collnet-refnet.so; with REF_NODEV, devices() reports 0:
+ * libnccl-net-collnet-nodev.so; with BROKEN_IALLREDUCE, every iallreduce fails:
+ * libnccl-net-collnet-failing.so). collnet_ref_iallreduce_calls counts iallreduce calls, so a test
+ * can tell that a reduction went through the plugin. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -39,6 +44,7 @@ typedef struct {
 } ref_req;
 
 static int ctx_token;
+EXPORT unsigned long collnet_ref_iallreduce_calls;
 
 static int send_all(int fd, const void* b, size_t n) {
   const char* p = b;
@@ -69,6 +75,10 @@ static ncclResult_t r_init(void** ctx, uint64_t id, ncclDebugLogger_t log) {
 }
 static ncclResult_t r_finalize(void* ctx) { return ctx == &ctx_token ? ncclSuccess : ncclInvalidArgument; }
 static ncclResult_t r_devices(int* n) {
+#ifdef REF_NODEV
+  *n = 0;
+  return ncclSuccess;
+#endif
   *n = 1;
   return ncclSuccess;
 }
@@ -184,6 +194,11 @@ static ncclResult_t r_iallreduce(void* coll, void* send, void* recv, size_t coun
   ref_coll* c = coll;
   int ts = type_size(t);
   if (ts == 0 || op > ncclMin) return ncclInvalidArgument;
+  __atomic_add_fetch(&collnet_ref_iallreduce_calls, 1, __ATOMIC_RELAXED);
+#ifdef BROKEN_IALLREDUCE
+  (void)c, (void)send, (void)recv, (void)count, (void)req;
+  return ncclSystemError;
+#endif
   size_t bytes = count * (size_t)ts;
   if (c->rank == 0) {
     char* tmp = malloc(bytes ? bytes : 1);
