@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rma_socket.h"
+#include "util/tsan.h"
 
 #define RS_RCTX_MAGIC 0x7273726374780001ull
 #define RS_IO_TIMEOUT_MS 30000
@@ -433,6 +434,10 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
           bad_message(c, peer, "put", m);
           return drain(fd, m->size);
         }
+        /* The target's accesses to the window before it last called its library come before
+         * this write: the peer put after hearing from that call, an order through another
+         * process that TSan cannot see; weft releases each window at every call (comm_check). */
+        WEFT_TSAN_ACQUIRE(at - m->off);
         ncclResult_t r = socket_recv_all(fd, at, m->size, RS_IO_TIMEOUT_MS);
         if (r != ncclSuccess) return r;
       }
@@ -445,6 +450,7 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
       const char* from =
           (s && m->off <= s->size && m->size <= s->size - m->off) ? s->base + m->off : NULL;
       pthread_mutex_unlock(&c->lock);
+      if (from) WEFT_TSAN_ACQUIRE(from - m->off); /* as for a put: the responder reads it next */
       rs_msg rep = {.op = RS_GET_REPLY, .size = from ? m->size : 0, .token = m->token,
                     .sig_op = from ? 0 : 1 /* 1: refused */};
       if (from == NULL) bad_message(c, peer, "get", m);
