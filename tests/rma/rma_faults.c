@@ -5,7 +5,14 @@
  *  killed:  rank 2 puts once; rank 0 waits for it, checks the data and signals back; rank 2
  *           then dies by SIGKILL, and rank 0's wait for one more signal from it fails within
  *           seconds (not WEFT_TIMEOUT_MS, 60 s here).
- * Usage: rma_faults timeout|killed shm|net */
+ * A put to a peer that dies while it streams ends the same way:
+ *  midput:  rank 0 puts 8 MiB at a time into rank 2's window, one put after another (each more
+ *           than the FIFO holds, so rank 2 must drain while it arrives); rank 2 dies by SIGKILL
+ *           once the first has arrived. The put in flight (or the next) fails within seconds
+ *           with ncclRemoteError, its error naming rank 0 and rank 2, the communicator failed.
+ * Usage: rma_faults timeout|killed|midput shm|net
+ *        rma_faults --rank R 3 midput: one rank of a midput job started elsewhere
+ *        (rma_netns_midput.sh: rank 2 on another host), the unique id from NCCL_COMM_ID. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +25,10 @@
 
 #define WBYTES 65536
 #define DETECT_MS 8000
+#define MIDPUT_BYTES (8u << 20)
+#define MIDPUT_MAX 1000
 
-static int killed_mode;
+static int killed_mode, midput_mode;
 
 static double now_ms(void) {
   struct timespec t;
@@ -27,13 +36,46 @@ static double now_ms(void) {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
+/* midput, rank 0: put into rank 2's window until a put fails; that put must fail promptly,
+ * naming both ranks. */
+static int put_until_peer_dies(ncclComm_t comm, char* wbuf, ncclWindow_t win) {
+  ncclResult_t res = ncclSuccess;
+  double took = 0;
+  int i;
+  for (i = 0; i < MIDPUT_MAX && res == ncclSuccess; i++) {
+    double t0 = now_ms();
+    res = ncclPutSignal(wbuf, MIDPUT_BYTES, ncclInt8, 2, win, 0, 0, 0, 0, comm, NULL);
+    took = now_ms() - t0;
+  }
+  const char* e = ncclGetLastError(comm);
+  printf("rank 0: put %d of %u bytes to rank 2: %s after %.0f ms: %s\n", i, MIDPUT_BYTES,
+         ncclGetErrorString(res), took, e ? e : "");
+  EXPECT_RES(res, ncclRemoteError);
+  EXPECT(took < DETECT_MS);
+  EXPECT(e && strstr(e, "rank 0") && strstr(e, "rank 2"));
+  ncclResult_t async = ncclSuccess;
+  EXPECT_OK(ncclCommGetAsyncError(comm, &async));
+  EXPECT(async != ncclSuccess);
+  EXPECT_OK(ncclCommAbort(comm));
+  free(wbuf);
+  return 0;
+}
+
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   (void)arg;
   ncclComm_t comm;
   EXPECT_OK(ncclCommInitRank(&comm, nranks, *id, rank));
-  char* wbuf = calloc(1, WBYTES);
+  size_t wbytes = midput_mode ? MIDPUT_BYTES : WBYTES;
+  char* wbuf = calloc(1, wbytes);
+  EXPECT(wbuf);
   ncclWindow_t win;
-  EXPECT_OK(ncclCommWindowRegister(comm, wbuf, WBYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  EXPECT_OK(ncclCommWindowRegister(comm, wbuf, wbytes, &win, NCCL_WIN_COLL_SYMMETRIC));
+  if (midput_mode && rank == 0) return put_until_peer_dies(comm, wbuf, win);
+  if (midput_mode && rank == 2) { /* dies once the first put has arrived */
+    ncclWaitSignalDesc_t first = {1, 0, 0, 0};
+    EXPECT_OK(ncclWaitSignal(1, &first, comm, NULL));
+    raise(SIGKILL);
+  }
   int from = killed_mode ? 2 : 1;
   if (rank == from) {
     for (int i = 0; i < 64; i++) wbuf[i] = (char)(i + 3);
@@ -88,7 +130,20 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
 
 int main(int argc, char** argv) {
   test_require_weft_lib();
-  killed_mode = argc > 1 && strcmp(argv[1], "killed") == 0;
+  if (argc == 5 && strcmp(argv[1], "--rank") == 0 && strcmp(argv[4], "midput") == 0) {
+    int rank = atoi(argv[2]), n = atoi(argv[3]);
+    if (n != 3 || rank < 0 || rank >= n || !getenv("NCCL_COMM_ID")) {
+      fprintf(stderr, "--rank R 3 midput needs 0 <= R < 3 and NCCL_COMM_ID\n");
+      return 2;
+    }
+    midput_mode = killed_mode = 1;
+    setenv("WEFT_TIMEOUT_MS", "60000", 1);
+    ncclUniqueId id;
+    EXPECT_OK(ncclGetUniqueId(&id)); /* from NCCL_COMM_ID */
+    return rank_main(rank, n, &id, NULL);
+  }
+  midput_mode = argc > 1 && strcmp(argv[1], "midput") == 0;
+  killed_mode = midput_mode || (argc > 1 && strcmp(argv[1], "killed") == 0);
   if (argc > 2 && strcmp(argv[2], "net") == 0) setenv("NCCL_SHM_DISABLE", "1", 1);
   setenv("WEFT_TIMEOUT_MS", killed_mode ? "60000" : "2000", 1);
   if (!killed_mode) return test_fork_ranks(2, rank_main, NULL, 60);
