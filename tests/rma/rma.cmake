@@ -13,6 +13,12 @@ foreach(tr shm net)
     COMMAND rma_wait_fails_fast_when_peer_killed_${tr} midput ${tr})
   set_tests_properties(rma_put_fails_fast_when_peer_killed_mid_put_${tr} PROPERTIES
     LABELS "mp;fault" TIMEOUT 90)
+  # The target stops instead (alive, connected, draining nothing): the put ends at
+  # WEFT_TIMEOUT_MS, saying so.
+  add_test(NAME rma_put_times_out_when_peer_stopped_mid_put_${tr}
+    COMMAND rma_wait_fails_fast_when_peer_killed_${tr} stopped ${tr})
+  set_tests_properties(rma_put_times_out_when_peer_stopped_mid_put_${tr} PROPERTIES
+    LABELS "mp;fault" TIMEOUT 90)
 endforeach()
 # Across hosts: 2 hosts (network + UTS namespaces) x 2 ranks, rma_put_signal's rounds per rank;
 # the net between the hosts is weft's built-in socket net, then the external socket plugin

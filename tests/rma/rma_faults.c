@@ -10,7 +10,10 @@
  *           than the FIFO holds, so rank 2 must drain while it arrives); rank 2 dies by SIGKILL
  *           once the first has arrived. The put in flight (or the next) fails within seconds
  *           with ncclRemoteError, its error naming rank 0 and rank 2, the communicator failed.
- * Usage: rma_faults timeout|killed|midput shm|net
+ *  stopped: the same, but rank 2 stops (SIGSTOP) instead: its process and connections stay, it
+ *           drains nothing more, and the put fails at WEFT_TIMEOUT_MS (2 s here), not later,
+ *           saying it timed out (the launcher then kills rank 2).
+ * Usage: rma_faults timeout|killed|midput|stopped shm|net
  *        rma_faults --rank R 3 midput: one rank of a midput job started elsewhere
  *        (rma_netns_midput.sh: rank 2 on another host), the unique id from NCCL_COMM_ID. */
 #include <signal.h>
@@ -28,7 +31,7 @@
 #define MIDPUT_BYTES (8u << 20)
 #define MIDPUT_MAX 1000
 
-static int killed_mode, midput_mode;
+static int killed_mode, midput_mode, stopped_mode;
 
 static double now_ms(void) {
   struct timespec t;
@@ -53,6 +56,7 @@ static int put_until_peer_dies(ncclComm_t comm, char* wbuf, ncclWindow_t win) {
   EXPECT_RES(res, ncclRemoteError);
   EXPECT(took < DETECT_MS);
   EXPECT(e && strstr(e, "rank 0") && strstr(e, "rank 2"));
+  if (stopped_mode) EXPECT(strstr(e, "timed out") && took >= 2000);
   ncclResult_t async = ncclSuccess;
   EXPECT_OK(ncclCommGetAsyncError(comm, &async));
   EXPECT(async != ncclSuccess);
@@ -74,7 +78,7 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   if (midput_mode && rank == 2) { /* dies once the first put has arrived */
     ncclWaitSignalDesc_t first = {1, 0, 0, 0};
     EXPECT_OK(ncclWaitSignal(1, &first, comm, NULL));
-    raise(SIGKILL);
+    raise(stopped_mode ? SIGSTOP : SIGKILL);
   }
   int from = killed_mode ? 2 : 1;
   if (rank == from) {
@@ -142,10 +146,11 @@ int main(int argc, char** argv) {
     EXPECT_OK(ncclGetUniqueId(&id)); /* from NCCL_COMM_ID */
     return rank_main(rank, n, &id, NULL);
   }
-  midput_mode = argc > 1 && strcmp(argv[1], "midput") == 0;
+  stopped_mode = argc > 1 && strcmp(argv[1], "stopped") == 0;
+  midput_mode = stopped_mode || (argc > 1 && strcmp(argv[1], "midput") == 0);
   killed_mode = midput_mode || (argc > 1 && strcmp(argv[1], "killed") == 0);
   if (argc > 2 && strcmp(argv[2], "net") == 0) setenv("NCCL_SHM_DISABLE", "1", 1);
-  setenv("WEFT_TIMEOUT_MS", killed_mode ? "60000" : "2000", 1);
+  setenv("WEFT_TIMEOUT_MS", killed_mode && !stopped_mode ? "60000" : "2000", 1);
   if (!killed_mode) return test_fork_ranks(2, rank_main, NULL, 60);
   /* rank 2 dies by SIGKILL on purpose: the ranks are forked here, where that is expected */
   enum { N = 3 };
@@ -154,6 +159,7 @@ int main(int argc, char** argv) {
   int failed = 0;
   for (int r = 0; r < N; r++) {
     int st;
+    if (r == 2 && stopped_mode) kill(pids[r], SIGKILL); /* ranks 0 and 1 are done with it */
     waitpid(pids[r], &st, 0);
     if (r == 2 ? !(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL)
                : !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
