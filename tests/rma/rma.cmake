@@ -106,6 +106,11 @@ if(TARGET nccl-net-weft-socket)
     midput $<TARGET_FILE:nccl-net-weft-socket> fault)
   set_tests_properties(rma_plugin_put_fails_fast_when_peer_killed_mid_put PROPERTIES
     LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
+  add_test(NAME rma_plugin_put_times_out_when_peer_stopped_mid_put COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    stopped $<TARGET_FILE:nccl-net-weft-socket> fault)
+  set_tests_properties(rma_plugin_put_times_out_when_peer_stopped_mid_put PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
 endif()
 weft_add_test(NAME rma_wait_times_out_naming_peer SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c
   LABELS mp fault ARGS timeout shm TIMEOUT 90)
