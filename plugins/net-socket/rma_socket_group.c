@@ -325,7 +325,7 @@ static void* responder_main(void* arg) {
       }
     }
     waiting = n > 0;
-    if (waiting) (void)poll(pf, (nfds_t)n, 100);
+    if (waiting) (void)poll(pf, (nfds_t)n, 10); /* short: replies to other peers come in meanwhile */
   }
   free(pf);
   free(who);
