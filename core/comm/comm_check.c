@@ -37,8 +37,15 @@ ncclResult_t comm_check(const struct ncclComm* comm, const char* fn) {
   }
   /* What this thread did before a call on comm comes before whatever a peer does once it has
    * heard from this call, such as a put the one-sided thread writes into a window here
-   * (rma_service.c acquires comm): an order through other processes, which TSan cannot see. */
+   * (rma_service.c acquires comm): an order through other processes, which TSan cannot see.
+   * An RMA plugin's own thread writes a put into a window without weft: weft's socket plugin
+   * acquires the window's address instead (plugins/net-socket/rma_socket_ops.c), so each window
+   * is released here too (the caller's thread owns comm->regs between calls). */
   WEFT_TSAN_RELEASE(comm);
+#ifdef WEFT_TSAN
+  for (const weft_mem_reg* r = comm->regs; r; r = r->next)
+    if (r->window) WEFT_TSAN_RELEASE(r->buff);
+#endif
   int state = __atomic_load_n(&comm->state, __ATOMIC_ACQUIRE);
   switch (state) {
     case WEFT_COMM_READY: return ncclSuccess;

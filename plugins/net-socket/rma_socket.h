@@ -15,10 +15,18 @@
  * so a signal is visible only after its own data and every earlier put to that rank (strong
  * signals), and a flush's acknowledgement only after every earlier put.
  *
- * Completion: iput and iputSignal send before they return (their request is complete at once:
- * the source may be reused); iget completes when its data has landed; iflush when the target
- * has applied every earlier message from this rank. A peer that leaves fails the requests that
- * wait on it with ncclRemoteError and sets queryLastError. Naming: rs_* (hidden). */
+ * Sending: each peer has a queue of messages not yet wholly written to its socket. A call sends
+ * what the socket takes at once (non-blocking) and queues the rest; the responder thread, which
+ * queues its replies behind them, writes the queues as the sockets drain. So a call never blocks
+ * on a peer that stopped reading; a peer that takes no byte for 30 s while something waits for
+ * it is gone.
+ *
+ * Completion: iput and iputSignal complete when the message is wholly written to the socket
+ * (the source may then be reused): at once when the socket took it all, else later (test);
+ * iget completes when its data has landed; iflush when the target has applied every earlier
+ * message from this rank. A peer that leaves fails the requests that wait on it with
+ * ncclRemoteError and sets queryLastError; the source of a put that failed may still be read
+ * until the group is closed. Naming: rs_* (hidden). */
 #ifndef WEFT_RMA_SOCKET_H
 #define WEFT_RMA_SOCKET_H
 
@@ -76,13 +84,27 @@ typedef struct rs_reply {
   const char* data;
 } rs_reply;
 
+/* A message queued for a peer: the header, then size bytes from data; sent: bytes written so far
+ * (header included); token: the request its full write completes (0: none). */
+typedef struct rs_out {
+  struct rs_out* next;
+  rs_msg hdr;
+  const char* data;
+  size_t size;
+  size_t sent;
+  uint64_t token;
+} rs_out;
+
 typedef struct rs_coll {
   uint64_t magic;
   int nranks, rank;
   int* fds;                 /* per rank; -1 for this rank and for a peer that left */
-  pthread_mutex_t* send_lock; /* per rank */
-  pthread_mutex_t lock;     /* mrs, reqs, replies, dead */
-  pthread_cond_t cond;      /* replies queued / stop */
+  pthread_mutex_t* send_lock; /* per rank: its socket's writes, out and stall_since */
+  rs_out** out;             /* per rank: messages not wholly written, oldest first */
+  uint64_t* stall_since;    /* per rank: ms since its queue moved no byte (0: it moved) */
+  pthread_mutex_t lock;     /* mrs, reqs, replies, dead, kick */
+  pthread_cond_t cond;      /* replies queued / a queue to write / stop */
+  int kick;                 /* a call queued something for the responder to write */
   rs_mr** mrs;              /* by id */
   uint32_t nmrs, cap_mrs;
   rs_req* reqs;
@@ -141,8 +163,18 @@ ncclResult_t rma_socket_last_error(void* ctx, bool* has_error);
 /* The receiver's handling of one message from peer (header read); ncclRemoteError when the
  * socket failed. */
 ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m);
-/* The peer closed the group (BYE) or its socket failed (why != NULL: a WARN and the error flag). */
+/* The peer closed the group (BYE) or its socket failed (why != NULL: a WARN and the error flag);
+ * what was queued for it is dropped. The caller holds neither c->lock nor its send_lock. */
 void rma_socket_peer_gone(rs_coll* c, int peer, const char* why);
+/* Queue m (and size bytes of data) for peer behind what is queued, write what its socket takes
+ * now, complete request token (0: none) once all is written. ncclRemoteError: the peer is gone. */
+ncclResult_t rma_socket_send(rs_coll* c, int peer, const rs_msg* m, const void* data, size_t size,
+                             uint64_t token);
+/* Write what peer's socket takes of its queue (caller holds its send_lock): 0 the queue is
+ * empty, 1 something waits, -1 the socket failed or took nothing for too long. */
+int rma_socket_out_progress(rs_coll* c, int peer);
+/* Complete the request with this token, if it is still listed. */
+void rma_socket_complete(rs_coll* c, uint64_t token, ncclResult_t err);
 /* Look up a live registration by id (caller holds c->lock). */
 rs_mr* rma_socket_mr_by_id(rs_coll* c, uint32_t id);
 

@@ -1,10 +1,11 @@
 /* The socket RMA group (rma_socket.h): init, devices and properties (the socket net's
  * interfaces, as a GIN proxy device: the host drives every transfer), listen, the full-mesh
- * connect, the receiver and responder threads, and close. */
+ * connect, the per-peer send queues, the receiver and responder threads, and close. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rma_common.h"
@@ -136,6 +137,14 @@ void rma_socket_fail_waiting(rs_coll* c, int peer, ncclResult_t why) {
   }
 }
 
+static void out_free(rs_out* o) {
+  while (o) {
+    rs_out* next = o->next;
+    free(o);
+    o = next;
+  }
+}
+
 void rma_socket_peer_gone(rs_coll* c, int peer, const char* why) {
   pthread_mutex_lock(&c->lock);
   if (!c->dead[peer]) {
@@ -147,6 +156,81 @@ void rma_socket_peer_gone(rs_coll* c, int peer, const char* why) {
     rma_socket_fail_waiting(c, peer, ncclRemoteError);
   }
   pthread_mutex_unlock(&c->lock);
+  pthread_mutex_lock(&c->send_lock[peer]);
+  rs_out* dropped = c->out[peer];
+  c->out[peer] = NULL;
+  pthread_mutex_unlock(&c->send_lock[peer]);
+  out_free(dropped);
+}
+
+static uint64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+int rma_socket_out_progress(rs_coll* c, int peer) {
+  int moved = 0;
+  while (c->out[peer]) {
+    rs_out* o = c->out[peer];
+    size_t before = o->sent;
+    ncclResult_t r = ncclSuccess;
+    if (o->sent < sizeof o->hdr)
+      r = socket_progress(c->fds[peer], 1, &o->hdr, sizeof o->hdr, &o->sent);
+    if (r == ncclSuccess && o->sent >= sizeof o->hdr && o->size) {
+      size_t done = o->sent - sizeof o->hdr;
+      r = socket_progress(c->fds[peer], 1, (void*)o->data, o->size, &done);
+      o->sent = sizeof o->hdr + done;
+    }
+    if (r != ncclSuccess) return -1;
+    if (o->sent > before) moved = 1;
+    if (o->sent < sizeof o->hdr + o->size) break; /* the socket is full */
+    c->out[peer] = o->next;
+    if (o->token) rma_socket_complete(c, o->token, ncclSuccess);
+    free(o);
+  }
+  if (c->out[peer] == NULL || moved) {
+    c->stall_since[peer] = 0;
+  } else {
+    uint64_t now = now_ms();
+    if (c->stall_since[peer] == 0) c->stall_since[peer] = now;
+    else if (now - c->stall_since[peer] > RS_IO_TIMEOUT_MS) return -1;
+  }
+  return c->out[peer] != NULL;
+}
+
+ncclResult_t rma_socket_send(rs_coll* c, int peer, const rs_msg* m, const void* data, size_t size,
+                             uint64_t token) {
+  rs_out* o = calloc(1, sizeof *o);
+  if (o == NULL) return ncclSystemError;
+  o->hdr = *m;
+  o->data = data;
+  o->size = data ? size : 0;
+  o->token = token;
+  pthread_mutex_lock(&c->lock);
+  int dead = c->dead[peer];
+  pthread_mutex_unlock(&c->lock);
+  if (dead) {
+    free(o);
+    return ncclRemoteError;
+  }
+  pthread_mutex_lock(&c->send_lock[peer]);
+  rs_out** at = &c->out[peer];
+  while (*at) at = &(*at)->next;
+  *at = o;
+  int st = rma_socket_out_progress(c, peer);
+  pthread_mutex_unlock(&c->send_lock[peer]);
+  if (st < 0) {
+    rma_socket_peer_gone(c, peer, "a send failed");
+    return ncclRemoteError;
+  }
+  if (st > 0) { /* the responder writes the rest as the socket drains */
+    pthread_mutex_lock(&c->lock);
+    c->kick = 1;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+  }
+  return ncclSuccess;
 }
 
 static void* receiver_main(void* arg) {
@@ -180,29 +264,53 @@ static void* receiver_main(void* arg) {
   return NULL;
 }
 
+/* The responder: queues the replies the receiver asked for, and writes every peer's queue as
+ * its socket drains (poll for room while something waits, else sleep until kicked). */
 static void* responder_main(void* arg) {
   rs_coll* c = arg;
-  pthread_mutex_lock(&c->lock);
-  for (;;) {
-    while (c->replies == NULL && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
-      pthread_cond_wait(&c->cond, &c->lock);
-    rs_reply* r = c->replies;
-    if (r == NULL) break;
-    c->replies = r->next;
-    int dead = c->dead[r->peer];
-    pthread_mutex_unlock(&c->lock);
-    if (!dead) {
-      pthread_mutex_lock(&c->send_lock[r->peer]);
-      ncclResult_t res = socket_send_all(c->fds[r->peer], &r->msg, sizeof r->msg, RS_IO_TIMEOUT_MS);
-      if (res == ncclSuccess && r->msg.op == RS_GET_REPLY && r->msg.size)
-        res = socket_send_all(c->fds[r->peer], r->data, r->msg.size, RS_IO_TIMEOUT_MS);
-      pthread_mutex_unlock(&c->send_lock[r->peer]);
-      if (res != ncclSuccess) rma_socket_peer_gone(c, r->peer, "a reply could not be sent");
-    }
-    free(r);
+  struct pollfd* pf = calloc((size_t)c->nranks, sizeof *pf);
+  int* who = calloc((size_t)c->nranks, sizeof *who);
+  int waiting = 0;
+  while (pf && who) {
     pthread_mutex_lock(&c->lock);
+    while (!waiting && c->replies == NULL && !c->kick && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+      pthread_cond_wait(&c->cond, &c->lock);
+    rs_reply* replies = c->replies;
+    c->replies = NULL;
+    c->kick = 0;
+    pthread_mutex_unlock(&c->lock);
+    if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+      while (replies) {
+        rs_reply* r = replies;
+        replies = r->next;
+        free(r);
+      }
+      break;
+    }
+    while (replies) {
+      rs_reply* r = replies;
+      replies = r->next;
+      size_t size = r->msg.op == RS_GET_REPLY ? r->msg.size : 0;
+      (void)rma_socket_send(c, r->peer, &r->msg, r->data, size, 0); /* a dead peer: dropped */
+      free(r);
+    }
+    int n = 0;
+    for (int p = 0; p < c->nranks; p++) {
+      if (p == c->rank) continue;
+      pthread_mutex_lock(&c->send_lock[p]);
+      int st = c->out[p] ? rma_socket_out_progress(c, p) : 0;
+      pthread_mutex_unlock(&c->send_lock[p]);
+      if (st < 0) rma_socket_peer_gone(c, p, "its socket took no more data");
+      if (st > 0) {
+        pf[n] = (struct pollfd){.fd = c->fds[p], .events = POLLOUT};
+        who[n++] = p;
+      }
+    }
+    waiting = n > 0;
+    if (waiting) (void)poll(pf, (nfds_t)n, 10); /* short: replies to other peers come in meanwhile */
   }
-  pthread_mutex_unlock(&c->lock);
+  free(pf);
+  free(who);
   return NULL;
 }
 
@@ -210,6 +318,7 @@ static void coll_free(rs_coll* c) {
   for (int p = 0; p < c->nranks; p++) {
     if (c->fds[p] >= 0) socket_close(c->fds[p]);
     pthread_mutex_destroy(&c->send_lock[p]);
+    if (c->out) out_free(c->out[p]);
   }
   for (uint32_t i = 0; i < c->nmrs; i++) free(c->mrs[i]);
   while (c->reqs) {
@@ -227,6 +336,8 @@ static void coll_free(rs_coll* c) {
   free(c->mrs);
   free(c->fds);
   free(c->send_lock);
+  free(c->out);
+  free(c->stall_since);
   free(c->dead);
   c->magic = 0;
   free(c);
@@ -290,9 +401,12 @@ ncclResult_t rma_socket_connect(void* ctx, void* handles[], int nranks, int rank
   c->fds = malloc(sizeof(int) * (size_t)nranks);
   c->dead = calloc((size_t)nranks, sizeof(int));
   c->send_lock = calloc((size_t)nranks, sizeof(pthread_mutex_t));
+  c->out = calloc((size_t)nranks, sizeof *c->out);
+  c->stall_since = calloc((size_t)nranks, sizeof *c->stall_since);
   pthread_mutex_init(&c->lock, NULL);
   pthread_cond_init(&c->cond, NULL);
-  if (c->fds == NULL || c->dead == NULL || c->send_lock == NULL) {
+  if (c->fds == NULL || c->dead == NULL || c->send_lock == NULL || c->out == NULL ||
+      c->stall_since == NULL) {
     coll_free(c);
     return ncclSystemError;
   }
@@ -330,7 +444,8 @@ ncclResult_t rma_socket_close_coll(void* coll_comm) {
     if (!live) continue;
     rs_msg bye = {.op = RS_BYE};
     pthread_mutex_lock(&c->send_lock[p]);
-    (void)socket_send_all(c->fds[p], &bye, sizeof bye, 1000);
+    if (c->out[p] == NULL) /* not in the middle of a queued message */
+      (void)socket_send_all(c->fds[p], &bye, sizeof bye, 1000);
     pthread_mutex_unlock(&c->send_lock[p]);
   }
   pthread_mutex_lock(&c->lock);

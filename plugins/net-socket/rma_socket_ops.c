@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rma_socket.h"
+#include "util/tsan.h"
 
 #define RS_RCTX_MAGIC 0x7273726374780001ull
 #define RS_IO_TIMEOUT_MS 30000
@@ -129,13 +130,6 @@ static rs_req* req_new(rs_coll* c, int peer, int done, ncclResult_t err) {
   return q;
 }
 
-static int peer_dead(rs_coll* c, int peer) {
-  pthread_mutex_lock(&c->lock);
-  int d = c->dead[peer];
-  pthread_mutex_unlock(&c->lock);
-  return d;
-}
-
 /* Arguments every put checks: the context, the rank, both registrations and the ranges. */
 static ncclResult_t put_args(rs_ctx* x, const char* fn, uint64_t src_off, void* src_mh,
                              size_t size, uint64_t dst_off, void* dst_mh, uint32_t rank,
@@ -179,16 +173,28 @@ static ncclResult_t put_local(rs_coll* c, const rs_msg* m, const void* data) {
   return ncclSuccess;
 }
 
-/* Send one message (and its data) to rank; a put to this rank is applied here. */
-static ncclResult_t send_msg(rs_coll* c, int rank, const rs_msg* m, const void* data) {
-  if (rank == c->rank) return put_local(c, m, data);
-  if (peer_dead(c, rank)) return ncclRemoteError;
-  pthread_mutex_lock(&c->send_lock[rank]);
-  ncclResult_t r = socket_send_all(c->fds[rank], m, sizeof *m, RS_IO_TIMEOUT_MS);
-  if (r == ncclSuccess && data && m->size) r = socket_send_all(c->fds[rank], data, m->size, RS_IO_TIMEOUT_MS);
-  pthread_mutex_unlock(&c->send_lock[rank]);
-  if (r != ncclSuccess) rma_socket_peer_gone(c, rank, "a send failed");
-  return r;
+/* Send one message (and its data) to rank, completing request token (0: none) once written; a
+ * put to this rank is applied here (and its request completed). */
+static ncclResult_t send_msg(rs_coll* c, int rank, const rs_msg* m, const void* data,
+                             uint64_t token) {
+  if (rank == c->rank) {
+    ncclResult_t r = put_local(c, m, data);
+    if (r == ncclSuccess && token) rma_socket_complete(c, token, ncclSuccess);
+    return r;
+  }
+  return rma_socket_send(c, rank, m, data, data ? m->size : 0, token);
+}
+
+/* Unlist and free a request the caller will not return. */
+static void req_drop(rs_coll* c, rs_req* q) {
+  pthread_mutex_lock(&c->lock);
+  for (rs_req** at = &c->reqs; *at; at = &(*at)->next)
+    if (*at == q) {
+      *at = q->next;
+      free(q);
+      break;
+    }
+  pthread_mutex_unlock(&c->lock);
 }
 
 static ncclResult_t put_common(void* ctx, int context, uint64_t src_off, void* src_mh,
@@ -207,14 +213,15 @@ static ncclResult_t put_common(void* ctx, int context, uint64_t src_off, void* s
     m.sig_off = sig->sig_off;
     m.sig_value = sig->sig_value;
   }
-  r = send_msg(x->coll, (int)rank, &m, src->base + src_off);
+  rs_req* q = req_new(x->coll, (int)rank, 0, ncclSuccess);
+  if (q == NULL) return ncclSystemError;
+  r = send_msg(x->coll, (int)rank, &m, src->base + src_off, q->token);
   if (r != ncclSuccess) {
+    req_drop(x->coll, q);
     NS_WARN("RMA/Socket: %s: rank %d to rank %u: %s", fn, x->coll->rank, rank,
             r == ncclRemoteError ? "the peer left" : "the send failed");
     return r;
   }
-  rs_req* q = req_new(x->coll, (int)rank, 1, ncclSuccess);
-  if (q == NULL) return ncclSystemError;
   *request = q;
   return ncclSuccess;
 }
@@ -251,10 +258,13 @@ ncclResult_t rma_socket_iput_signal(void* ctx, int context, uint64_t src_off, vo
     if (request == NULL || rank >= (uint32_t)x->coll->nranks) return ncclInvalidArgument;
     sig.op = RS_PUT_SIGNAL;
     sig.mr = UINT32_MAX;
-    ncclResult_t r = send_msg(x->coll, (int)rank, &sig, NULL);
-    if (r != ncclSuccess) return r;
-    rs_req* q = req_new(x->coll, (int)rank, 1, ncclSuccess);
+    rs_req* q = req_new(x->coll, (int)rank, 0, ncclSuccess);
     if (q == NULL) return ncclSystemError;
+    ncclResult_t r = send_msg(x->coll, (int)rank, &sig, NULL, q->token);
+    if (r != ncclSuccess) {
+      req_drop(x->coll, q);
+      return r;
+    }
     *request = q;
     return ncclSuccess;
   }
@@ -284,7 +294,7 @@ ncclResult_t rma_socket_iget(void* ctx, int context, uint64_t r_off, void* r_mh,
   q->dst = local->base + l_off;
   q->size = size;
   rs_msg m = {.op = RS_GET, .mr = remote->id, .off = r_off, .size = size, .token = q->token};
-  if ((r = send_msg(x->coll, (int)rank, &m, NULL)) != ncclSuccess) {
+  if ((r = send_msg(x->coll, (int)rank, &m, NULL, 0)) != ncclSuccess) {
     q->error = r;
     __atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
   }
@@ -306,7 +316,7 @@ ncclResult_t rma_socket_iflush(void* ctx, int context, void* mhandle, uint32_t r
   if (q == NULL) return ncclSystemError;
   if (!local) {
     rs_msg m = {.op = RS_FLUSH, .token = q->token};
-    ncclResult_t r = send_msg(x->coll, (int)rank, &m, NULL);
+    ncclResult_t r = send_msg(x->coll, (int)rank, &m, NULL, 0);
     if (r != ncclSuccess) {
       q->error = r;
       __atomic_store_n(&q->done, 1, __ATOMIC_RELEASE);
@@ -392,7 +402,7 @@ static void queue_reply(rs_coll* c, int peer, const rs_msg* m, const char* data)
   pthread_mutex_unlock(&c->lock);
 }
 
-static void complete_token(rs_coll* c, uint64_t token, ncclResult_t err) {
+void rma_socket_complete(rs_coll* c, uint64_t token, ncclResult_t err) {
   pthread_mutex_lock(&c->lock);
   for (rs_req* q = c->reqs; q; q = q->next)
     if (q->token == token) {
@@ -433,6 +443,10 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
           bad_message(c, peer, "put", m);
           return drain(fd, m->size);
         }
+        /* The target's accesses to the window before it last called its library come before
+         * this write: the peer put after hearing from that call, an order through another
+         * process that TSan cannot see; weft releases each window at every call (comm_check). */
+        WEFT_TSAN_ACQUIRE(at - m->off);
         ncclResult_t r = socket_recv_all(fd, at, m->size, RS_IO_TIMEOUT_MS);
         if (r != ncclSuccess) return r;
       }
@@ -459,7 +473,7 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
       pthread_mutex_unlock(&c->lock);
       ncclResult_t r = dst ? socket_recv_all(fd, dst, m->size, RS_IO_TIMEOUT_MS) : drain(fd, m->size);
       if (r != ncclSuccess) return r;
-      complete_token(c, m->token, (m->sig_op || dst == NULL) ? ncclRemoteError : ncclSuccess);
+      rma_socket_complete(c, m->token, (m->sig_op || dst == NULL) ? ncclRemoteError : ncclSuccess);
       return ncclSuccess;
     }
     case RS_FLUSH: {
@@ -468,7 +482,7 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
       return ncclSuccess;
     }
     case RS_FLUSH_ACK:
-      complete_token(c, m->token, ncclSuccess);
+      rma_socket_complete(c, m->token, ncclSuccess);
       return ncclSuccess;
     case RS_BYE:
       rma_socket_peer_gone(c, peer, NULL);

@@ -8,6 +8,17 @@ foreach(tr shm net)
   endforeach()
   weft_add_test(NAME rma_wait_fails_fast_when_peer_killed_${tr}
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/rma_faults.c LABELS mp fault ARGS killed ${tr} TIMEOUT 90)
+  # The target dies while 8 MiB puts stream into it: the put fails promptly, naming both ranks.
+  add_test(NAME rma_put_fails_fast_when_peer_killed_mid_put_${tr}
+    COMMAND rma_wait_fails_fast_when_peer_killed_${tr} midput ${tr})
+  set_tests_properties(rma_put_fails_fast_when_peer_killed_mid_put_${tr} PROPERTIES
+    LABELS "mp;fault" TIMEOUT 90)
+  # The target stops instead (alive, connected, draining nothing): the put ends at
+  # WEFT_TIMEOUT_MS, saying so.
+  add_test(NAME rma_put_times_out_when_peer_stopped_mid_put_${tr}
+    COMMAND rma_wait_fails_fast_when_peer_killed_${tr} stopped ${tr})
+  set_tests_properties(rma_put_times_out_when_peer_stopped_mid_put_${tr} PROPERTIES
+    LABELS "mp;fault" TIMEOUT 90)
 endforeach()
 # Across hosts: 2 hosts (network + UTS namespaces) x 2 ranks, rma_put_signal's rounds per rank;
 # the net between the hosts is weft's built-in socket net, then the external socket plugin
@@ -38,6 +49,20 @@ foreach(spec ${_rma_so})
             $<TARGET_FILE:rma_put_signal_wait_2_ranks_shm> - ${_so})
   set_tests_properties(rma_two_hosts_netns_rma_plugin_${_name} PROPERTIES LABELS "netns;mp"
     TIMEOUT 180 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
+    ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
+endforeach()
+# A put to a peer on the other host that dies while it streams fails promptly, naming both ranks
+# (the FIFO over the built-in net, then through the socket plugin's RMA table).
+foreach(via builtin rma_plugin_socket)
+  set(_plug "")
+  if(via STREQUAL "rma_plugin_socket")
+    set(_plug $<TARGET_FILE:nccl-net-weft-socket>)
+  endif()
+  add_test(NAME rma_two_hosts_netns_put_fails_fast_when_peer_killed_mid_put_${via}
+    COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/rma_netns_midput.sh
+            $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net> ${_plug})
+  set_tests_properties(rma_two_hosts_netns_put_fails_fast_when_peer_killed_mid_put_${via}
+    PROPERTIES LABELS "netns;mp;fault" TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE
     ENVIRONMENT "WEFT_DEVICE=host;NCCL_DEBUG=WARN")
 endforeach()
 # 16 MiB puts checked the moment the wait returns (last byte first).
@@ -75,6 +100,16 @@ if(TARGET nccl-net-weft-socket)
     ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
     killed $<TARGET_FILE:nccl-net-weft-socket> fault)
   set_tests_properties(rma_plugin_wait_fails_fast_when_peer_killed PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
+  add_test(NAME rma_plugin_put_fails_fast_when_peer_killed_mid_put COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    midput $<TARGET_FILE:nccl-net-weft-socket> fault)
+  set_tests_properties(rma_plugin_put_fails_fast_when_peer_killed_mid_put PROPERTIES
+    LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
+  add_test(NAME rma_plugin_put_times_out_when_peer_stopped_mid_put COMMAND sh
+    ${CMAKE_CURRENT_LIST_DIR}/rma_plugin_path.sh $<TARGET_FILE:rma_wait_fails_fast_when_peer_killed_net>
+    stopped $<TARGET_FILE:nccl-net-weft-socket> fault)
+  set_tests_properties(rma_plugin_put_times_out_when_peer_stopped_mid_put PROPERTIES
     LABELS "mp;fault;plugin" TIMEOUT 90 ENVIRONMENT "WEFT_DEVICE=host")
 endif()
 # The same through net-ib's RMA table over fakeverbs (tests/netib): every peer's puts and

@@ -17,6 +17,18 @@
 #define BIG (16u << 20)
 #define ROUNDS 3
 
+/* A failed call ends the rank the way an application should: its communicator aborted, which
+ * joins every thread weft and its plugins started (the broken plugin's run fails on purpose). */
+#define TRY(call)                                                                         \
+  do {                                                                                    \
+    ncclResult_t r_ = (call);                                                             \
+    if (r_ != ncclSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s returned %d (%s), expected ncclSuccess\n", __FILE__,     \
+              __LINE__, #call, (int)r_, ncclGetErrorString(r_));                          \
+      goto fail;                                                                          \
+    }                                                                                     \
+  } while (0)
+
 static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   uint64_t seed = *(const uint64_t*)arg;
   ncclComm_t comm;
@@ -26,36 +38,42 @@ static int rank_main(int rank, int nranks, ncclUniqueId* id, void* arg) {
   char* expect = malloc(BIG);
   EXPECT(win_buf && src_buf && expect);
   ncclWindow_t win, src_win;
-  EXPECT_OK(ncclCommWindowRegister(comm, win_buf, BIG, &win, NCCL_WIN_COLL_SYMMETRIC));
-  EXPECT_OK(ncclCommWindowRegister(comm, src_buf, BIG, &src_win, NCCL_WIN_COLL_SYMMETRIC));
+  TRY(ncclCommWindowRegister(comm, win_buf, BIG, &win, NCCL_WIN_COLL_SYMMETRIC));
+  TRY(ncclCommWindowRegister(comm, src_buf, BIG, &src_win, NCCL_WIN_COLL_SYMMETRIC));
   for (int round = 0; round < ROUNDS; round++) {
     uint64_t state = rma_ref_mix(seed, 11, (uint64_t)round + 1, 0);
     if (rank == 0) {
       rma_ref_fill(src_buf, BIG, state);
-      EXPECT_OK(ncclPutSignal(src_buf, BIG, ncclInt8, 1, win, 0, 0, 0, 0, comm, NULL));
+      TRY(ncclPutSignal(src_buf, BIG, ncclInt8, 1, win, 0, 0, 0, 0, comm, NULL));
       ncclWaitSignalDesc_t d = {1, 1, 0, 0}; /* rank 1 checked this round */
-      EXPECT_OK(ncclWaitSignal(1, &d, comm, NULL));
+      TRY(ncclWaitSignal(1, &d, comm, NULL));
     } else if (rank == 1) {
       rma_ref_fill(expect, BIG, state);
       ncclWaitSignalDesc_t d = {1, 0, 0, 0};
-      EXPECT_OK(ncclWaitSignal(1, &d, comm, NULL));
+      TRY(ncclWaitSignal(1, &d, comm, NULL));
       for (size_t b = BIG; b-- > 0;)
         if (win_buf[b] != expect[b]) {
           fprintf(stderr, "rank 1 round %d: byte %zu of the window is %d, expected %d (the "
                   "signal came before the data)\n", round, b, win_buf[b], expect[b]);
-          return 1;
+          goto fail;
         }
-      EXPECT_OK(ncclSignal(0, 0, 0, 0, comm, NULL));
+      TRY(ncclSignal(0, 0, 0, 0, comm, NULL));
     }
   }
-  EXPECT_OK(ncclCommWindowDeregister(comm, src_win));
-  EXPECT_OK(ncclCommWindowDeregister(comm, win));
+  TRY(ncclCommWindowDeregister(comm, src_win));
+  TRY(ncclCommWindowDeregister(comm, win));
   EXPECT_OK(ncclCommDestroy(comm));
   if (rank == 1) printf("rank 1: %d rounds of %u-byte puts matched the reference\n", ROUNDS, BIG);
   free(win_buf);
   free(src_buf);
   free(expect);
   return 0;
+fail:
+  (void)ncclCommAbort(comm);
+  free(win_buf);
+  free(src_buf);
+  free(expect);
+  return 1;
 }
 
 int main(int argc, char** argv) {

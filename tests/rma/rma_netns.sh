@@ -65,7 +65,11 @@ if [ $failed = 0 ]; then
   expect "4 ranks on 2 node\(s\)" "not 2 hosts"
   expect "one-sided .* to rank 1 via SHM" "rank 1 (same host) not over shared memory"
   expect "one-sided .* to rank 2 via [A-Za-z]" "no one-sided connection to rank 2"
-  [ -n "$plugin" ] && expect "one-sided .* to rank 2 via weft-socket" "the plugin not used"
+  if [ -n "$plugin" ]; then
+    expect "one-sided .* to rank 2 via weft-socket" "the plugin not used"
+  else
+    expect "one-sided .* to rank 2 via Socket" "rank 2 not over weft's built-in socket net"
+  fi
   if [ -n "$plugin$rmaplug" ]; then
     for p in 2 3; do
       expect "one-sided puts to rank $p go through RMA plugin" "rank $p not through the RMA plugin"
