@@ -465,7 +465,7 @@ static ncclResult_t window_register(struct ncclComm* comm, const char* fn, void*
     res = defer ? group_defer_job(comm, window_map_job, r) : window_map_job(comm, r);
   /* A device communicator with GIN reaches every symmetric window through the proxy
    * (gin/gin_comm.h); its device window then carries the handle. */
-  if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC && gin_comm_active(comm)) {
+  if (res == ncclSuccess && gin_comm_active(comm)) { /* gin/ takes the symmetric ones */
     uint64_t h = 0;
     res = gin_comm_window_add(comm, r, &h);
     if (res == ncclSuccess && h) res = api_devwin_fill(comm, r);
