@@ -79,6 +79,7 @@ ncclResult_t api_devwin_fill(struct ncclComm* comm, weft_mem_reg* r) {
   /* The proxy GIN type's handle (gin/gin_comm.h; 0 without GIN): the window is registered
    * whole, so ginOffset4K stays 0; 2.30 kernels read this word as ginWins[0]. */
   w.ginWinsDefaultBackend[0] = (uintptr_t)gin_comm_window_handle(comm, r);
+  if (w.ginWinsDefaultBackend[0]) w.numSegments = 1; /* one registration: the whole window */
   if (r->lsa) {
     uint32_t stride4g = (uint32_t)(transport_window_lsa_stride(r->lsa) / NCCL_DEVCOMM_4G);
     w.lsaFlatBase = (uintptr_t)transport_window_lsa_base(r->lsa);
