@@ -4,6 +4,7 @@
 #ifdef WEFT_HAVE_CUDA
 #include "device/device_exec.h"
 #endif
+#include "gin/gin_comm.h"
 #include "group/group.h"
 #include "lifecycle/lifecycle.h"
 #include "util/check.h"
@@ -23,6 +24,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommDestroy"));
   group_forget_comm(comm, "ncclCommDestroy");
+  gin_comm_destroy(comm); /* a device communicator with GIN not destroyed by the caller */
   api_devapi_free(comm);
   return comm_destroy(comm);
 }
@@ -32,6 +34,11 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
   WEFT_CHECK(comm_check_handle(comm, "ncclCommAbort"));
   group_forget_comm(comm, "ncclCommAbort");
+#ifdef WEFT_HAVE_CUDA
+  /* Device-API kernels' GIN waits end on the abort word before their proxy goes away. */
+  if (gin_comm_active(comm)) device_exec_stop(comm->device);
+#endif
+  gin_comm_destroy(comm);
   api_devapi_free(comm);
   return comm_abort(comm);
 }
@@ -84,7 +91,9 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
     WARN("ncclCommRevoke: revokeFlags = %d, expected NCCL_REVOKE_DEFAULT", revokeFlags);
     return ncclInvalidArgument;
   }
-  return comm_revoke(comm, comm->config.blocking);
+  ncclResult_t res = comm_revoke(comm, comm->config.blocking);
+  gin_comm_stop(comm); /* device-API kernels left on the abort word revoke raised */
+  return res;
 }
 
 /* A shrink queued in a group (freed by group/ once run or dropped). */

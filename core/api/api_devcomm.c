@@ -12,17 +12,28 @@
  * graph replaying a kernel keeps counting where the last replay stopped. The device
  * communicator is then written in the caller's layout: ranks, LSA team, window table, the
  * resource window (its device window and the inlined copy of its base and stride), the
- * barrier handles, the abort flag; everything GIN, multicast and fabric stays zero.
+ * barrier handles, the abort flag; multicast and fabric stay zero.
+ *
+ * GIN (NCCL 2.30 callers, gin/gin_comm.h): a device communicator asking for it gets the proxy
+ * GIN type over one connection to every rank. Signals are numbered as NCCL numbers them: the
+ * caller's ginSignalCount first, then the world GIN barriers (nRanks signals each), the rail
+ * GIN barriers (rail size each), then each resource requirement's in list order (its
+ * outGinSignalStart); counters likewise. gin/ sets up the backend, memory and proxy and
+ * registers every symmetric window (their device windows then carry ginWins[0]); the abort
+ * word is set and the communicator failed if the proxy fails. Destroy takes it down.
  *
  * Like registration, Create is collective; inside a group the work waits for the outermost
  * ncclGroupEnd (one thread may create the device communicators of several ranks), and
  * *outDevComm is written there. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "api/api_devlayout.h"
+#include "gin/gin_comm.h"
 #include "group/group.h"
+#include "lifecycle/lifecycle.h"
 #include "nccl_devcomm.h"
 #include "transport/transport.h"
 #include "util/check.h"
@@ -37,12 +48,16 @@
 typedef struct {
   size_t bytes, align;
   uint32_t* handle_out;
+  int gin_signals, gin_counters;
+  uint32_t *signal_out, *counter_out;
 } resource;
 
 typedef struct {
   ncclDevCommLayout_t layout;
   uint32_t version;
   int lsa_barriers;
+  int gin; /* GIN asked for (and possible) */
+  int gin_contexts, gin_signals, gin_counters, world_gin_barriers, rail_gin_barriers;
   int nres;
   resource* res; /* the caller's resource requirements, in list order */
   void* out;     /* the caller's ncclDevComm */
@@ -52,10 +67,14 @@ static void version_text(uint32_t v, char* buf, size_t len) {
   snprintf(buf, len, "%u.%u.%u", v / 10000, v / 100 % 100, v % 100);
 }
 
+/* ncclGinConnectionType_t's values (nccl_device.h; not in nccl.h). */
+enum { GIN_CONNECTION_FULL = 1, GIN_CONNECTION_RAIL = 2 };
+
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 /* What weft refuses, each with the WARN NCCL gives or one saying why. */
-static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const devlayout_reqs* v) {
+static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, ncclDevCommLayout_t layout,
+                               uint32_t version, const devlayout_reqs* v) {
   if (v->lsa_multimem) {
     WARN("%s: rank %d: reqs->lsaMultimem is set, but multicast (NVLink SHARP) is never enabled "
          "in weft", fn, comm->rank);
@@ -72,7 +91,8 @@ static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const devl
          v->lsa_barriers, v->barriers);
     return ncclInvalidArgument;
   }
-  /* GIN, as NCCL answers on a communicator without it. */
+  /* GIN: the proxy type for 2.30 callers (gin/gin_comm.h); otherwise as NCCL answers on a
+   * communicator without it. */
   int gin_resources = v->gin_signals > 0 || v->gin_counters > 0 || v->barriers > 0 ||
                       v->rail_gin_barriers > 0 || v->world_gin_barriers > 0;
   for (const ncclDevResourceRequirements_v2_30_t* r = v->list; r && !gin_resources; r = r->next)
@@ -83,9 +103,41 @@ static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const devl
          "but GIN was not", fn, comm->rank);
     return ncclInvalidArgument;
   }
-  if (gin_asked) {
-    WARN("%s: rank %d: GIN was requested, but no rank of this communicator supports GIN", fn,
-         comm->rank);
+  if (gin_asked && !gin_comm_possible(comm)) {
+    WARN("%s: rank %d: GIN was requested, but no rank of this communicator supports GIN (weft "
+         "gives the proxy GIN type in device mode, built with CUDA)", fn, comm->rank);
+    return ncclInvalidArgument;
+  }
+  if (gin_asked && layout != NCCL_DEVCOMM_LAYOUT_V2_30) {
+    WARN("%s: rank %d: GIN was requested by a caller built against NCCL %u.%u.%u headers; weft's "
+         "proxy GIN speaks NCCL 2.30's descriptors only (2.32 writes another version): rebuild "
+         "the kernels against NCCL 2.30 headers", fn, comm->rank, version / 10000,
+         version / 100 % 100, version % 100);
+    return ncclInvalidUsage;
+  }
+  if (gin_asked && v->gin_connection == GIN_CONNECTION_RAIL) {
+    WARN("%s: rank %d: ginConnectionType = NCCL_GIN_CONNECTION_RAIL: weft connects GIN to every "
+         "rank only (NCCL_GIN_CONNECTION_FULL)", fn, comm->rank);
+    return ncclInvalidUsage;
+  }
+  if (gin_asked && v->gin_connection != GIN_CONNECTION_RAIL &&
+      v->gin_connection != GIN_CONNECTION_FULL && v->gin_connection != 0) {
+    WARN("%s: rank %d: ginConnectionType = %d is not an ncclGinConnectionType_t", fn, comm->rank,
+         v->gin_connection);
+    return ncclInvalidArgument;
+  }
+  if (gin_asked && v->barriers > 0) {
+    WARN("%s: rank %d: barrierCount = %d with GIN asks for hybrid (LSA + GIN) barriers, which "
+         "weft does not lay out yet; use lsaBarrierCount and worldGinBarrierCount / "
+         "railGinBarrierCount", fn, comm->rank, v->barriers);
+    return ncclInvalidUsage;
+  }
+  if (gin_asked && (v->gin_signals < 0 || v->gin_counters < 0 || v->rail_gin_barriers < 0 ||
+                    v->world_gin_barriers < 0 || v->gin_contexts < 0)) {
+    WARN("%s: rank %d: negative GIN counts (ginSignalCount %d, ginCounterCount %d, "
+         "ginContextCount %d, worldGinBarrierCount %d, railGinBarrierCount %d)", fn, comm->rank,
+         v->gin_signals, v->gin_counters, v->gin_contexts, v->world_gin_barriers,
+         v->rail_gin_barriers);
     return ncclInvalidArgument;
   }
   if (v->cft_barriers > 0 || v->cft_caps != 0) {
@@ -105,11 +157,17 @@ static ncclResult_t check_reqs(const char* fn, struct ncclComm* comm, const devl
 static void fill_devcomm(void* out, ncclDevCommLayout_t layout, uint32_t version,
                          struct ncclComm* comm, int lsa_size, int lsa_rank, void* table,
                          const weft_mem_reg* rw, uint32_t lsa_handle, int lsa_barriers,
-                         uint32_t hybrid_handle) {
-  devlayout_fill f = {.version = version, .rank = comm->rank, .nranks = comm->nranks,
-                      .lsa_rank = lsa_rank, .lsa_size = lsa_size,
-                      .window_table = (uintptr_t)table, .lsa_handle = lsa_handle,
-                      .lsa_barriers = lsa_barriers, .hybrid_handle = hybrid_handle};
+                         uint32_t hybrid_handle, const devlayout_fill* gin) {
+  devlayout_fill f = *gin; /* its GIN fields; the rest below */
+  f.version = version;
+  f.rank = comm->rank;
+  f.nranks = comm->nranks;
+  f.lsa_rank = lsa_rank;
+  f.lsa_size = lsa_size;
+  f.window_table = (uintptr_t)table;
+  f.lsa_handle = lsa_handle;
+  f.lsa_barriers = lsa_barriers;
+  f.hybrid_handle = hybrid_handle;
 #ifdef WEFT_HAVE_CUDA
   /* The device executor's abort word: set on ncclCommAbort, revoke and a failed connection, so
    * the waits of device-API kernels (barriers, GIN waits poll abortFlag) end with the
@@ -124,12 +182,72 @@ static void fill_devcomm(void* out, ncclDevCommLayout_t layout, uint32_t version
   devlayout_write(layout, &f, out);
 }
 
+/* The proxy failed: the communicator fails and device-API kernels' waits end (abort word). */
+static void gin_failed(void* arg, ncclResult_t why) {
+  comm_datapath_broken(arg, why, -1, "the GIN proxy");
+}
+
+/* Number the GIN signals and counters as NCCL does (file comment); *gin gets the totals and
+ * the barriers' first signals. */
+static void gin_number(struct ncclComm* comm, const devcomm_task* t, int lsa_size,
+                       devlayout_fill* gin) {
+  uint32_t sig = (uint32_t)t->gin_signals, cnt = (uint32_t)t->gin_counters;
+  gin->world_gin_signal0 = sig;
+  sig += (uint32_t)t->world_gin_barriers * (uint32_t)comm->nranks;
+  gin->rail_gin_signal0 = sig;
+  sig += (uint32_t)t->rail_gin_barriers * (uint32_t)(comm->nranks / lsa_size);
+  for (int i = 0; i < t->nres; i++) {
+    if (t->res[i].signal_out) *t->res[i].signal_out = sig;
+    if (t->res[i].counter_out) *t->res[i].counter_out = cnt;
+    sig += (uint32_t)t->res[i].gin_signals;
+    cnt += (uint32_t)t->res[i].gin_counters;
+  }
+  gin->gin_signals = (int)sig;
+  gin->gin_counters = (int)cnt;
+  gin->gin_contexts = t->gin_contexts;
+}
+
+/* Set up the proxy GIN type (collective) and rewrite every device window with its GIN handle. */
+static ncclResult_t gin_setup(struct ncclComm* comm, devlayout_fill* gin) {
+  gin_comm_req req = {.ncontexts = gin->gin_contexts, .nsignals = gin->gin_signals,
+                      .ncounters = gin->gin_counters, .on_error = gin_failed,
+                      .on_error_arg = comm};
+  gin_comm_dev dev;
+  WEFT_CHECK(gin_comm_create(comm, &req, &dev));
+  gin->gin_handle = dev.handle;
+  gin->gin_shadows = dev.shadows;
+  ncclResult_t res = ncclSuccess;
+  pthread_mutex_lock(&comm->lock);
+  int n = 0;
+  for (weft_mem_reg* r = comm->regs; r; r = r->next) n += gin_comm_window_handle(comm, r) != 0;
+  weft_mem_reg** regs = calloc((size_t)(n ? n : 1), sizeof *regs);
+  int k = 0;
+  for (weft_mem_reg* r = comm->regs; regs && r; r = r->next)
+    if (gin_comm_window_handle(comm, r) != 0) regs[k++] = r;
+  pthread_mutex_unlock(&comm->lock);
+  if (!regs) res = ncclSystemError;
+  for (int i = 0; i < k && res == ncclSuccess; i++) res = api_devwin_fill(comm, regs[i]);
+  free(regs);
+  if (res != ncclSuccess) gin_comm_destroy(comm);
+  return res;
+}
+
 /* The collective part (now, or at the outermost ncclGroupEnd). */
 static ncclResult_t devcomm_job(struct ncclComm* comm, void* arg) {
   const char* fn = "ncclDevCommCreate";
   devcomm_task* t = arg;
   int lsa_size, lsa_rank;
   transport_lsa_team(comm, &lsa_size, &lsa_rank);
+  devlayout_fill gin;
+  memset(&gin, 0, sizeof gin);
+  if (t->gin && gin_comm_active(comm)) {
+    WARN("%s: rank %d: this communicator already has a device communicator with GIN; weft "
+         "serves one at a time (ncclDevCommDestroy it first)", fn, comm->rank);
+    free(t->res);
+    free(t);
+    return ncclInvalidUsage;
+  }
+  if (t->gin) gin_number(comm, t, lsa_size, &gin);
   /* NCCL's order: the (empty) GIN barriers, the LSA barriers, the hybrid barriers (the LSA one
    * empty: barrierCount needs GIN), then the caller's requirements. */
   const uint32_t lsa_handle = 0; /* first in the buffer */
@@ -176,10 +294,12 @@ static ncclResult_t devcomm_job(struct ncclComm* comm, void* arg) {
     }
   }
   WEFT_CHECK_GOTO(api_devwin_table(comm, &table), res, release);
+  if (t->gin) WEFT_CHECK_GOTO(gin_setup(comm, &gin), res, release);
   fill_devcomm(t->out, t->layout, t->version, comm, lsa_size, lsa_rank, table, rw, lsa_handle,
-               t->lsa_barriers, hybrid_handle);
+               t->lsa_barriers, hybrid_handle, &gin);
   INFO(NCCL_INIT, "%s: rank %d: device communicator: LSA team %d, %d LSA barriers, %zu bytes "
-       "of resources", fn, comm->rank, lsa_size, t->lsa_barriers, total);
+       "of resources%s", fn, comm->rank, lsa_size, t->lsa_barriers, total,
+       t->gin ? ", GIN (proxy)" : "");
   goto done;
 release:
   if (rw) api_window_release(comm, fn, rw->dev_win ? rw->dev_win : (void*)rw);
@@ -228,7 +348,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t*
   }
   devlayout_reqs v;
   WEFT_CHECK(devlayout_reqs_read(fn, comm->rank, layout, reqs, &v));
-  WEFT_CHECK(check_reqs(fn, comm, &v));
+  WEFT_CHECK(check_reqs(fn, comm, layout, h.version, &v));
   devcomm_task* t = calloc(1, sizeof *t);
   int n = 0;
   for (const ncclDevResourceRequirements_v2_30_t* r = v.list; r; r = r->next) n++;
@@ -241,11 +361,19 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements_t*
   t->layout = layout;
   t->version = h.version;
   t->lsa_barriers = v.lsa_barriers;
+  t->gin = v.gin_force || v.gin_connection != 0; /* check_reqs refused what weft cannot give */
+  t->gin_contexts = v.gin_contexts > 0 ? v.gin_contexts : 1;
+  t->gin_signals = v.gin_signals;
+  t->gin_counters = v.gin_counters;
+  t->world_gin_barriers = v.world_gin_barriers;
+  t->rail_gin_barriers = v.rail_gin_barriers;
   t->out = outDevComm;
   t->nres = n;
   int i = 0;
   for (const ncclDevResourceRequirements_v2_30_t* r = v.list; r; r = r->next, i++)
-    t->res[i] = (resource){r->bufferSize, r->bufferAlign, r->outBufferHandle};
+    t->res[i] = (resource){r->bufferSize,       r->bufferAlign,      r->outBufferHandle,
+                           r->ginSignalCount,   r->ginCounterCount,  r->outGinSignalStart,
+                           r->outGinCounterStart};
   return group_depth() > 0 ? group_defer_job(comm, devcomm_job, t) : devcomm_job(comm, t);
 }
 
@@ -274,6 +402,8 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t* devComm) {
          rank, nranks, (void*)comm, comm->rank, comm->nranks);
     return ncclInvalidArgument;
   }
+  /* GIN first: the proxy reaches the windows. */
+  if (devlayout_gin_contexts(layout, devComm) > 0) gin_comm_destroy(comm);
   if (!rwin) return ncclSuccess; /* no resources were asked for: nothing to free */
   struct ncclComm* owner;
   void* buff;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "gin/gin_comm.h"
 #include "nccl_devcomm.h"
 #include "topo/pci_path.h"
 #include "transport/transport.h"
@@ -150,14 +151,17 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm, ncclCommProperties_t* prop
     PROP_SET_T(ncclCommProperties_v2_29_2_t, p, n, ginType, NCCL_DEVCOMM_V2_29_2_GIN_TYPE_NONE);
     return ncclSuccess;
   }
-  /* Multicast is never used; weft has no GIN. */
+  /* Multicast is never used. GIN: the proxy type, for NCCL 2.30 callers (gin/gin_comm.h; the
+   * descriptors of other releases differ), over every rank (no railed GIN). */
+  bool gin = layout == NCCL_DEVCOMM_LAYOUT_V2_30 && gin_comm_possible(comm);
   PROP_SET(props, n, deviceApiSupport, device_api);
   PROP_SET(props, n, multimemSupport, false);
-  PROP_SET(props, n, ginType, NCCL_GIN_TYPE_NONE);
+  PROP_SET(props, n, ginType, gin ? NCCL_GIN_TYPE_PROXY : NCCL_GIN_TYPE_NONE);
   PROP_SET(props, n, nLsaTeams, comm->nranks / lsa.nRanks);
   PROP_SET(props, n, hostRmaSupport, false);
   PROP_SET(props, n, railedGinType, NCCL_GIN_TYPE_NONE);
-  /* 2.32's additions, where the caller has them: no GIN and no fabric (zero says so). */
+  /* 2.32's additions, where the caller has them: no GIN (2.32 descriptors are not spoken) and
+   * no fabric (zero says so). */
   if (layout == NCCL_DEVCOMM_LAYOUT_V2_32 &&
       n >= sizeof(ncclCommProperties_v2_32_t)) {
     ncclCommProperties_v2_32_t* p = (ncclCommProperties_v2_32_t*)(void*)props;

@@ -46,6 +46,7 @@ ncclResult_t devlayout_reqs_read(const char* fn, int rank, ncclDevCommLayout_t l
     READ_2_29(R);                                                                         \
     v->gin_connection = (R)->ginConnectionType;                                           \
     v->world_gin_barriers = (R)->worldGinBarrierCount;                                    \
+    v->gin_contexts = (R)->ginContextCount;                                               \
   } while (0)
   uint32_t version = ((const ncclDevVersionedHead_t*)reqs)->version;
   switch (layout) {
@@ -131,6 +132,17 @@ void devlayout_write(ncclDevCommLayout_t layout, const devlayout_fill* f, void* 
     case NCCL_DEVCOMM_LAYOUT_V2_30: {
       ncclDevComm_v2_30_t* d = out;
       FILL_VERSIONED(d);
+      if (f->gin_handle) { /* one proxy connection, every rank (NCCL_GIN_CONNECTION_FULL) */
+        d->ginConnectionCount = 1;
+        d->ginNetDeviceTypes[0] = NCCL_GIN_TYPE_PROXY;
+        d->ginHandles[0] = f->gin_handle;
+        d->ginSignalCount = f->gin_signals;
+        d->ginCounterCount = f->gin_counters;
+        d->ginSignalShadows = f->gin_shadows;
+        d->ginContextCount = (uint32_t)f->gin_contexts;
+        d->worldGinBarrier.signal0 = f->world_gin_signal0;
+        d->railGinBarrier.signal0 = f->rail_gin_signal0;
+      }
       break;
     }
     case NCCL_DEVCOMM_LAYOUT_V2_32: {
@@ -165,4 +177,10 @@ void devlayout_read(ncclDevCommLayout_t layout, const void* devComm, int* rank, 
       break;
   }
 #undef READ
+}
+
+int devlayout_gin_contexts(ncclDevCommLayout_t layout, const void* devComm) {
+  if (layout != NCCL_DEVCOMM_LAYOUT_V2_30) return 0; /* GIN is served to 2.30 callers only */
+  const ncclDevComm_v2_30_t* d = devComm;
+  return d->ginConnectionCount ? (int)d->ginContextCount : 0;
 }

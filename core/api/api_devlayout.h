@@ -18,7 +18,7 @@ typedef struct {
   const ncclTeamRequirements_v2_30_t* teams;
   bool lsa_multimem, gin_force;
   int barriers, lsa_barriers, rail_gin_barriers, world_gin_barriers;
-  int gin_signals, gin_counters, gin_connection;
+  int gin_signals, gin_counters, gin_connection, gin_contexts;
   int cft_barriers, cft_caps;
 } devlayout_reqs;
 
@@ -41,14 +41,20 @@ typedef struct {
   int lsa_barriers;
   uint32_t hybrid_handle; /* versioned layouts: the (empty) hybrid LSA barrier */
   uintptr_t abort_flag;   /* device: uint32_t; layouts that have it */
+  /* GIN (2.30 layout only; gin_handle 0: none): one proxy connection (gin/gin_comm.h). */
+  uintptr_t gin_handle, gin_shadows;
+  int gin_signals, gin_counters, gin_contexts; /* totals per context */
+  uint32_t world_gin_signal0, rail_gin_signal0;
 } devlayout_fill;
 
 /* Writes ncclDevCommSizeOf(layout) bytes at `out`: the fields above where the layout has them,
- * zero everywhere else (GIN, multicast, fabric). */
+ * zero everywhere else (multicast, fabric, and GIN unless gin_handle is set). */
 void devlayout_write(ncclDevCommLayout_t layout, const devlayout_fill* f, void* out);
 
 /* What ncclDevCommDestroy reads back from a device communicator of `layout`. */
 void devlayout_read(ncclDevCommLayout_t layout, const void* devComm, int* rank, int* nranks,
                     uintptr_t* resource_window);
+/* Its ginContextCount (0 for layouts or device communicators without GIN). */
+int devlayout_gin_contexts(ncclDevCommLayout_t layout, const void* devComm);
 
 #endif

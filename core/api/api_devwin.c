@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "gin/gin_comm.h"
 #include "nccl_devcomm.h"
 #include "transport/transport.h"
 #include "util/check.h"
@@ -75,6 +76,10 @@ ncclResult_t api_devwin_fill(struct ncclComm* comm, weft_mem_reg* r) {
   w.worldRank = comm->rank;
   w.winFlags = (uint32_t)r->win_flags;
   w.lsaPeerDelta4G = (uintptr_t)r->dev_delta;
+  /* The proxy GIN type's handle (gin/gin_comm.h; 0 without GIN): the window is registered
+   * whole, so ginOffset4K stays 0; 2.30 kernels read this word as ginWins[0]. */
+  w.ginWinsDefaultBackend[0] = (uintptr_t)gin_comm_window_handle(comm, r);
+  if (w.ginWinsDefaultBackend[0]) w.numSegments = 1; /* one registration: the whole window */
   if (r->lsa) {
     uint32_t stride4g = (uint32_t)(transport_window_lsa_stride(r->lsa) / NCCL_DEVCOMM_4G);
     w.lsaFlatBase = (uintptr_t)transport_window_lsa_base(r->lsa);

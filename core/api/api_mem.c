@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "gin/gin_comm.h"
 #include "group/group.h"
 #include "rma/rma.h"
 #include "transport/transport.h"
@@ -372,6 +373,7 @@ static ncclResult_t reg_remove(struct ncclComm* comm, const char* fn, const void
   /* The operations that used the buffer have completed (the caller's part, as in NCCL). */
   if (found->window && found->win_flags == NCCL_WIN_COLL_SYMMETRIC)
     rma_window_remove(comm, found);
+  gin_comm_window_remove(comm, found);
   transport_window_unmap(comm, found->zc);
   transport_window_lsa_unmap(comm, found->lsa);
   if (found->dev_win) (void)api_devwin_listed(comm); /* the table no longer lists it */
@@ -461,6 +463,13 @@ static ncclResult_t window_register(struct ncclComm* comm, const char* fn, void*
   if (res == ncclSuccess && win_flags == NCCL_WIN_COLL_SYMMETRIC &&
       comm->mode == WEFT_MODE_DEVICE)
     res = defer ? group_defer_job(comm, window_map_job, r) : window_map_job(comm, r);
+  /* A device communicator with GIN reaches every symmetric window through the proxy
+   * (gin/gin_comm.h); its device window then carries the handle. */
+  if (res == ncclSuccess && gin_comm_active(comm)) { /* gin/ takes the symmetric ones */
+    uint64_t h = 0;
+    res = gin_comm_window_add(comm, r, &h);
+    if (res == ncclSuccess && h) res = api_devwin_fill(comm, r);
+  }
   if (res != ncclSuccess) {
     reg_remove(comm, fn, reg_handle(r), 1);
     return res;

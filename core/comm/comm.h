@@ -123,6 +123,7 @@ struct ncclComm {
   struct weft_tune* tune;           /* cost model and tuner plugin (tune/tune_comm.c) */
   weft_mem_reg* regs;               /* registered buffers and windows, under lock */
   struct weft_devapi* devapi;       /* the device API's window table (api/api_devwin.c) */
+  struct weft_gin* gin;             /* the device API's proxy GIN setup (gin/gin_comm.c), or NULL */
   int zc_windows;                   /* regs with zc set (atomic): plan/ looks only when > 0 */
   int zc_locals;                    /* regs with local_zc set (atomic): likewise */
   weft_prof prof;                   /* profiler plugin context and activation mask */

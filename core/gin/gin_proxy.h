@@ -47,7 +47,8 @@ typedef struct {
    * the source proxy copies the bytes out of the window (copy_out) into a registered bounce
    * slot and sends them, with a header, into a ring the target proxy registered for it; the
    * target proxy copies them into the window (copy_in) and only then adds the signal itself
-   * (signals_host), then returns the slot's credit. Gets are refused in this mode. */
+   * (signals_host), then returns the slot's credit. A get is a request the target answers with
+   * reply messages copied out of its window; it completes when the last is copied in. */
   int staged;
   ncclResult_t (*copy_in)(void* arg, void* window_mem, const void* host, size_t n);
   ncclResult_t (*copy_out)(void* arg, void* host, const void* window_mem, size_t n);

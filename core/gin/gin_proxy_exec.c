@@ -80,6 +80,7 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
   uint64_t size = ncclGinProxyV2_30Size(g);
   s->op = op;
   s->done = 0;
+  s->waiting = 0;
   s->request = NULL;
   s->counter_id = 0;
   uint32_t version = ncclGinProxyV2_30Version(g);
@@ -104,7 +105,7 @@ static ncclResult_t issue(gin_proxy* p, int x, int peer, uint32_t index,
     WEFT_CHECK(check_put(p, x, peer, index, g, op, size, s));
   if (p->stage) {
     /* complete at the next test (no request): the source was copied out, reusable */
-    r = gin_stage_issue(p, x, peer, index, g);
+    r = gin_stage_issue(p, x, peer, index, g, s);
     if (r != ncclSuccess && r != ncclInProgress && r != ncclInvalidUsage)
       gin_proxy_warn(p, x, peer, index, op, size, "the staged send failed", r);
     return r;
@@ -177,7 +178,7 @@ static ncclResult_t complete(gin_proxy* p, int x, int peer, int* busy) {
   gin_slot* slots = ctx->slots + (size_t)peer * c->queue_size;
   for (uint32_t i = ctx->completed[peer]; i != ctx->seen[peer]; i++) {
     gin_slot* s = &slots[i & mask];
-    if (!s->done) {
+    if (!s->done && !s->waiting) {
       int done = 0;
       if (s->request == NULL) {
         done = 1;

@@ -12,6 +12,7 @@ typedef struct {
   uint32_t op;
   uint32_t counter_id;
   int done;
+  int waiting; /* staged get: not complete until its last reply is copied in (gin_stage.c) */
   void* request;
 } gin_slot;
 
@@ -44,6 +45,10 @@ typedef struct {
   void** slot_req;    /* [nranks][slots] the send out of that bounce slot, until done */
   void** pending;     /* credit returns not yet tested done */
   int npending, cap_pending;
+  /* staged gets: requests peers sent here, answered after the pass that read them */
+  struct gin_stage_reply* replies;
+  int nreplies, cap_replies;
+  int serving; /* answering replies now: a nested pass (waiting for credit) only queues */
   gin_window windows[GIN_PROXY_MAX_WINDOWS];
   int nwindows; /* atomic: entries below it are complete */
 } gin_stage;
@@ -65,10 +70,11 @@ ncclResult_t gin_proxy_pass(gin_proxy* p, int* busy);
 /* gin_stage.c */
 ncclResult_t gin_stage_create(gin_proxy* p);
 void gin_stage_destroy(gin_proxy* p);
-/* Send what one GFD asks (put, putValue, signal, VA signal) through the staged path; the GFD is
- * complete when this returns (its source was copied out). */
+/* Send what one GFD asks (put, putValue, signal, VA signal, get) through the staged path; a put
+ * is complete when this returns (its source was copied out), a get once its reply is copied in
+ * (slot->waiting goes back to 0). */
 ncclResult_t gin_stage_issue(gin_proxy* p, int x, int peer, uint32_t index,
-                             const ncclGinProxyGfd_v2_30_t* g);
+                             const ncclGinProxyGfd_v2_30_t* g, gin_slot* slot);
 /* Apply what peers sent; return credits; test credit returns. */
 ncclResult_t gin_stage_pass(gin_proxy* p, int* busy);
 

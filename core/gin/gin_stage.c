@@ -11,7 +11,13 @@
  * (copy_in), then add the kernel's signal into its signal memory (an indexed signal) or into
  * the window word (a VA signal, read-modify-write through the copy callbacks), then return one
  * credit (a signal alone: credits[me] += 1 at the source). So a signal is added after the
- * bytes of its put and of every earlier put from that rank have been copied in. */
+ * bytes of its put and of every earlier put from that rank have been copied in.
+ *
+ * A get is a request message (the peer's window and offset, the size, where the bytes go here,
+ * a token naming the GFD) applied at the peer in order after every earlier put from this rank;
+ * the peer answers after the pass that read it (a pass nested in a send waiting for credit
+ * only queues requests) with reply messages copied out of its window, and this rank copies
+ * them in and marks the GFD complete on the last. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +29,7 @@
 #define Q(name) NCCL_GIN_PROXY_V2_30_Q_##name
 #define OP(name) NCCL_GIN_PROXY_V2_30_OP_##name
 
-enum { STAGE_PUT = 1 };
+enum { STAGE_PUT = 1, STAGE_GET_REQ = 2, STAGE_GET_REPLY = 3 };
 enum { STAGE_LAST = 1u << 0, STAGE_SIGNAL = 1u << 1, STAGE_VA_SIGNAL = 1u << 2 };
 
 /* The header at the start of every slot (GIN_STAGE_HEADER bytes reserved). */
@@ -36,6 +42,12 @@ typedef struct {
   uint64_t seq; /* the message's number from this source: checked at the target */
 } stage_msg;
 _Static_assert(sizeof(stage_msg) <= GIN_STAGE_HEADER, "stage header");
+
+/* A get request to answer: the peer that asked and its message. */
+typedef struct gin_stage_reply {
+  int peer;
+  stage_msg m;
+} gin_stage_reply;
 
 static size_t slot_at(const gin_stage* s, int peer, uint64_t k) {
   return ((size_t)peer * s->slots + (size_t)(k % s->slots)) * s->slot_bytes;
@@ -94,6 +106,7 @@ void gin_stage_destroy(gin_proxy* p) {
   free(s->consumed);
   free(s->slot_req);
   free(s->pending);
+  free(s->replies);
   free(s);
   p->stage = NULL;
 }
@@ -157,17 +170,57 @@ static ncclResult_t pending_test(gin_proxy* p) {
   return ncclSuccess;
 }
 
+/* A get request from peer: checked now, answered by serve_replies. */
+static ncclResult_t queue_reply(gin_proxy* p, int peer, const stage_msg* m) {
+  gin_stage* s = p->stage;
+  if (m->size > 0 && window_at(s, m->win, m->off, m->size) == NULL) {
+    WARN("GIN proxy: rank %d: staged mode: peer %d gets %llu bytes at offset %llu of window "
+         "%llu, which this rank does not have (or not that far)", p->cfg.rank, peer,
+         (unsigned long long)m->size, (unsigned long long)m->off, (unsigned long long)m->win);
+    return ncclInvalidUsage;
+  }
+  if (s->nreplies == s->cap_replies) {
+    int cap = s->cap_replies ? 2 * s->cap_replies : 16;
+    gin_stage_reply* grown = realloc(s->replies, sizeof *grown * (size_t)cap);
+    if (grown == NULL) return ncclSystemError;
+    s->replies = grown;
+    s->cap_replies = cap;
+  }
+  s->replies[s->nreplies++] = (gin_stage_reply){peer, *m};
+  return ncclSuccess;
+}
+
+/* The last reply of a get this rank asked peer for: its GFD is complete. The token is the
+ * context and the GFD's index in its queue to that peer. */
+static ncclResult_t reply_done(gin_proxy* p, int peer, const stage_msg* m) {
+  const gin_proxy_config* c = &p->cfg;
+  uint32_t x = (uint32_t)(m->sig_value >> 32), index = (uint32_t)m->sig_value;
+  gin_slot* slot = x < (uint32_t)c->ncontexts
+                       ? &p->contexts[x].slots[(size_t)peer * c->queue_size +
+                                               (index & (c->queue_size - 1))]
+                       : NULL;
+  if (slot == NULL || !slot->waiting) {
+    WARN("GIN proxy: rank %d: staged mode: peer %d answered a get (context %u, GFD %u) this "
+         "rank is not waiting for", c->rank, peer, x, index);
+    return ncclRemoteError;
+  }
+  slot->waiting = 0;
+  return ncclSuccess;
+}
+
 /* Apply message k from peer (header read). */
 static ncclResult_t apply(gin_proxy* p, int peer, const stage_msg* m, const char* data) {
   const gin_proxy_config* c = &p->cfg;
   gin_stage* s = p->stage;
-  if (m->kind != STAGE_PUT || m->seq != s->consumed[peer] ||
-      m->size > s->slot_bytes - GIN_STAGE_HEADER) {
+  int known = m->kind == STAGE_PUT || m->kind == STAGE_GET_REQ || m->kind == STAGE_GET_REPLY;
+  if (!known || m->seq != s->consumed[peer] ||
+      (m->kind != STAGE_GET_REQ && m->size > s->slot_bytes - GIN_STAGE_HEADER)) {
     WARN("GIN proxy: rank %d: staged mode: message %llu from peer %d is malformed (kind %u, "
          "number %llu, %llu bytes)", c->rank, (unsigned long long)s->consumed[peer], peer,
          m->kind, (unsigned long long)m->seq, (unsigned long long)m->size);
     return ncclRemoteError;
   }
+  if (m->kind == STAGE_GET_REQ) return queue_reply(p, peer, m);
   if (m->size > 0) {
     char* at = window_at(s, m->win, m->off, m->size);
     if (at == NULL) {
@@ -185,6 +238,7 @@ static ncclResult_t apply(gin_proxy* p, int peer, const stage_msg* m, const char
     }
   }
   if (!(m->flags & STAGE_LAST)) return ncclSuccess;
+  if (m->kind == STAGE_GET_REPLY) return reply_done(p, peer, m);
   uint64_t add = m->sig_op == NCCL_GIN_SIGNAL_OP_INC ? 1 : m->sig_value;
   if (m->flags & STAGE_SIGNAL) {
     if (m->ctx >= (uint32_t)c->ncontexts || m->sig_id >= (uint32_t)c->nsignals) {
@@ -210,6 +264,8 @@ static ncclResult_t apply(gin_proxy* p, int peer, const stage_msg* m, const char
   return ncclSuccess;
 }
 
+static ncclResult_t serve_replies(gin_proxy* p, int* busy);
+
 ncclResult_t gin_stage_pass(gin_proxy* p, int* busy) {
   const gin_proxy_config* c = &p->cfg;
   gin_stage* s = p->stage;
@@ -234,6 +290,7 @@ ncclResult_t gin_stage_pass(gin_proxy* p, int* busy) {
       WEFT_CHECK(pending_add(s, req));
     }
   }
+  WEFT_CHECK(serve_replies(p, busy));
   return pending_test(p);
 }
 
@@ -243,9 +300,11 @@ static ncclResult_t send_msg(gin_proxy* p, int peer, stage_msg* m, const void* s
                              int from_window) {
   const gin_proxy_config* c = &p->cfg;
   gin_stage* s = p->stage;
-  uint64_t k = s->sent[peer];
-  /* a free slot at the target; apply what arrives meanwhile */
-  while (k - __atomic_load_n(&s->words[c->nranks + peer], __ATOMIC_ACQUIRE) >= s->slots) {
+  uint64_t k;
+  /* a free slot at the target; apply what arrives meanwhile (a pass may answer gets, sending
+   * to this peer too: k is read again after each) */
+  while ((k = s->sent[peer]) - __atomic_load_n(&s->words[c->nranks + peer], __ATOMIC_ACQUIRE) >=
+         s->slots) {
     int busy = 0;
     WEFT_CHECK(gin_stage_pass(p, &busy));
     WEFT_CHECK(c->rma->rmaProgress(c->ctx));
@@ -275,8 +334,37 @@ static ncclResult_t send_msg(gin_proxy* p, int peer, stage_msg* m, const void* s
   return ncclSuccess;
 }
 
+/* Answer the queued get requests, in order: reply messages of the requested bytes, copied out
+ * of the window, the token on the last. Not reentrant: the sends' credit waits run passes,
+ * which only queue. */
+static ncclResult_t serve_replies(gin_proxy* p, int* busy) {
+  gin_stage* s = p->stage;
+  if (s->serving) return ncclSuccess;
+  s->serving = 1;
+  ncclResult_t r = ncclSuccess;
+  uint64_t chunk = s->slot_bytes - GIN_STAGE_HEADER;
+  while (s->nreplies > 0 && r == ncclSuccess) {
+    gin_stage_reply q = s->replies[0];
+    memmove(s->replies, s->replies + 1, sizeof *s->replies * (size_t)(s->nreplies - 1));
+    s->nreplies--;
+    *busy = 1;
+    const char* src = q.m.size ? window_at(s, q.m.win, q.m.off, q.m.size) : NULL;
+    uint64_t done = 0;
+    do {
+      uint64_t n = q.m.size - done < chunk ? q.m.size - done : chunk;
+      stage_msg part = {.kind = STAGE_GET_REPLY, .win = q.m.va_win, .off = q.m.va_off + done,
+                        .size = n, .sig_value = q.m.sig_value};
+      if (done + n == q.m.size) part.flags = STAGE_LAST;
+      r = send_msg(p, q.peer, &part, src ? src + done : NULL, n, 1);
+      done += n;
+    } while (r == ncclSuccess && done < q.m.size);
+  }
+  s->serving = 0;
+  return r == ncclInProgress ? ncclSuccess : r; /* stopped while waiting for credit */
+}
+
 ncclResult_t gin_stage_issue(gin_proxy* p, int x, int peer, uint32_t index,
-                             const ncclGinProxyGfd_v2_30_t* g) {
+                             const ncclGinProxyGfd_v2_30_t* g, gin_slot* slot) {
   const gin_proxy_config* c = &p->cfg;
   gin_stage* s = p->stage;
   uint32_t op = ncclGinProxyV2_30Op(g);
@@ -286,8 +374,26 @@ ncclResult_t gin_stage_issue(gin_proxy* p, int x, int peer, uint32_t index,
   if (op & OP(WITH_SIGNAL_INC)) m.sig_op = NCCL_GIN_SIGNAL_OP_INC;
   else if (op & OP(WITH_SIGNAL_ADD)) m.sig_op = NCCL_GIN_SIGNAL_OP_ADD;
   m.sig_value = ncclGinProxyV2_30SignalValue(g);
-  if (op & OP(GET)) why = "get is not supported on staged windows yet";
-  if (op & OP(FLUSH)) return ncclSuccess; /* no gets: nothing to make visible */
+  if (op & OP(FLUSH)) return ncclSuccess; /* gets complete in queue order: cis says it */
+  if (op & OP(GET)) {
+    /* the peer's window (source) and offset, and where the bytes land here */
+    stage_msg q = {.kind = STAGE_GET_REQ, .win = ncclGinProxyV2_30Word63(g, Q(SRC_HANDLE)),
+                   .off = ncclGinProxyV2_30Word63(g, Q(SRC_OFF)), .size = size,
+                   .va_win = ncclGinProxyV2_30Word63(g, Q(DST_HANDLE)),
+                   .va_off = ncclGinProxyV2_30Word63(g, Q(DST_OFF)),
+                   .sig_value = ((uint64_t)(uint32_t)x << 32) | index};
+    if (size && window_at(s, q.va_win, q.va_off, size) == NULL) {
+      WARN("GIN proxy: rank %d, peer %d, context %d, GFD %u: the get's destination (window "
+           "%llu, offset %llu, %llu bytes) is not inside a window of this rank", c->rank, peer,
+           x, index, (unsigned long long)q.va_win, (unsigned long long)q.va_off,
+           (unsigned long long)size);
+      return ncclInvalidUsage;
+    }
+    slot->waiting = 1;
+    ncclResult_t r = send_msg(p, peer, &q, NULL, 0, 0);
+    if (r != ncclSuccess) slot->waiting = 0;
+    return r;
+  }
   if (why == NULL && (op & OP(VA_SIGNAL))) {
     if (m.sig_op == 0) why = "a VA signal without a signal operation";
     m.flags = STAGE_LAST | STAGE_VA_SIGNAL;

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "nccl_net.h"
+#include "nccl_rma.h"
 
 /* The most names NCCL_NET_PLUGIN may list (NCCL_NET_MAX_PLUGINS less IB and Socket). */
 #define NET_MAX_EXTERNAL_PLUGINS 14
@@ -65,6 +66,12 @@ int net_external_library(char* buf, size_t len);
  * NULL when none is registered. */
 void net_builtin_register(const ncclNet_v11_t* net);
 const ncclNet_v11_t* net_builtin(void);
+
+/* The built-in net's one-sided table (the socket net's RMA v15 calls, host memory only),
+ * registered by the same constructor: the backend of the device API's GIN proxy where no RMA
+ * plugin is loaded (core/gin/gin_comm.c). NULL when none is registered. */
+void net_builtin_rma_register(const ncclRma_v15_t* rma);
+const ncclRma_v15_t* net_builtin_rma(void);
 
 /* Forget NCCL_NET_PLUGIN as read and every skip decision, so the next open reads the settings
  * again (tests, weft-policy explain). ncclInvalidUsage while any communicator holds a net. */

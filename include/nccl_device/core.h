@@ -29,7 +29,8 @@ typedef struct ncclDevCommWindowTable* ncclDevCommWindowTable_t;
 struct ncclTeamRequirements;                                    /* a team wanting multimem */
 typedef struct ncclTeamRequirements ncclTeamRequirements_t;
 
-/* How GIN (network) connections are made; weft has no GIN yet: only NONE is accepted. */
+/* How GIN (network) connections are made. weft's library gives FULL (the proxy type, to kernels
+ * built against NVIDIA's 2.30 headers; this header has no ncclGin yet) and refuses RAIL. */
 typedef enum {
   NCCL_GIN_CONNECTION_NONE,
   NCCL_GIN_CONNECTION_FULL,

@@ -56,6 +56,7 @@ static void writes_match_nvidia_offsets(void) {
           ncclDevCommSizeOf(L->layout), L->size);
     for (int it = 0; it < 200; it++) {
       devlayout_fill f;
+      memset(&f, 0, sizeof f);
       f.version = L->version;
       f.nranks = 1 + (int)(next32() % 4096);
       f.rank = (int)(next32() % (uint32_t)f.nranks);
@@ -91,6 +92,28 @@ static void writes_match_nvidia_offsets(void) {
       put32(want, L->lsa_bar + 4, (uint32_t)f.lsa_barriers);
       put64(want, L->abort, f.abort_flag);
       put32(want, L->hybrid_lsa_bar, f.hybrid_handle);
+      /* GIN (the proxy type; 2.30 only), every other iteration. NVIDIA 2.30.7's offsets:
+       * railGinBarrier 136, ginConnectionCount 144, ginNetDeviceTypes 145, ginHandles 152,
+       * ginSignalCount 184, ginCounterCount 188, ginSignalShadows 192, ginContextCount 200,
+       * worldGinBarrier 232 (devcomm_layout_2.30.7 checks weft's struct against them). */
+      if (it % 2 && L->layout == NCCL_DEVCOMM_LAYOUT_V2_30) {
+        f.gin_handle = (uintptr_t)next64() | 1;
+        f.gin_shadows = (uintptr_t)next64();
+        f.gin_signals = (int)(next32() % 100000);
+        f.gin_counters = (int)(next32() % 100000);
+        f.gin_contexts = 1 + (int)(next32() % 8);
+        f.world_gin_signal0 = next32();
+        f.rail_gin_signal0 = next32();
+        put32(want, 136, f.rail_gin_signal0);
+        want[144] = 1;
+        want[145] = 2; /* NCCL_NET_DEVICE_GIN_PROXY */
+        put64(want, 152, f.gin_handle);
+        put32(want, 184, (uint32_t)f.gin_signals);
+        put32(want, 188, (uint32_t)f.gin_counters);
+        put64(want, 192, f.gin_shadows);
+        put32(want, 200, (uint32_t)f.gin_contexts);
+        put32(want, 232, f.world_gin_signal0);
+      }
 
       memset(got, 0xa5, sizeof got);
       memset(got, 0x3c, (size_t)L->size); /* stale bytes the write must clear */

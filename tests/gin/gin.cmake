@@ -7,7 +7,8 @@
 # - gin_proxy_socket_gin13_two_processes (labels mp, plugin): the same through the socket
 #   library's ncclGinPlugin_v13, adapted as core/plugin adapts a loaded GIN v13 plugin;
 # - gin_proxy_staged_two_processes (label mp): the proxy's staged mode (windows the backend never
-#   sees: bytes through copy callbacks and the proxies' rings, as GPU windows over the socket net);
+#   sees: bytes through copy callbacks and the proxies' rings, as GPU windows over the socket net;
+#   gets as requests answered by reply messages);
 # - gin_proxy_bad_config (label unit): bad configurations refused.
 find_program(WEFT_GIN_CXX NAMES c++ g++ clang++)
 add_test(NAME gin_gfd_matches_nvidia_2.30.7

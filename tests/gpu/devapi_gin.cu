@@ -10,8 +10,9 @@
  *     the flag words, and the kernel's counter-wait returned (local completions counted);
  *   - gin.flush before the kernel ends.
  * `--procs N`: N processes (2 by default). Exits 77 without a GPU, and with "SKIP:" and the
- * reason when the communicator reports no GIN (ncclCommQueryProperties.ginType none): weft's
- * ncclDevCommCreate does not set up the proxy yet (docs/device-api.md, "GIN"). */
+ * reason when the communicator reports no GIN (ncclCommQueryProperties.ginType none: a build
+ * without CUDA, or host mode); ncclDevCommCreate sets the proxy up (core/gin/gin_comm.c, staged
+ * through the built-in socket net here; docs/device-api.md, "GIN"). */
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,8 +69,7 @@ static int run(gpu_world* w, void* arg) {
   ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
   EXPECT_OK(ncclCommQueryProperties(comm, &props));
   if (props.ginType == NCCL_GIN_TYPE_NONE) {
-    printf("SKIP: rank %d: the communicator reports no GIN (ginType none): weft's "
-           "ncclDevCommCreate does not set up the GIN proxy yet\n", rank);
+    printf("SKIP: rank %d: the communicator reports no GIN (ginType none)\n", rank);
     return GPU_SKIP;
   }
   EXPECT_EQ_INT(props.ginType, NCCL_GIN_TYPE_PROXY);

@@ -570,8 +570,8 @@ endif()
 
 # A kernel using ncclGin (the proxy GIN type: core/gin, issue 48) built against NVIDIA's 2.30.7
 # nccl_device.h, 2 and 4 processes on GPU 0 with peer-to-peer and shared memory off, so the data
-# go through the GIN proxy and a net plugin. SKIP (with the reason) while the communicator
-# reports no GIN: ncclDevCommCreate does not set the proxy up yet (docs/device-api.md, "GIN").
+# go through the GIN proxy and a net plugin (staged through the built-in socket net). SKIP (with
+# the reason) only where the communicator reports no GIN (docs/device-api.md, "GIN").
 if(WEFT_HAVE_CUDA)
   set(_gin_inc ${WEFT_NCCL_DEVICE_INCLUDE_2_30_7})
   if(EXISTS ${_gin_inc}/nccl_device.h)

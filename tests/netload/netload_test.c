@@ -150,6 +150,22 @@ static int case_none_uses_builtin_socket(void) {
   EXPECT_EQ_INT(n->version, 11);
   net_close_for_comm(n);
 
+  /* Its one-sided calls, registered beside it: the GIN proxy's backend of last resort
+   * (core/gin/gin_comm.c). A usable table: init, a device, host memory only (staged GIN). */
+  const ncclRma_v15_t* rma = net_builtin_rma();
+  EXPECT(rma != NULL && strcmp(rma->name, "weft-socket") == 0);
+  void* rctx = NULL;
+  int ndev = 0;
+  EXPECT_OK(rma->init(&rctx, 7, NULL));
+  EXPECT_OK(rma->devices(&ndev));
+  EXPECT(ndev > 0);
+  ncclNetProperties_v12_t props;
+  memset(&props, 0, sizeof props);
+  EXPECT_OK(rma->getProperties(0, &props));
+  EXPECT(props.ptrSupport & NCCL_PTR_HOST);
+  EXPECT(!(props.ptrSupport & NCCL_PTR_CUDA));
+  EXPECT_OK(rma->finalize(rctx));
+
   /* NCCL_NET=socket passes over a loadable external plugin. */
   set_plugins(plugin("eight"));
   setenv("NCCL_NET", "socket", 1);

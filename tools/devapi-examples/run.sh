@@ -37,7 +37,9 @@ fi
 ex=$work/examples
 
 fail=0
-for e in 06_device_api/01_allreduce_lsa 07_kernel_fusion/01_rmsnorm_lsa; do
+# 02_alltoall_gin: the proxy GIN type (issue 48); on one GPU it runs one rank, whose puts to
+# itself still travel through the proxy and the built-in socket net (staged).
+for e in 06_device_api/01_allreduce_lsa 07_kernel_fusion/01_rmsnorm_lsa 06_device_api/02_alltoall_gin; do
   dir=$ex/$e/c
   name=$(basename "$e")
   log=$work/$name.log
@@ -59,7 +61,7 @@ for e in 06_device_api/01_allreduce_lsa 07_kernel_fusion/01_rmsnorm_lsa; do
     continue
   fi
   if LD_LIBRARY_PATH="$lib" NCCL_NVLS_ENABLE=0 timeout 120 "$work/$name" >>"$log" 2>&1 &&
-      grep -qE "Result verification: PASSED|SUCCESS: Example completed" "$log" &&
+      grep -qE "Result verification: PASSED|SUCCESS: Example completed|AlltoAll result: PASSED" "$log" &&
       ! grep -qE "FAILED|ERROR" "$log"; then
     echo "PASS $e"
   else
