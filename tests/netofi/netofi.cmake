@@ -67,9 +67,12 @@ netofi_conformance(NAME conformance_net_ofi_shm_dead_peer PROVIDER shm TIMEOUT 3
   ENV FI_SHM_DISABLE_CMA=1 ARGS "--filter|net_sender_exit*,net_receiver_exit*")
 
 # ---- the RMA tables (rma_ofi*.c: fi_writemsg, fi_readmsg, fi_inject_atomic) on tcp;ofi_rxm
-# (must pass) and shm (skipped where it cannot open), v15 and v14; every test is small (at most
-# 8 × 2 MiB). The shm run's departed peer is found by the same-host process check. ----
-foreach(v v15 v14)
+# (must pass) and shm (skipped where it cannot open), v15, v14 and v13, and the GIN v13 table
+# (the same calls) on tcp; every test is small (at most 8 × 2 MiB). The shm run's departed peer
+# is found by the same-host process check. ----
+netofi_conformance(NAME conformance_gin_ofi_tcp_v13 PROVIDER tcp+ofi_rxm SUITE gin REQUIRED
+  TIMEOUT 300 ENV WEFT_OFI_DOMAIN=lo)
+foreach(v v15 v14 v13)
   netofi_conformance(NAME conformance_rma_ofi_tcp_${v} PROVIDER tcp+ofi_rxm SUITE rma REQUIRED
     TIMEOUT 300 ENV WEFT_OFI_DOMAIN=lo ARGS "--abi|${v}")
   netofi_conformance(NAME conformance_rma_ofi_shm_${v} PROVIDER shm SUITE rma TIMEOUT 300
