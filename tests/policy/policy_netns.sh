@@ -13,17 +13,7 @@ bin=$1
 plugin=$2
 . "$(dirname "$0")/../common/netns.sh"
 netns_require
-nsa=weftpol$$a
-nsb=weftpol$$b
-dir=$(mktemp -d /tmp/weft-policy-netns-XXXXXX)
-cleanup() {
-  ip netns del $nsa 2>/dev/null
-  ip netns del $nsb 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-netns_pair $nsa $nsb wp0 10.77.0
+netns_hosts pol wp0 10.77.0
 
 failed=0
 # run CASE POLICY EXPECT ENV_OR_ERR: one rank per namespace, both must pass their checks.

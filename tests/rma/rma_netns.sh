@@ -19,17 +19,7 @@ rmaplug=${3:-}
 [ "$plugin" = - ] && plugin=""
 . "$(dirname "$0")/../common/netns.sh"
 netns_require
-nsa=weftrma$$a
-nsb=weftrma$$b
-dir=$(mktemp -d /tmp/weft-rma-netns-XXXXXX)
-cleanup() {
-  ip netns del $nsa 2>/dev/null
-  ip netns del $nsb 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-netns_pair $nsa $nsb wr0 10.78.0
+netns_hosts rma wr0 10.78.0
 
 seed=${WEFT_TEST_SEED:-$(date +%s)}
 echo "seed $seed (WEFT_TEST_SEED); 4 ranks on 2 hosts${plugin:+, net plugin $plugin}\

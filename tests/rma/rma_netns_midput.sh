@@ -13,17 +13,7 @@ bin=$1
 rmaplug=${2:-}
 . "$(dirname "$0")/../common/netns.sh"
 netns_require
-nsa=weftrmk$$a
-nsb=weftrmk$$b
-dir=$(mktemp -d /tmp/weft-rma-midput-XXXXXX)
-cleanup() {
-  ip netns del $nsa 2>/dev/null
-  ip netns del $nsb 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-netns_pair $nsa $nsb wk0 10.79.0
+netns_hosts rmk wk0 10.79.0
 
 echo "3 ranks on 2 hosts, rank 2 dies mid-put${rmaplug:+; RMA plugin $rmaplug}"
 extra=""
