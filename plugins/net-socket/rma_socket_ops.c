@@ -50,6 +50,16 @@ rs_mr* rma_socket_mr_by_id(rs_coll* c, uint32_t id) {
   return id < c->nmrs ? c->mrs[id] : NULL;
 }
 
+/* Where the m->size bytes at m->off of registration m->mr start, NULL when they do not lie
+ * inside it (or it does not exist). */
+static char* msg_bytes(rs_coll* c, const rs_msg* m) {
+  pthread_mutex_lock(&c->lock);
+  rs_mr* d = rma_socket_mr_by_id(c, m->mr);
+  char* at = (d && m->off <= d->size && m->size <= d->size - m->off) ? d->base + m->off : NULL;
+  pthread_mutex_unlock(&c->lock);
+  return at;
+}
+
 ncclResult_t rma_socket_reg(void* coll, void* data, size_t size, int type, uint64_t flags,
                             void** mhandle) {
   rs_coll* c = rma_socket_coll_check(coll, "regMrSym");
@@ -159,10 +169,7 @@ static void bad_message(rs_coll* c, int peer, const char* what, const rs_msg* m)
 /* A put to this rank itself: a copy, then the signal. */
 static ncclResult_t put_local(rs_coll* c, const rs_msg* m, const void* data) {
   if (m->mr != UINT32_MAX || m->size) {
-    pthread_mutex_lock(&c->lock);
-    rs_mr* d = rma_socket_mr_by_id(c, m->mr);
-    char* at = (d && m->off <= d->size && m->size <= d->size - m->off) ? d->base + m->off : NULL;
-    pthread_mutex_unlock(&c->lock);
+    char* at = msg_bytes(c, m);
     if (at == NULL) {
       bad_message(c, c->rank, "put", m);
       return ncclInvalidArgument;
@@ -435,10 +442,7 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
     case RS_PUT:
     case RS_PUT_SIGNAL: {
       if (m->mr != UINT32_MAX || m->size) {
-        pthread_mutex_lock(&c->lock);
-        rs_mr* d = rma_socket_mr_by_id(c, m->mr);
-        char* at = (d && m->off <= d->size && m->size <= d->size - m->off) ? d->base + m->off : NULL;
-        pthread_mutex_unlock(&c->lock);
+        char* at = msg_bytes(c, m);
         if (at == NULL) {
           bad_message(c, peer, "put", m);
           return drain(fd, m->size);
@@ -454,11 +458,7 @@ ncclResult_t rma_socket_apply(rs_coll* c, int peer, const rs_msg* m) {
       return ncclSuccess;
     }
     case RS_GET: {
-      pthread_mutex_lock(&c->lock);
-      rs_mr* s = rma_socket_mr_by_id(c, m->mr);
-      const char* from =
-          (s && m->off <= s->size && m->size <= s->size - m->off) ? s->base + m->off : NULL;
-      pthread_mutex_unlock(&c->lock);
+      const char* from = msg_bytes(c, m);
       rs_msg rep = {.op = RS_GET_REPLY, .size = from ? m->size : 0, .token = m->token,
                     .sig_op = from ? 0 : 1 /* 1: refused */};
       if (from == NULL) bad_message(c, peer, "get", m);
